@@ -1,0 +1,1 @@
+"""`diag check`: placeholder until the recipe linter lands."""

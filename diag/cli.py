@@ -1,0 +1,32 @@
+"""The `diag` command line."""
+
+from __future__ import annotations
+
+import typer
+
+from diag import __version__
+
+app = typer.Typer(
+    name="diag",
+    help="Tells you why a disaggregated LLM-serving benchmark run is slow or broken.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"diag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """diag: logs, recipes and metrics of vLLM + Dynamo P/D runs -> findings."""
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,169 @@
+"""Normalise one physical line: ANSI (real and mangled), carriage returns, wrapper prefixes,
+glued records.
+
+The output of :func:`logical_lines` is a list of ``(text, ext_ts)`` pairs: each is one log record
+with every decoration removed, and ``ext_ts`` is an outer RFC3339 stamp (docker, CI) when one
+was peeled off.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .formats import declare
+
+# Real escape sequences, then the copies of them that lost their ESC byte in pastes and shipped logs.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"                 # CSI: colours, cursor moves, erase
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"      # OSC: titles, hyperlinks
+    r"|\x1b[@-Z\\-_]"                          # two-byte escapes
+    r"|(?:\^\[|#033|\ufffd|\\x1b|\\033|\\e)\[[0-9;]*[A-Za-z]"  # caret, syslog octal, U+FFFD, escaped text
+    r"|\[(?:\d{1,3}(?:;\d{1,3})*)?m"           # bare "[0;36m" with the ESC byte lost
+    r"|\x1b"                                   # stray ESC
+)
+# A record torn inside an escape sequence leaves "...\x1b[0;3" at one line's end and "6m(" at the next's start.
+_TORN_TAIL = re.compile(r"(?:(?:\x1b|\^\[|#033|\ufffd)\[[0-9;]*|\[\d{1,3};\d{0,3})$")
+_TORN_HEAD = re.compile(r"^[\d;]{1,8}m(?=\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |\d{4}-\d\d-\d\d)")
+_CARET_CR = re.compile(r"(?:\^M)+$")
+
+PROGRESS = declare(
+    "progress-bar", "noise",
+    r"\d{1,3}%\s*(?:Completed\s*)?\|[^|]*\|\s*\d+/\d+|\d+(?:\.\d+)?(?:it|s)/(?:s|it)\]\s*$",
+    samples=[
+        "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  45%|████▌     | 23/51 [00:04<00:05,  5.13it/s]",
+        "Loading safetensors checkpoint shards:  60% Completed | 3/5 [00:07<00:04,  2.41s/it]",
+    ],
+    emits="progress-bar",
+    triggers=("%|", "% Completed |"),
+    doc="tqdm bars; rewritten in place with \\r, so several may share one physical line",
+)
+
+# Wrapper prefixes, peeled repeatedly from the left. Each keeps its own samples.
+SRUN = declare(
+    "srun-label", "prefix", r"^(?P<task>\d{1,5}): ",
+    samples=[
+        "0: 2025-05-13T13:47:38.880Z  INFO engine._handle_process_request: Added request 1dc1.",
+        "12: (EngineCore_DP3 pid=456) INFO 08-06 12:34:56 [core.py:95] Initializing a V1 LLM engine",
+    ],
+    emits="srun",
+)
+EXT_STAMP = declare(
+    "container-stamp", "prefix",
+    r"^\[?(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?\s+"
+    r"(?=\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d|\[?\w+\.py:\d+\]|\d{4}-\d\d-\d\dT)",
+    samples=[
+        "2025-10-15T00:02:38.756689123Z (APIServer pid=1) INFO 10-14 17:02:38 [loggers.py:123] Engine 000: x",
+        "[2025-03-10T15:07:20Z] INFO 03-10 08:07:20 [gpu_model_runner.py:1067] Model loading took 0.2389 GB",
+    ],
+    emits="container",
+)
+COMPOSE = declare(
+    "compose-gutter", "prefix", r"^(?:[\w.-]+)?\s*\|\s(?=\S|\s+\S)\s*",
+    samples=[
+        "vllm  | INFO 02-12 10:01:02 [api_server.py:912] vLLM API server version 0.7.2",
+        "  | [2025-03-10T15:07:20Z] ERROR 03-10 08:07:20 [core.py:302] EngineCore hit an exception",
+    ],
+    emits="compose",
+)
+JOURNALD = declare(
+    "journald", "prefix",
+    r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@/-]+(?:\[\d+\])?: ",
+    samples=[
+        "Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707)     return cls(",
+        "Sep  2 07:01:12 gpu-node-3 vllm[112]: INFO 09-02 07:01:12 [loggers.py:271] Engine 000: idle",
+    ],
+    emits="journald",
+)
+GREP_FILE = declare(
+    "grep-file", "prefix", r"^[\w./-]+\.(?:log|out|err|txt)(?::\d+)?[:-](?=\S)",
+    samples=[
+        "vllm_p3.log:(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 09:12:47 [mooncake_connector.py:233] Force freed",
+        "logs/nodeA_decode_w0.out:INFO 08-06 12:34:56 [loggers.py:271] Engine 000: Avg prompt throughput",
+    ],
+    emits="grep",
+)
+DJL = declare(
+    "djl-wrapper", "prefix", r"^\[?(?:INFO|WARN|ERROR|DEBUG) ?\] [\w.]+ - [\w-]+: ",
+    samples=[
+        "[INFO ] PyProcess - W-210-model-stdout: INFO 02-14 08:23:25 llm_engine.py:429] init engine took 15.79 seconds",
+        "INFO ] PyProcess - W-210-model-stdout: #033[1;36m(VllmWorkerProcess pid=237)#033[0;0m INFO 02-14 08:23:25 x.py:1] y",
+    ],
+    emits="djl",
+)
+QUOTE = declare(
+    "markdown-quote", "prefix", r"^> ?",
+    samples=["> TYPE vllm:num_requests_running gauge", "> vllm:num_requests_running 0.0"],
+    emits="quote",
+)
+_PEELERS = (SRUN.regex, EXT_STAMP.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, COMPOSE.regex, QUOTE.regex)
+
+# Where a second record starts inside one physical line (glued records).
+_GLUE = re.compile(
+    r"(?:\((?:[A-Za-z][\w .=-]*?) pid=\d+(?:, ip=[^)]*)?\)\s*)+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
+    r"|(?<![\w)=])(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[\w./-]+:\d+"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\s"
+)
+
+
+def strip_ansi(text: str) -> str:
+    """Remove real and mangled ANSI escapes (no other change)."""
+    if "[" not in text and "\x1b" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def peel(text: str) -> tuple[str, str | None]:
+    """Remove wrapper prefixes (srun, docker stamp, compose, journald, grep, DJL, quote)."""
+    ext_ts = None
+    for _ in range(6):
+        for rx in _PEELERS:
+            m = rx.match(text)
+            if m and m.end() > 0:
+                if rx is EXT_STAMP.regex:
+                    ext_ts = m.group("ts")
+                text = text[m.end():]
+                break
+        else:
+            break
+    return text, ext_ts
+
+
+def split_glued(text: str) -> list[str]:
+    """Split a line that holds several records written without a newline between them."""
+    starts = [m.start() for m in _GLUE.finditer(text) if m.start() > 0]
+    if not starts:
+        return [text]
+    parts, prev = [], 0
+    for s in starts:
+        if s > prev:
+            piece = text[prev:s]
+            if piece.strip():
+                parts.append(piece.rstrip())
+            prev = s
+    parts.append(text[prev:])
+    return parts
+
+
+def logical_lines(raw: str) -> list[tuple[str, str | None]]:
+    """Turn one physical line into its records, each cleaned, with any outer timestamp."""
+    line = raw.rstrip("\r\n")
+    line = _CARET_CR.sub("", line)
+    segments = line.split("\r") if "\r" in line else [line]
+    out: list[tuple[str, str | None]] = []
+    for seg in segments:
+        if not seg.strip():
+            continue
+        seg = strip_ansi(seg)
+        seg = _TORN_TAIL.sub("", seg)
+        seg = _TORN_HEAD.sub("", seg)
+        seg, ext_ts = peel(seg)
+        for piece in split_glued(seg):
+            piece, inner_ts = peel(piece)
+            if piece.strip():
+                out.append((piece, inner_ts or ext_ts))
+    return out
+
+
+def clean(raw: str) -> str:
+    """The text of a physical line with decorations removed (records joined by newlines)."""
+    return "\n".join(t for t, _ in logical_lines(raw))

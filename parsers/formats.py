@@ -1,0 +1,72 @@
+"""The registry of line formats: each is declared once, with real-looking sample lines.
+
+Like lnav's format files, every declaration carries samples, and ``tests/test_formats.py`` runs
+each sample through the whole pipeline and checks it comes out as the declared kind. The
+``triggers`` of record and noise formats are plain literals: the bulk path builds its prefilter
+from them, so a line without any trigger never reaches per-line Python code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    name: str
+    kind: str                      # header | prefix | record | noise
+    regex: re.Pattern[str]
+    samples: tuple[str, ...]
+    emits: str                     # line class (header/noise) or record kind (record)
+    triggers: tuple[str, ...] = ()
+    parse: Callable[..., Any] | None = field(default=None, compare=False)
+    doc: str = ""
+
+
+REGISTRY: dict[str, LineFormat] = {}
+
+
+def declare(
+    name: str,
+    kind: str,
+    pattern: str,
+    *,
+    samples: list[str] | tuple[str, ...],
+    emits: str,
+    triggers: tuple[str, ...] = (),
+    flags: int = 0,
+    doc: str = "",
+) -> LineFormat:
+    """Register a format. At least two samples are required."""
+    if len(samples) < 2:
+        raise ValueError(f"format {name!r} needs at least two sample lines")
+    if name in REGISTRY:
+        raise ValueError(f"format {name!r} declared twice")
+    fmt = LineFormat(name, kind, re.compile(pattern, flags), tuple(samples), emits, triggers, None, doc)
+    REGISTRY[name] = fmt
+    return fmt
+
+
+def record_parser(fmt: LineFormat) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Attach the function that turns a match of ``fmt`` into a record."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        object.__setattr__(fmt, "parse", fn)
+        return fn
+
+    return wrap
+
+
+def formats(kind: str | None = None) -> list[LineFormat]:
+    return [f for f in REGISTRY.values() if kind is None or f.kind == kind]
+
+
+def all_triggers(kind: str = "record") -> list[str]:
+    seen: dict[str, None] = {}
+    for f in formats(kind):
+        for t in f.triggers:
+            seen.setdefault(t, None)
+    return list(seen)

@@ -1,0 +1,131 @@
+"""Record heads: the timestamped shapes a line in a run directory can start with."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .formats import declare
+from .records import Header
+
+VLLM = declare(
+    "vllm-record", "header",
+    r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s*)*"
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<md>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
+    r"\[?(?P<src>[^\]\s]+?:\d+)(?:\[\]|\])?\s?(?P<msg>.*)$",
+    samples=[
+        "(EngineCore_DP3 pid=456) INFO 08-06 12:34:56 [core.py:95] Initializing a V1 LLM engine (v0.11.0) with config: model='x'",
+        "INFO 02-28 21:48:18 metrics.py:161] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 9.1 tokens/s",
+        "(APIServer pid=1) ERROR 10-20 03:12:01 [async_llm.py:485[] AsyncLLM output_handler failed.",
+    ],
+    emits="vllm",
+    doc="vLLM's formatter: optional (Proc pid=N) prefix, level, month-day time without year, [file:line]",
+)
+VLLM_PROC_ONLY = declare(
+    "vllm-proc-line", "header",
+    r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s?)+(?P<msg>.*)$",
+    samples=[
+        "(APIServer pid=8707)   File \"/opt/vllm/lib/python3.12/site-packages/vllm/v1/engine/async_llm.py\", line 149",
+        "(APIServer pid=1) INFO:     10.250.5.33:50840 - \"GET /metrics HTTP/1.1\" 200 OK",
+    ],
+    emits="vllm",
+    doc="output of a vLLM subprocess that did not go through the logger (print, uvicorn, stderr)",
+)
+VLLM_FILE_ONLY = declare(
+    "vllm-file-tag", "header", r"^\[(?P<src>[\w./-]+\.py:\d+)\]\s(?P<msg>.*)$",
+    samples=[
+        "[engine.py:598] Stat logging is disabled. Set `disable_log_stats=False` argument to enable.",
+        "[llm_engine.py:431] init engine (profile, create kv cache, warmup model) took 9.76 seconds",
+    ],
+    emits="vllm",
+    doc="a vLLM record whose level and time were cut off in a paste",
+)
+DYNAMO = declare(
+    "dynamo-tracing", "header",
+    r"^(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d))\s+"
+    r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s+(?:(?P<src>[^\s:]\S*?):\s)?(?P<msg>.*)$",
+    samples=[
+        "2026-08-06T12:34:56.123456Z  INFO dynamo_runtime::distributed: Initialized distributed runtime",
+        "2025-06-25T10:49:23.881Z  WARN serving.save_dynamo_state: state file not found  ",
+        "2025-05-13T13:47:39.069Z  INFO metrics.log: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+        "throughput: 30273.6 tokens/s, Running: 8 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.4%, "
+        "CPU KV cache usage: 0.0%.",
+    ],
+    emits="dynamo",
+    doc="Dynamo's Rust tracing text (and vLLM main-process records re-formatted by Dynamo)",
+)
+DYNAMO_JSONL = declare(
+    "dynamo-jsonl", "header", r'^\{.*"(?:level|lvl)"\s*:',
+    samples=[
+        '{"time":"2026-08-06T12:34:56.123456Z","level":"INFO","target":"dynamo_llm::kv_router","message":"Selected worker"}',
+        '{"time":"2026-08-06T12:35:06.000001Z","level":"ERROR","target":"log","message":"EngineCore failed to start."}',
+    ],
+    emits="dynamo-jsonl",
+)
+SGLANG = declare(
+    "sglang-record", "header",
+    r"^\[(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<src>(?: [A-Z]+\d+)*)\] (?P<msg>.*)$",
+    samples=[
+        "[2025-11-04 05:31:43 DP0 TP0 EP0] Prefill batch, #new-seq: 18, #new-token: 16384, #cached-token: 0, "
+        "token usage: 0.00, #running-req: 0, #queue-req: 0, #prealloc-req: 0, #inflight-req: 0, input throughput (token/s): 0.00",
+        "[2026-07-21 08:04:41 TP0 EP0] Load weight end. type=DeepseekV3ForCausalLM, avail mem=23.12 GB",
+    ],
+    emits="sglang",
+)
+ORCHESTRATOR = declare(
+    "srtctl-orchestrator", "header",
+    r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,\d+)? \[(?P<level>[A-Z]+)\] (?P<msg>.*)$",
+    samples=[
+        "2026-04-21 14:11:37 [INFO] Model is not ready, waiting for 4 prefills and 1 decodes. Have 0 prefills and 0 decodes.",
+        "2026-04-21 14:40:02 [ERROR] Critical process 'decode_0_nodeC' exited with code 1",
+    ],
+    emits="orchestrator",
+)
+
+_LEVELS = {"WARN": "WARNING", "TRACE": "DEBUG"}
+
+
+def parse_header(text: str) -> Header:
+    """Classify a cleaned line and split off its head."""
+    c = text[:1]
+    if c == "{":
+        m = DYNAMO_JSONL.regex.match(text)
+        if m:
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):
+                msg = obj.get("message") or (obj.get("fields") or {}).get("message") or ""
+                lvl = str(obj.get("level") or obj.get("lvl") or "").upper()
+                return Header("dynamo-jsonl", _LEVELS.get(lvl, lvl) or None, iso=obj.get("time"),
+                              source=obj.get("target"), msg=str(msg))
+    elif c == "[":
+        m = SGLANG.regex.match(text)
+        if m:
+            return Header("sglang", None, iso=m["iso"], source=m["src"].strip() or None, msg=m["msg"])
+        m = VLLM_FILE_ONLY.regex.match(text)
+        if m:
+            return Header("vllm", None, source=m["src"], msg=m["msg"])
+    elif c.isdigit():
+        m = DYNAMO.regex.match(text)
+        if m:
+            lvl = m["level"]
+            return Header("dynamo", _LEVELS.get(lvl, lvl), iso=m["iso"], source=m["src"], msg=m["msg"])
+        m = ORCHESTRATOR.regex.match(text)
+        if m:
+            return Header("orchestrator", m["level"], iso=m["iso"], msg=m["msg"])
+    m = VLLM.regex.match(text)
+    if m:
+        return Header("vllm", m["level"], md=m["md"], proc=m["proc"], pid=int(m["pid"]) if m["pid"] else None,
+                      source=m["src"], msg=m["msg"])
+    if c == "(":
+        m = VLLM_PROC_ONLY.regex.match(text)
+        if m:
+            return Header("vllm", None, proc=m["proc"], pid=int(m["pid"]), msg=m["msg"])
+    return Header("unknown", msg=text)
+
+
+def has_header(text: str) -> bool:
+    """True when a cleaned line starts a new record (used to decide continuations)."""
+    return parse_header(text).cls != "unknown"

@@ -1,0 +1,182 @@
+"""Typed records that parsers produce from log lines and files.
+
+Every record carries ``line`` (1-based physical line in its source) and ``ts`` (a UTC
+``datetime`` once the year is known, else ``None``; ``md`` keeps the raw month-day time of a
+vLLM header so the year can be filled in later). Records are frozen and comparable, so the bulk
+and streaming paths can be checked for identical output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# Line classes: what a physical line is, before any record is extracted from it.
+LINE_CLASSES = (
+    "vllm",          # (Proc pid=N) LEVEL MM-DD HH:MM:SS [file.py:N] msg
+    "dynamo",        # 2026-08-06T12:34:56.123456Z  INFO target: msg
+    "dynamo-jsonl",  # {"time": ..., "level": ..., "target": ..., "message": ...}
+    "sglang",        # [2025-11-04 05:31:43 DP0 TP0 EP0] msg
+    "orchestrator",  # 2026-04-21 14:10:37 [INFO] msg
+    "noise",         # request received/completed, http probes, selector, NCCL/Ray, progress bars
+    "unknown",
+)
+
+NOISE_CLASSES = ("request", "http-probe", "router-selector", "nccl-ray", "progress-bar", "access-log")
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The parsed head of one log record (any of the timestamped shapes)."""
+
+    cls: str
+    level: str | None = None
+    md: str | None = None          # vLLM "MM-DD HH:MM:SS" (no year)
+    iso: str | None = None         # full timestamp when the line carries one
+    proc: str | None = None        # vLLM process prefix name, e.g. EngineCore_DP3
+    pid: int | None = None
+    source: str | None = None      # file.py:N, Dynamo target or SGLang rank tag
+    msg: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    line: int
+    ts: datetime | None = field(default=None, kw_only=True)
+    md: str | None = field(default=None, kw_only=True)
+    proc: str | None = field(default=None, kw_only=True)
+
+    kind = "record"
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSample(Record):
+    """One periodic engine stats line (vLLM V1/V0/Rust frontend, SGLang batch line)."""
+
+    variant: str                      # v1 | v0 | rust | sglang-prefill | sglang-decode
+    engine: int | None = None         # DP rank from "Engine NNN:" / "DPk"
+    n_aggregated: int | None = None   # "N Engines Aggregated:"
+    prompt_tps: float | None = None
+    gen_tps: float | None = None
+    running: int | None = None
+    waiting: int | None = None
+    deferred: int | None = None
+    preemptions: int | None = None
+    kv_usage: float | None = None     # percent, 0..100
+    prefix_hit: float | None = None   # percent
+    ext_hit: float | None = None      # percent (external / KV-connector prefix hits)
+    mm_hit: float | None = None
+    corrupted: int | None = None
+    swapped: int | None = None        # V0
+    cpu_kv: float | None = None       # V0
+
+    kind = "stats"
+
+
+@dataclass(frozen=True, slots=True)
+class KVTransfer(Record):
+    """A ``KV Transfer metrics:`` line; ``values`` keeps every key, known or not."""
+
+    connector: str | None
+    values: tuple[tuple[str, float], ...]
+
+    kind = "kv_transfer"
+
+    def get(self, key: str, default: float | None = None) -> float | None:
+        for k, v in self.values:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class NixlFailure(Record):
+    ftype: str                  # handshake_failed, transfer_failed, ..., or legacy kinds
+    request_id: str | None = None
+    detail: str | None = None
+    context: tuple[tuple[str, str], ...] = ()
+
+    kind = "nixl_failure"
+
+
+@dataclass(frozen=True, slots=True)
+class KVExpiry(Record):
+    """P-side lease expiry / invalid-block / force-freed lines."""
+
+    event: str                  # expired | invalid | declined | force_freed
+    request_id: str | None = None
+    n_workers: int | None = None
+
+    kind = "kv_expiry"
+
+
+@dataclass(frozen=True, slots=True)
+class KVLoadFailure(Record):
+    n_requests: int
+    tokens: int
+    recovered: bool
+
+    kind = "kv_load_failure"
+
+
+@dataclass(frozen=True, slots=True)
+class StartupFact(Record):
+    """A fact printed at startup: key is one of STARTUP_KEYS."""
+
+    key: str
+    value: Any
+
+    kind = "startup"
+
+
+STARTUP_KEYS = (
+    "version", "model", "non_default_args", "architecture", "kv_memory_gib", "kv_cache_tokens",
+    "max_concurrency", "async_scheduling", "api_server_count", "stats_disabled", "dp_rank",
+    "max_model_len", "kv_role", "ssm_conv_layout", "engine_config",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fault(Record):
+    """Something went wrong. ``cause`` classifies it; ``exception`` is the exception line."""
+
+    cause: str                  # see FAULT_CAUSES
+    message: str
+    exception: str | None = None
+    traceback_line: int | None = None  # line where the grouped traceback starts
+
+    kind = "fault"
+
+
+FAULT_CAUSES = (
+    "oom", "no_kv_memory", "kv_too_small", "mamba_blocks", "ds_layout", "engine_dead",
+    "engine_failed_start", "worker_died", "shm_hang", "rpc_timeout", "nccl", "exception",
+    "stats_disabled",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle(Record):
+    """An srt-slurm orchestrator event (worker start, readiness, benchmark, exit...)."""
+
+    event: str
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    kind = "lifecycle"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.fields:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class SpecDecode(Record):
+    mean_acceptance_len: float | None
+    acceptance_rate: float | None
+    accepted: int
+    drafted: int
+
+    kind = "spec_decode"

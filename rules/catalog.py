@@ -1,0 +1,102 @@
+"""The rule catalog: rules are data (TOML files in ``rules/catalog/``) over a few coded templates.
+
+Each ``[[rule]]`` entry has ``code`` (stable, part of the interface), kebab ``name``,
+``severity``, ``scope`` (run | endpoint | engine | recipe), ``template`` and its ``params``,
+optional ``for`` / ``keep_firing_for`` windows (seconds), ``summary`` (one line), ``why``,
+``remediation`` and ``examples`` (inputs with the expected outcome, run by the tests).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .finding import SEVERITIES
+
+SCOPES = ("run", "endpoint", "engine", "recipe")
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: str
+    scope: str
+    template: str
+    summary: str
+    why: str
+    remediation: str
+    params: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    for_s: float = 0.0
+    keep_firing_for_s: float = 0.0
+    examples: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)
+    docs: str = ""
+
+    def with_params(self, overrides: dict[str, Any]) -> Rule:
+        """A copy with thresholds overridden (``for``/``keep_firing_for`` included)."""
+        params = dict(self.params)
+        for_s, keep = self.for_s, self.keep_firing_for_s
+        for k, v in overrides.items():
+            if k == "for":
+                for_s = float(v)
+            elif k == "keep_firing_for":
+                keep = float(v)
+            elif k == "severity":
+                continue
+            else:
+                params[k] = v
+        sev = overrides.get("severity", self.severity)
+        return Rule(self.code, self.name, sev, self.scope, self.template, self.summary, self.why,
+                    self.remediation, params, for_s, keep, self.examples, self.docs)
+
+
+class CatalogError(ValueError):
+    pass
+
+
+def _load_rule(entry: dict[str, Any], source: str) -> Rule:
+    missing = [k for k in ("code", "name", "severity", "scope", "template", "summary", "why", "remediation")
+               if k not in entry]
+    if missing:
+        raise CatalogError(f"{source}: rule {entry.get('code', '?')} lacks {', '.join(missing)}")
+    if entry["severity"] not in SEVERITIES:
+        raise CatalogError(f"{source}: rule {entry['code']} has unknown severity {entry['severity']!r}")
+    if entry["scope"] not in SCOPES:
+        raise CatalogError(f"{source}: rule {entry['code']} has unknown scope {entry['scope']!r}")
+    return Rule(
+        code=entry["code"], name=entry["name"], severity=entry["severity"], scope=entry["scope"],
+        template=entry["template"], summary=entry["summary"].strip(), why=entry["why"].strip(),
+        remediation=entry["remediation"].strip(), params=dict(entry.get("params", {})),
+        for_s=float(entry.get("for", 0)), keep_firing_for_s=float(entry.get("keep_firing_for", 0)),
+        examples=tuple(entry.get("examples", ())), docs=entry.get("docs", ""),
+    )
+
+
+@cache
+def catalog() -> dict[str, Rule]:
+    """All rules of every catalog file, by code, in code order."""
+    rules: dict[str, Rule] = {}
+    for res in sorted(resources.files("rules").joinpath("catalog").iterdir(), key=lambda r: r.name):
+        if not res.name.endswith(".toml"):
+            continue
+        data = tomllib.loads(res.read_text(encoding="utf-8"))
+        for entry in data.get("rule", []):
+            rule = _load_rule(entry, res.name)
+            if rule.code in rules:
+                raise CatalogError(f"{res.name}: duplicate rule code {rule.code}")
+            rules[rule.code] = rule
+    return dict(sorted(rules.items()))
+
+
+def get(code: str) -> Rule:
+    try:
+        return catalog()[code.upper()]
+    except KeyError:
+        raise CatalogError(f"unknown rule code {code!r}") from None
+
+
+def by_scope(*scopes: str) -> list[Rule]:
+    return [r for r in catalog().values() if r.scope in scopes]
