@@ -112,20 +112,26 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def peel(text: str) -> tuple[str, str | None]:
-    """Remove wrapper prefixes (srun, docker stamp, compose, journald, grep, DJL, quote)."""
+def peel(text: str) -> tuple[str, str | None, int | None]:
+    """Remove wrapper prefixes (srun, docker stamp, compose, journald, grep, DJL, quote).
+
+    Returns the text, the outer RFC3339 stamp if one was peeled, and the srun task label.
+    """
     ext_ts = None
+    task = None
     for _ in range(6):
         for rx in _PEELERS:
             m = rx.match(text)
             if m and m.end() > 0:
                 if rx is EXT_STAMP.regex:
                     ext_ts = m.group("ts")
+                elif rx is SRUN.regex and task is None:
+                    task = int(m.group("task"))
                 text = text[m.end():]
                 break
         else:
             break
-    return text, ext_ts
+    return text, ext_ts, task
 
 
 def split_glued(text: str) -> list[str]:
@@ -144,26 +150,26 @@ def split_glued(text: str) -> list[str]:
     return parts
 
 
-def logical_lines(raw: str) -> list[tuple[str, str | None]]:
-    """Turn one physical line into its records, each cleaned, with any outer timestamp."""
+def logical_lines(raw: str) -> list[tuple[str, str | None, int | None]]:
+    """Turn one physical line into its records: (cleaned text, outer timestamp, srun task)."""
     line = raw.rstrip("\r\n")
     line = _CARET_CR.sub("", line)
     segments = line.split("\r") if "\r" in line else [line]
-    out: list[tuple[str, str | None]] = []
+    out: list[tuple[str, str | None, int | None]] = []
     for seg in segments:
         if not seg.strip():
             continue
         seg = strip_ansi(seg)
         seg = _TORN_TAIL.sub("", seg)
         seg = _TORN_HEAD.sub("", seg)
-        seg, ext_ts = peel(seg)
+        seg, ext_ts, task = peel(seg)
         for piece in split_glued(seg):
-            piece, inner_ts = peel(piece)
+            piece, inner_ts, inner_task = peel(piece)
             if piece.strip():
-                out.append((piece, inner_ts or ext_ts))
+                out.append((piece, inner_ts or ext_ts, task if inner_task is None else inner_task))
     return out
 
 
 def clean(raw: str) -> str:
     """The text of a physical line with decorations removed (records joined by newlines)."""
-    return "\n".join(t for t, _ in logical_lines(raw))
+    return "\n".join(t for t, _, _ in logical_lines(raw))

@@ -46,6 +46,7 @@ class Record:
     ts: datetime | None = field(default=None, kw_only=True)
     md: str | None = field(default=None, kw_only=True)
     proc: str | None = field(default=None, kw_only=True)
+    task: int | None = field(default=None, kw_only=True)  # srun --label task id, when present
 
     kind = "record"
 
@@ -150,7 +151,7 @@ class Fault(Record):
 
 
 FAULT_CAUSES = (
-    "oom", "no_kv_memory", "kv_too_small", "mamba_blocks", "ds_layout", "engine_dead",
+    "oom", "kv_block_size", "no_kv_memory", "kv_too_small", "mamba_blocks", "ds_layout", "engine_dead",
     "engine_failed_start", "worker_died", "shm_hang", "rpc_timeout", "nccl", "exception",
     "stats_disabled",
 )
@@ -180,3 +181,13 @@ class SpecDecode(Record):
     drafted: int
 
     kind = "spec_decode"
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption(Record):
+    """A V0 per-event preemption warning (V1 reports preemptions in its stats line)."""
+
+    mode: str
+    cumulative: int | None = None
+
+    kind = "preemption"

@@ -1,0 +1,239 @@
+"""Two ways through a log's bytes, one result: the bulk path and the streaming path.
+
+* :func:`parse_bulk` takes a file's content in blocks. polars splits each block into lines and
+  keeps only those holding a record trigger (a literal prefilter built from the format registry);
+  noise and ANSI lines are counted by polars, so no Python code runs for them.
+* :class:`StreamParser` takes bytes as they are appended (follow mode), from any offset, and
+  feeds the same :class:`LineParser` the same candidate lines.
+
+Both give identical records (``tests/test_ingest.py`` checks it on every sample run).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import polars as pl
+
+from .lineparser import TRIGGER_PATTERN, TRIGGERS, LineParser
+from .noise import NOISE
+from .records import Record
+from .timestamps import YearTracker
+
+ANSI_PATTERN = r"\x1b\[|\^\[\[|#033\[|\[\d{1,3}(?:;\d{1,3})*m"
+_ANSI_RX = re.compile(ANSI_PATTERN)
+NOISE_NAMES = tuple(f.emits for f in NOISE)
+
+
+@dataclass
+class Counts:
+    """Per-source line accounting; ``lines = candidates + noise + other``."""
+
+    lines: int = 0
+    candidates: int = 0
+    ansi_lines: int = 0
+    noise: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NOISE_NAMES, 0))
+
+    @property
+    def noise_lines(self) -> int:
+        return sum(self.noise.values())
+
+    def add(self, other: Counts) -> None:
+        self.lines += other.lines
+        self.candidates += other.candidates
+        self.ansi_lines += other.ansi_lines
+        for k, v in other.noise.items():
+            self.noise[k] = self.noise.get(k, 0) + v
+
+
+def _decode(block: bytes) -> str:
+    return block.decode("utf-8", errors="replace")
+
+
+class _Stamper:
+    """Gives month-day records a year, in order, so a run over New Year stays ordered."""
+
+    def __init__(self, year: int | None) -> None:
+        self._tracker = YearTracker(year) if year else None
+
+    def __call__(self, recs: list[Record]) -> list[Record]:
+        if self._tracker is None:
+            return recs
+        out = []
+        for r in recs:
+            if r.md is not None:
+                ts = self._tracker.resolve(r.md)
+                if r.ts is None:
+                    r = replace(r, ts=ts)
+            out.append(r)
+        return out
+
+
+def _noise_of(raw: str) -> str | None:
+    for fmt in NOISE:
+        if fmt.regex.search(raw):
+            return fmt.emits
+    return None
+
+
+def _block_frame(block: bytes, first_line: int) -> tuple[pl.DataFrame, Counts]:
+    """Candidate lines (with their successor) and the counts of one block, computed by polars."""
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError:
+        block = _decode(block).encode("utf-8")
+    col = pl.col("line")
+    lf = (pl.scan_lines(io.BytesIO(block)).with_row_index("n", offset=first_line)
+          .with_columns(nxt=col.shift(-1), cand=col.str.contains(TRIGGER_PATTERN)))
+    seen = pl.col("cand")
+    sums = [pl.len().alias("lines"), seen.sum().alias("candidates"),
+            col.str.contains(ANSI_PATTERN).sum().alias("ansi")]
+    for fmt in NOISE:
+        hit = col.str.contains(fmt.regex.pattern) & ~seen
+        sums.append(hit.sum().alias(fmt.emits))
+        seen = seen | hit
+    cands, summary = pl.collect_all([lf.filter("cand").select("n", "line", "nxt"), lf.select(sums)])
+    row = summary.row(0, named=True)
+    counts = Counts(lines=row["lines"], candidates=row["candidates"] or 0, ansi_lines=row["ansi"] or 0,
+                    noise={f.emits: row[f.emits] or 0 for f in NOISE})
+    return cands, counts
+
+
+def blocks_of(data: bytes, size: int = 64 << 20) -> Iterator[bytes]:
+    """Split bytes into blocks that end at a newline (the last may not)."""
+    start = 0
+    while start < len(data):
+        end = min(start + size, len(data))
+        if end < len(data):
+            nl = data.rfind(b"\n", start, end)
+            end = nl + 1 if nl >= start else data.find(b"\n", end) + 1 or len(data)
+        yield data[start:end]
+        start = end
+
+
+def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None) -> tuple[list[Record], Counts]:
+    """Records and counts of a whole log given as newline-aligned blocks."""
+    parser, stamp = LineParser(), _Stamper(year)
+    records: list[Record] = []
+    counts = Counts()
+    it = iter(blocks)
+    block = next(it, None)
+    line0 = 1
+    pending: tuple[int, str] | None = None  # last candidate of the previous block, waiting for its successor
+    skip = -1
+    while block is not None:
+        nxt_block = next(it, None)
+        frame, c = _block_frame(block, line0)
+        counts.add(c)
+        first_line = None
+        if c.lines:
+            first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block)
+        if pending is not None:
+            recs, consumed = parser.feed(pending[0], pending[1], first_line)
+            records.extend(stamp(recs))
+            skip = line0 if consumed else -1
+            pending = None
+        for n, line, nxt in frame.iter_rows():
+            if n == skip:
+                continue
+            if nxt is None and nxt_block is not None and n == line0 + c.lines - 1:
+                pending = (n, line)
+                continue
+            recs, consumed = parser.feed(n, line, nxt)
+            records.extend(stamp(recs))
+            if consumed:
+                skip = n + 1
+        line0 += c.lines
+        block = nxt_block
+    if pending is not None:
+        recs, _ = parser.feed(pending[0], pending[1], None)
+        records.extend(stamp(recs))
+    return records, counts
+
+
+class StreamParser:
+    """Incremental parsing of appended bytes; ``feed`` returns the records completed so far."""
+
+    def __init__(self, *, year: int | None = None, first_line: int = 1) -> None:
+        self._parser = LineParser()
+        self._stamp = _Stamper(year)
+        self._line = first_line          # number of the next complete line
+        self._partial = b""              # bytes after the last newline
+        self._pending: tuple[int, str] | None = None  # a candidate waiting for its successor line
+        self.counts = Counts()
+
+    def _line_in(self, raw: str) -> list[Record]:
+        n = self._line
+        self._line += 1
+        c = self.counts
+        c.lines += 1
+        if _ANSI_RX.search(raw):
+            c.ansi_lines += 1
+        out: list[Record] = []
+        if self._pending is not None:
+            pn, praw = self._pending
+            self._pending = None
+            recs, consumed = self._parser.feed(pn, praw, raw)
+            out.extend(self._stamp(recs))
+            if consumed:
+                if TRIGGERS.search(raw):
+                    c.candidates += 1
+                else:
+                    noise = _noise_of(raw)
+                    if noise:
+                        c.noise[noise] += 1
+                return out
+        if TRIGGERS.search(raw):
+            c.candidates += 1
+            self._pending = (n, raw)
+        else:
+            noise = _noise_of(raw)
+            if noise:
+                c.noise[noise] += 1
+        return out
+
+    def feed(self, data: bytes) -> list[Record]:
+        buf = self._partial + data
+        lines = buf.split(b"\n")
+        self._partial = lines.pop()
+        out: list[Record] = []
+        for raw in lines:
+            out.extend(self._line_in(_decode(raw).removesuffix("\r")))
+        return out
+
+    def finish(self) -> list[Record]:
+        """Flush the last line (even without a trailing newline) and any waiting candidate."""
+        out: list[Record] = []
+        if self._partial:
+            raw, self._partial = self._partial, b""
+            out.extend(self._line_in(_decode(raw).removesuffix("\r")))
+        if self._pending is not None:
+            pn, praw = self._pending
+            self._pending = None
+            recs, _ = self._parser.feed(pn, praw, None)
+            out.extend(self._stamp(recs))
+        return out
+
+    @property
+    def lines_done(self) -> int:
+        return self._line - 1
+
+
+def infer_year(head: str, mtime: datetime | None, first_md: str | None = None) -> int | None:
+    """The year of a log's month-day times: its first full date, else its mtime's year.
+
+    With only the mtime (the run's end), a first month later than the mtime's month means the
+    run started the year before (it crossed New Year).
+    """
+    m = re.search(r"\b(20\d\d)-(\d\d)-\d\d[T ]\d\d:\d\d:\d\d", head)
+    if m:
+        return int(m.group(1))
+    if mtime is None:
+        return None
+    if first_md and int(first_md[:2]) > mtime.month:
+        return mtime.year - 1
+    return mtime.year

@@ -1,0 +1,162 @@
+"""KV-connector lines: NIXL transfer metrics, transfer failures, lease expiry, KV load failures."""
+
+from __future__ import annotations
+
+import re
+
+from .formats import declare, record_parser
+from .records import Header, KVExpiry, KVLoadFailure, KVTransfer, NixlFailure
+
+KV_METRICS = declare(
+    "kv-transfer-metrics", "record", r"KV Transfer metrics: (?:KVConnectorType: (?P<ctype>\w+), )?(?P<body>.+)$",
+    samples=[
+        "(APIServer pid=205253) INFO 09-26 10:12:01 [metrics.py:98] KV Transfer metrics: Num successful transfers=1, "
+        "Avg xfer time (ms)=9.862, P90 xfer time (ms)=9.862, Avg post time (ms)=5.693, P90 post time (ms)=5.693, "
+        "Avg MB per transfer=70.0, Throughput (MB/s)=7097.952, Avg number of descriptors=56.0",
+        "(APIServer pid=9) INFO 10-01 08:00:00 [metrics.py:110] KV Transfer metrics: NixlConnector={'Num successful "
+        "transfers': 4, 'Avg xfer time (ms)': 1.381, 'Throughput (MB/s)': 2500.0, 'Num failed transfers': 1}",
+        "(APIServer pid=9) INFO 09-20 08:00:00 [metrics.py:90] KV Transfer metrics: num_successful_transfers=12",
+    ],
+    emits="kv_transfer",
+    triggers=("KV Transfer metrics",),
+    doc="NixlConnector / Mooncake / MultiConnector stats; unknown keys are kept",
+)
+_FLAT_KV = re.compile(r"(?P<key>[A-Za-z][A-Za-z0-9 ()/_.-]*?)=(?P<val>-?[\d.]+(?:e[-+]?\d+)?|nan|inf)(?=,|$)")
+_MULTI = re.compile(r"(?P<name>\w+)=\{(?P<body>[^{}]*)\}")
+_DICT_KV = re.compile(r"'(?P<key>[^']+)':\s*(?P<val>-?[\d.]+(?:e[-+]?\d+)?|nan|inf)")
+
+
+@record_parser(KV_METRICS)
+def _kv_metrics(m: re.Match[str], line: int, hdr: Header, **kw: object) -> KVTransfer | None:
+    body = m["body"]
+    multi = list(_MULTI.finditer(body))
+    if multi:
+        connector = multi[0]["name"]
+        values = [(k["key"], float(k["val"])) for mm in multi for k in _DICT_KV.finditer(mm["body"])]
+    else:
+        connector = m["ctype"]
+        values = [(k["key"].strip(), float(k["val"])) for k in _FLAT_KV.finditer(body)]
+    if not values:
+        return None
+    return KVTransfer(line, connector=connector, values=tuple(values), **kw)  # type: ignore[arg-type]
+
+
+NIXL_FAILURE = declare(
+    "nixl-failure", "record",
+    r"NIXL transfer failure: (?P<ftype>[a-z_]+)(?:\. (?P<detail>.*?))?(?: \| Context: (?P<ctx>\{.*\})|\s*$)",
+    samples=[
+        "(Worker_TP0_EP0 pid=865) ERROR 05-01 15:00:23 [nixl_connector.py:1263] NIXL transfer failure: "
+        "handshake_setup_failed | Context: {'failure_type': 'handshake_setup_failed', 'request_id': None, "
+        "'engine_id': 'c92321f8', 'remote_engine_id': 'b6b76ae8'}",
+        "(Worker_DP1_TP0_EP1 pid=77) ERROR 08-06 12:40:00 [worker.py:512] NIXL transfer failure: transfer_failed. "
+        "Marking blocks as invalid | Context: {'failure_type': 'transfer_failed', 'request_id': 'cmpl-9', "
+        "'xfer_state': 'ERR'}",
+    ],
+    emits="nixl_failure",
+    triggers=("NIXL transfer failure",),
+)
+_CTX_ITEM = re.compile(r"'(?P<k>[^']+)':\s*(?P<v>'[^']*'|None|True|False|-?[\d.]+|\[[^\]]*\])")
+
+
+@record_parser(NIXL_FAILURE)
+def _nixl_failure(m: re.Match[str], line: int, hdr: Header, **kw: object) -> NixlFailure:
+    ctx = tuple((c["k"], c["v"].strip("'")) for c in _CTX_ITEM.finditer(m["ctx"] or ""))
+    req = dict(ctx).get("request_id")
+    return NixlFailure(line, ftype=m["ftype"], request_id=None if req in (None, "None") else req,
+                       detail=m["detail"], context=ctx, **kw)  # type: ignore[arg-type]
+
+
+NIXL_LEGACY = declare(
+    "nixl-failure-legacy", "record",
+    r"Handshake with (?P<hs_engine>\S+) failed|Handshake failed for request (?P<hs_req>\S+?),"
+    r"|NIXL transfer failed for request (?P<req1>\S+) with state (?P<state>\S+?)\."
+    r"|NIXL transfer exception for request (?P<req2>\S+?)\."
+    r"|NIXL transfer setup/initiation failed for request (?P<req3>\S+?)\."
+    r"|NIXL send_notif failed for request (?P<req4>\S+?):|(?P<hash>NIXL compatibility hash mismatch)"
+    r"|(?P<ucx>UCX\s+ERROR)\s*(?P<ucx_msg>.*)|(?P<disc>NIXL_ERR_REMOTE_DISCONNECT)",
+    samples=[
+        "(Worker_TP0 pid=12) ERROR 11-22 06:57:51 [nixl_connector.py:548] NIXL transfer failed for request "
+        "cmpl-abc with state ERR. Marking blocks as invalid.",
+        "(Worker_TP0 pid=12) ERROR 11-22 06:57:52 [nixl_connector.py:610] NIXL send_notif failed for request "
+        "cmpl-abd: P worker blocks will be freed after timeout. This may indicate network issues.",
+        "[1784621081.896649] [pod-0:537  :1]       srd_iface.c:221  UCX  ERROR send completion[0] with error on "
+        "rdmap132s0/1: Work Request Flushed Error, vendor_err 0x1",
+    ],
+    emits="nixl_failure",
+    triggers=("Handshake", "NIXL transfer failed", "NIXL transfer exception", "NIXL transfer setup",
+              "NIXL send_notif failed", "NIXL compatibility hash mismatch", "UCX", "NIXL_ERR_REMOTE_DISCONNECT"),
+    doc="pre-#32031 NIXL error wordings and transport-level (UCX) errors",
+)
+
+
+@record_parser(NIXL_LEGACY)
+def _nixl_legacy(m: re.Match[str], line: int, hdr: Header, **kw: object) -> NixlFailure:
+    if m["hs_engine"] or m["hs_req"]:
+        ftype, req = "handshake_failed", m["hs_req"]
+    elif m["req1"]:
+        ftype, req = "transfer_failed", m["req1"]
+    elif m["req2"]:
+        ftype, req = "transfer_exception", m["req2"]
+    elif m["req3"]:
+        ftype, req = "transfer_setup_failed", m["req3"]
+    elif m["req4"]:
+        ftype, req = "notification_failed", m["req4"]
+    elif m["hash"]:
+        ftype, req = "compatibility_hash_mismatch", None
+    else:
+        ftype, req = "transport_error", None
+    detail = m["ucx_msg"] or m["state"] or m["hs_engine"]
+    return NixlFailure(line, ftype=ftype, request_id=req, detail=detail, **kw)  # type: ignore[arg-type]
+
+
+KV_EXPIRY = declare(
+    "kv-lease-expiry", "record",
+    r"Releasing expired KV blocks for request (?P<req>\S+) which were retrieved by (?P<n>\d+) "
+    r"(?:remote|decode) worker\(s\)"
+    r"|Potentially invalid KV blocks for unrecognized request (?P<inv>\S+) were retrieved"
+    r"|Declining expired remote read for (?P<dec>\S+?) from engine"
+    r"|Force freed expired request: (?P<ff>\S+?)\.(?:\s|$)",
+    samples=[
+        "(Worker_DP0_TP0_EP0 pid=41) WARNING 08-06 12:50:01 [worker.py:1803] Releasing expired KV blocks for request "
+        "cmpl-77 which were retrieved by 0 remote worker(s) before lease expired.",
+        "(EngineCore_DP0 pid=7) ERROR 09-29 01:02:03 [nixl_connector.py:1101] Potentially invalid KV blocks for "
+        "unrecognized request cmpl-1a were retrieved by a decode worker. They may have expired.",
+        "(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 09:12:47 [mooncake_connector.py:233] Force freed expired request: "
+        "chatcmpl-3566-b6f0. Reason: Request exceeded timeout threshold (10 seconds)",
+    ],
+    emits="kv_expiry",
+    triggers=("expired KV blocks", "invalid KV blocks", "Declining expired", "Force freed expired"),
+)
+
+
+@record_parser(KV_EXPIRY)
+def _kv_expiry(m: re.Match[str], line: int, hdr: Header, **kw: object) -> KVExpiry:
+    if m["req"]:
+        return KVExpiry(line, event="expired", request_id=m["req"], n_workers=int(m["n"]), **kw)  # type: ignore[arg-type]
+    if m["inv"]:
+        return KVExpiry(line, event="invalid", request_id=m["inv"], **kw)  # type: ignore[arg-type]
+    if m["dec"]:
+        return KVExpiry(line, event="declined", request_id=m["dec"], **kw)  # type: ignore[arg-type]
+    return KVExpiry(line, event="force_freed", request_id=m["ff"], **kw)  # type: ignore[arg-type]
+
+
+KV_LOAD = declare(
+    "kv-load-failure", "record",
+    r"Failing (?P<n>\d+) request\(s\) due to KV load failure \(failure_policy=\w+, (?P<tok>\d+) tokens affected\)"
+    r"|Recovered from KV load failure: (?P<rn>\d+) request\(s\) rescheduled \((?P<rtok>\d+) tokens affected\)",
+    samples=[
+        "(EngineCore_DP2 pid=88) ERROR 08-06 12:41:10 [scheduler.py:1710] Failing 3 request(s) due to KV load failure "
+        "(failure_policy=fail, 24576 tokens affected). Request IDs: {'cmpl-1', 'cmpl-2', 'cmpl-3'}",
+        "(EngineCore_DP2 pid=88) WARNING 08-06 12:41:20 [scheduler.py:1730] Recovered from KV load failure: 1 "
+        "request(s) rescheduled (8192 tokens affected).",
+    ],
+    emits="kv_load_failure",
+    triggers=("KV load failure",),
+)
+
+
+@record_parser(KV_LOAD)
+def _kv_load(m: re.Match[str], line: int, hdr: Header, **kw: object) -> KVLoadFailure:
+    if m["n"]:
+        return KVLoadFailure(line, n_requests=int(m["n"]), tokens=int(m["tok"]), recovered=False, **kw)  # type: ignore[arg-type]
+    return KVLoadFailure(line, n_requests=int(m["rn"]), tokens=int(m["rtok"]), recovered=True, **kw)  # type: ignore[arg-type]

@@ -1,0 +1,163 @@
+"""From one physical line (plus the next, for torn records) to records.
+
+The same :class:`LineParser` serves the bulk and the streaming path; both feed it exactly the
+candidate lines (those holding a record trigger, see :data:`TRIGGERS`), in order, so both give
+identical records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from . import faults, kvtransfer, stats, startup  # noqa: F401  (register their formats)
+from .clean import logical_lines
+from .formats import LineFormat, formats
+from .headers import parse_header
+from .records import Fault, Header, Record
+from .timestamps import parse_iso
+
+try:  # lifecycle formats register themselves on import
+    from . import orchestrator as _orchestrator
+except ImportError:  # pragma: no cover - the module is part of the package
+    _orchestrator = None  # type: ignore[assignment]
+
+_SPECIAL = {"traceback-start", "exception-line"}
+
+
+def _rx_escape(text: str) -> str:
+    """Escape a literal for both Python's re and the Rust regex engine polars uses."""
+    return "".join("\\" + c if c in r"\.^$|?*+()[]{}" else c for c in text)
+
+
+def _record_formats() -> list[LineFormat]:
+    return [f for f in formats("record") if f.name not in _SPECIAL and f.emits != "lifecycle"]
+
+
+def trigger_literals() -> list[str]:
+    seen: dict[str, None] = {}
+    for f in formats("record"):
+        for t in f.triggers:
+            seen.setdefault(t, None)
+    return sorted(seen, key=lambda t: (-len(t), t))
+
+
+TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
+TRIGGERS = re.compile(TRIGGER_PATTERN)
+# Records worth rejoining when torn across two physical lines (structured, one line each).
+_JOINABLE = ("stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failure", "startup")
+JOIN_TRIGGERS = re.compile("|".join(
+    _rx_escape(t) for f in formats("record") if f.emits in _JOINABLE for t in f.triggers))
+
+
+def _stamp(hdr: Header, ext_ts: str | None, task: int | None) -> dict[str, Any]:
+    iso = ext_ts or hdr.iso
+    ts: datetime | None = None
+    if iso:
+        try:
+            ts = parse_iso(iso)
+        except ValueError:
+            ts = None
+    return {"ts": ts, "md": hdr.md, "proc": hdr.proc, "task": task}
+
+
+class LineParser:
+    """Stateful per file: groups tracebacks with their exception line."""
+
+    def __init__(self) -> None:
+        self._formats = _record_formats()
+        self._tb_open: dict[tuple[str | None, int | None, int | None], int] = {}
+
+    def parse_message(self, msg: str, line: int, hdr: Header, stamp: dict[str, Any]) -> list[Record]:
+        out: list[Record] = []
+        for fmt in self._formats:
+            if not any(t in msg for t in fmt.triggers):
+                continue
+            m = fmt.regex.search(msg)
+            if m is None or fmt.parse is None:
+                continue
+            rec = fmt.parse(m, line, hdr, **stamp)
+            if rec is None:
+                continue
+            if isinstance(rec, list):
+                out.extend(rec)
+            else:
+                out.append(rec)
+            if fmt.emits == "fault":
+                break  # one fault per line: the first cause in priority order
+        return out
+
+    def _feed_piece(self, text: str, ext_ts: str | None, task: int | None, line: int) -> list[Record]:
+        hdr = parse_header(text)
+        stamp = _stamp(hdr, ext_ts, task)
+        if hdr.cls == "orchestrator" and _orchestrator is not None:
+            ev = _orchestrator.parse_lifecycle(hdr.msg, line, stamp["ts"])
+            return [ev] if ev is not None else []
+        msg = hdr.msg
+        recs = self.parse_message(msg, line, hdr, stamp)
+        key = (hdr.proc, hdr.pid, task)
+        if "Traceback (most recent call last)" in msg:
+            self._tb_open[key] = line
+            return recs
+        exc = faults.exception_line(msg) if key in self._tb_open else None
+        if exc is not None:
+            start = self._tb_open.pop(key)
+            exc_text = f"{exc[0]}: {exc[1]}" if exc[1] else exc[0]
+            for i, r in enumerate(recs):
+                if isinstance(r, Fault):
+                    recs[i] = Fault(r.line, cause=r.cause, message=r.message, exception=exc_text,
+                                    traceback_line=start, ts=r.ts, md=r.md, proc=r.proc, task=r.task)
+                    break
+            else:
+                recs.append(Fault(line, cause=faults.classify(msg) or "exception", message=msg.strip()[:500],
+                                  exception=exc_text, traceback_line=start, **stamp))
+        return recs
+
+    def feed(self, line: int, raw: str, nxt: str | None = None) -> tuple[list[Record], bool]:
+        """Records of physical line ``line``; True when the next line was consumed (torn record)."""
+        pieces = logical_lines(raw)
+        out: list[Record] = []
+        consumed = False
+        for i, (text, ext_ts, task) in enumerate(pieces):
+            recs = self._feed_piece(text, ext_ts, task, line)
+            if not recs and i == len(pieces) - 1 and nxt is not None and JOIN_TRIGGERS.search(text):
+                joined = self._try_join(text, nxt)
+                if joined is not None:
+                    hdr = parse_header(joined)
+                    recs = self.parse_message(hdr.msg, line, hdr, _stamp(hdr, ext_ts, task))
+                    consumed = bool(recs)
+            out.extend(recs)
+        return out, consumed
+
+    @staticmethod
+    def _try_join(text: str, nxt: str) -> str | None:
+        """The record continued on the next physical line, if that line has no head of its own."""
+        cont = logical_lines(nxt)
+        if len(cont) != 1:
+            return None
+        ctext = cont[0][0]
+        if parse_header(ctext).cls != "unknown":
+            return None
+        return text + ctext
+
+    def parse_lines(self, lines: Iterable[str], start: int = 1) -> list[Record]:
+        """Every candidate line of ``lines`` (non-candidates are skipped, as the bulk path does)."""
+        buf = list(lines)
+        out: list[Record] = []
+        skip = -1
+        for idx, raw in enumerate(buf):
+            if idx == skip or not TRIGGERS.search(raw):
+                continue
+            nxt = buf[idx + 1] if idx + 1 < len(buf) else None
+            recs, consumed = self.feed(start + idx, raw, nxt)
+            out.extend(recs)
+            if consumed:
+                skip = idx + 1
+        return out
+
+
+def parse_text(text: str) -> list[Record]:
+    """All records of a text (a file's content or a few lines); convenience for tests and tools."""
+    return LineParser().parse_lines(text.split("\n"))

@@ -1,0 +1,218 @@
+"""Periodic engine stats lines: vLLM V1 / V0 / Rust frontend, SGLang batch lines."""
+
+from __future__ import annotations
+
+import re
+
+from .formats import declare, record_parser
+from .records import Header, Preemption, SpecDecode, StatsSample
+
+_F = r"(-?[\d.]+|nan)"
+
+V1 = declare(
+    "vllm-v1-stats", "record",
+    r"(?:(?:Engine (?P<engine>\d+)|(?P<n_agg>\d+) Engines Aggregated): )?"
+    r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
+    r"Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
+    r"(?:, Deferred: (?P<deferred>\d+) reqs)?(?:, Preemptions: (?P<preempt>\d+))?,? "
+    r"GPU KV cache usage: (?P<kv>[\d.]+)%\.?"
+    r"(?:, Prefix cache hit rate: (?P<prefix>[\d.]+)%)?(?:, Corrupted: (?P<corrupted>\d+) reqs)?"
+    r"(?:, External prefix cache hit rate: (?P<ext>[\d.]+)%)?(?:, MM cache hit rate: (?P<mm>[\d.]+)%)?",
+    samples=[
+        "(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        "Avg generation throughput: 1055.3 tokens/s, Running: 18 reqs, Waiting: 43 reqs, GPU KV cache usage: 95.9%, "
+        "Prefix cache hit rate: 0.0%",
+        "(APIServer pid=7) INFO 08-06 12:35:06 [loggers.py:271] Engine 001: Avg prompt throughput: 0.0 tokens/s, "
+        "Avg generation throughput: 812.4 tokens/s, Running: 96 reqs, Waiting: 12 reqs, Deferred: 1 reqs, "
+        "Preemptions: 3, GPU KV cache usage: 97.2%, Prefix cache hit rate: 0.0%, External prefix cache hit rate: 99.8%",
+        "INFO 02-03 09:00:01 [loggers.py:80] Avg prompt throughput: 12.0 tokens/s, Avg generation throughput: 3.1 "
+        "tokens/s, Running: 1 reqs, Waiting: 0 reqs GPU KV cache usage: 0.4%.",
+        "(APIServer pid=9) INFO 10-20 10:00:00 [loggers.py:259] 8 Engines Aggregated: Avg prompt throughput: 1.0 "
+        "tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.5%, "
+        "Prefix cache hit rate: 0.0%, MFU: 11.3 TF/s/GPU 772.8 GB/s/GPU",
+    ],
+    emits="stats",
+    triggers=("Avg prompt throughput",),
+    doc="V1 LoggingStatLogger line, every VLLM_LOG_STATS_INTERVAL (10 s) per engine; idle intervals go to DEBUG",
+)
+
+
+def _f(v: str | None) -> float | None:
+    return None if v is None else float(v)
+
+
+def _i(v: str | None) -> int | None:
+    return None if v is None else int(v)
+
+
+@record_parser(V1)
+def _v1(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StatsSample:
+    return StatsSample(
+        line, variant="v1", engine=_i(m["engine"]), n_aggregated=_i(m["n_agg"]),
+        prompt_tps=float(m["prompt"]), gen_tps=float(m["gen"]), running=int(m["running"]),
+        waiting=int(m["waiting"]), deferred=_i(m["deferred"]), preemptions=_i(m["preempt"]),
+        kv_usage=float(m["kv"]), prefix_hit=_f(m["prefix"]), corrupted=_i(m["corrupted"]),
+        ext_hit=_f(m["ext"]), mm_hit=_f(m["mm"]), **kw,  # type: ignore[arg-type]
+    )
+
+
+V0 = declare(
+    "vllm-v0-stats", "record",
+    r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
+    r"Running: (?P<running>\d+) reqs, Swapped: (?P<swapped>\d+) reqs, Pending: (?P<pending>\d+) reqs, "
+    r"GPU KV cache usage: (?P<kv>[\d.]+)%, CPU KV cache usage: (?P<cpu>[\d.]+)%\.?",
+    samples=[
+        "INFO 02-28 21:48:18 metrics.py:161] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 311.2 "
+        "tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 84.9%, CPU KV cache usage: 0.0%",
+        "INFO 05-22 10:01:12 [metrics.py:229] Avg prompt throughput: 250.3 tokens/s, Avg generation throughput: 12.0 "
+        "tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 2 reqs, GPU KV cache usage: 0.3%, CPU KV cache usage: 0.0%.",
+    ],
+    emits="stats",
+    triggers=("Avg prompt throughput",),
+    doc="V0 engine (every 5 s); Pending is the waiting queue",
+)
+
+
+@record_parser(V0)
+def _v0(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StatsSample:
+    return StatsSample(
+        line, variant="v0", prompt_tps=float(m["prompt"]), gen_tps=float(m["gen"]), running=int(m["running"]),
+        waiting=int(m["pending"]), swapped=int(m["swapped"]), kv_usage=float(m["kv"]), cpu_kv=float(m["cpu"]),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+RUST = declare(
+    "vllm-rust-stats", "record",
+    r"Avg prompt tput: (?P<prompt>[\d.]+) toks/s, Avg generation tput: (?P<gen>[\d.]+) toks/s, "
+    r"Reqs Running: (?P<running>\d+), Waiting: (?P<waiting>\d+)(?:, Deferred: (?P<deferred>\d+) reqs)?"
+    r"(?:, Preemptions: (?P<preempt>\d+))?, GPU KV cache used: (?P<kv>[\d.]+)%"
+    r"(?:, Prefix cache hit rate: (?P<prefix>[\d.]+)%)?(?:, External prefix cache hit rate: (?P<ext>[\d.]+)%)?",
+    samples=[
+        "(RustFrontend pid=12) INFO 09-01 11:00:00 [log_stats.rs:88] Avg prompt tput: 16000.0 toks/s, Avg generation "
+        "tput: 0.0 toks/s, Reqs Running: 4, Waiting: 30, GPU KV cache used: 12.5%, Prefix cache hit rate: 0.0%",
+        "(RustFrontend pid=12) INFO 09-01 11:00:10 [log_stats.rs:88] Avg prompt tput: 0.0 toks/s, Avg generation tput: "
+        "2100.5 toks/s, Reqs Running: 64, Waiting: 0, Preemptions: 2, GPU KV cache used: 71.0%, Prefix cache hit rate: "
+        "0.0%, External prefix cache hit rate: 98.0%",
+    ],
+    emits="stats",
+    triggers=("Avg prompt tput",),
+    doc="VLLM_USE_RUST_FRONTEND=1 wording; no Engine prefix",
+)
+
+
+@record_parser(RUST)
+def _rust(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StatsSample:
+    return StatsSample(
+        line, variant="rust", prompt_tps=float(m["prompt"]), gen_tps=float(m["gen"]), running=int(m["running"]),
+        waiting=int(m["waiting"]), deferred=_i(m["deferred"]), preemptions=_i(m["preempt"]),
+        kv_usage=float(m["kv"]), prefix_hit=_f(m["prefix"]), ext_hit=_f(m["ext"]), **kw,  # type: ignore[arg-type]
+    )
+
+
+SGLANG_PREFILL = declare(
+    "sglang-prefill-batch", "record",
+    r"Prefill batch[.,]? .*?#running-req: (?P<running>\d+), #queue-req: (?P<queue>\d+)",
+    samples=[
+        "[2025-11-04 05:31:43 DP0 TP0 EP0] Prefill batch, #new-seq: 18, #new-token: 16384, #cached-token: 0, "
+        "token usage: 0.12, #running-req: 3, #queue-req: 41, #prealloc-req: 0, #inflight-req: 0, "
+        "input throughput (token/s): 15873.20",
+        "[2026-07-21 08:04:41 TP0 EP0] Prefill batch, #new-seq: 1, #new-token: 8192, #cached-token: 0, token usage: "
+        "0.01, #running-req: 0, #queue-req: 0, #prealloc-req: 0, #inflight-req: 1, input throughput (token/s): 0.00",
+    ],
+    emits="stats",
+    triggers=("Prefill batch",),
+)
+SGLANG_DECODE = declare(
+    "sglang-decode-batch", "record",
+    r"Decode batch[.,]? #running-req: (?P<running>\d+),.*?gen throughput \(token/s\): (?P<gen>[\d.]+)",
+    samples=[
+        "[2025-11-04 05:32:13 DP1 TP1 EP1] Decode batch, #running-req: 128, #full token: 901234, full token usage: "
+        "0.45, #prealloc-req: 0, #transfer-req: 2, #retracted-req: 0, gen throughput (token/s): 5120.33, #queue-req: 7",
+        "[2025-11-04 05:32:23 DP0 TP0 EP0] Decode batch, #running-req: 64, #token: 120000, token usage: 0.91, "
+        "gen throughput (token/s): 2301.10, #queue-req: 0",
+    ],
+    emits="stats",
+    triggers=("Decode batch",),
+)
+_TOKEN_USAGE = re.compile(r"(?:full )?token usage: ([\d.]+)")
+_INPUT_TPUT = re.compile(r"input throughput \(token/s\): ([\d.]+)")
+_QUEUE = re.compile(r"#queue-req: (\d+)")
+_DP = re.compile(r"\bDP(\d+)\b")
+
+
+def _sglang_engine(source: str | None) -> int | None:
+    m = _DP.search(source or "")
+    return int(m.group(1)) if m else None
+
+
+@record_parser(SGLANG_PREFILL)
+def _sgl_prefill(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StatsSample:
+    text = m.string
+    usage = _TOKEN_USAGE.search(text)
+    tput = _INPUT_TPUT.search(text)
+    return StatsSample(
+        line, variant="sglang-prefill", engine=_sglang_engine(hdr.source),
+        prompt_tps=float(tput.group(1)) if tput else None, gen_tps=0.0, running=int(m["running"]),
+        waiting=int(m["queue"]), kv_usage=float(usage.group(1)) * 100 if usage else None,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@record_parser(SGLANG_DECODE)
+def _sgl_decode(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StatsSample:
+    text = m.string
+    usage = _TOKEN_USAGE.search(text)
+    queue = _QUEUE.search(text)
+    return StatsSample(
+        line, variant="sglang-decode", engine=_sglang_engine(hdr.source), prompt_tps=0.0,
+        gen_tps=float(m["gen"]), running=int(m["running"]), waiting=int(queue.group(1)) if queue else None,
+        kv_usage=float(usage.group(1)) * 100 if usage else None, **kw,  # type: ignore[arg-type]
+    )
+
+
+SPEC = declare(
+    "vllm-spec-decode", "record",
+    r"SpecDecoding metrics: (?:Draft acceptance rate: (?P<old_rate>[\d.]+|nan)%, )?(?:Mean acceptance length: "
+    r"(?P<mal>[\d.]+|nan), )?(?:Accepted throughput: [\d.]+ tokens/s, Drafted throughput: [\d.]+ tokens/s, )?"
+    r"Accepted: (?P<acc>\d+) tokens, Drafted: (?P<dr>\d+) tokens(?:, Per-position acceptance rate: [\d., na]+?)?"
+    r"(?:, Avg Draft acceptance rate: (?P<rate>[\d.]+|nan)%)?\s*$",
+    samples=[
+        "(APIServer pid=12) INFO 05-02 08:00:00 [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 2.20, "
+        "Accepted throughput: 12.50 tokens/s, Drafted throughput: 31.10 tokens/s, Accepted: 125 tokens, Drafted: 311 "
+        "tokens, Per-position acceptance rate: 0.615, 0.415, 0.169, Avg Draft acceptance rate: 40.0%",
+        "INFO 05-24 10:00:00 [metrics.py:80] SpecDecoding metrics: Draft acceptance rate: 62.1%, Mean acceptance "
+        "length: 2.24, Accepted: 500 tokens, Drafted: 805 tokens, Per-position acceptance rate: 0.800, 0.442",
+    ],
+    emits="spec_decode",
+    triggers=("SpecDecoding metrics",),
+)
+
+
+@record_parser(SPEC)
+def _spec(m: re.Match[str], line: int, hdr: Header, **kw: object) -> SpecDecode:
+    rate = m["rate"] or m["old_rate"]
+    return SpecDecode(line, mean_acceptance_len=_f(m["mal"]) if m["mal"] != "nan" else None,
+                      acceptance_rate=None if rate in (None, "nan") else float(rate),
+                      accepted=int(m["acc"]), drafted=int(m["dr"]), **kw)  # type: ignore[arg-type]
+
+
+V0_PREEMPT = declare(
+    "vllm-v0-preemption", "record",
+    r"Sequence group \S+ is preempted by (?:PreemptionMode\.)?(?P<mode>\w+) mode because there is not enough KV "
+    r"cache space(?:.*?total_num_cumulative_preemption=(?P<cum>\d+))?",
+    samples=[
+        "WARNING 11-27 02:04:48 scheduler.py:1481] Sequence group cmpl-f5a9-0 is preempted by PreemptionMode.SWAP mode "
+        "because there is not enough KV cache space. This can affect the end-to-end performance. "
+        "total_num_cumulative_preemption=1",
+        "WARNING 03-02 10:00:00 [scheduler.py:1560] Sequence group 12 is preempted by PreemptionMode.RECOMPUTE mode "
+        "because there is not enough KV cache space. total_num_cumulative_preemption=51",
+    ],
+    emits="preemption",
+    triggers=("is preempted by",),
+)
+
+
+@record_parser(V0_PREEMPT)
+def _v0_preempt(m: re.Match[str], line: int, hdr: Header, **kw: object) -> Preemption:
+    return Preemption(line, mode=m["mode"].lower(), cumulative=_i(m["cum"]), **kw)  # type: ignore[arg-type]
