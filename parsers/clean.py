@@ -170,6 +170,14 @@ def logical_lines(raw: str) -> list[tuple[str, str | None, int | None]]:
     return out
 
 
+def continuation(raw: str, task: int | None = None) -> str:
+    """A physical line taken as the rest of a torn record: decorations off, prefixes kept."""
+    line = _CARET_CR.sub("", raw.rstrip("\r\n"))
+    if task is not None and line.startswith(f"{task}: "):
+        line = line[len(f"{task}: "):]
+    return _TORN_HEAD.sub("", strip_ansi(line))
+
+
 def clean(raw: str) -> str:
     """The text of a physical line with decorations removed (records joined by newlines)."""
     return "\n".join(t for t, _, _ in logical_lines(raw))

@@ -124,7 +124,7 @@ def classify(msg: str) -> str | None:
     return None
 
 
-def _fault_parser(cause: str):  # noqa: ANN202
+def _fault_parser(cause: str):
     def parse(m: re.Match[str], line: int, hdr: Header, **kw: object) -> Fault:
         return Fault(line, cause=cause, message=m.string.strip()[:500], **kw)  # type: ignore[arg-type]
 

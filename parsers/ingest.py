@@ -37,6 +37,7 @@ class Counts:
     candidates: int = 0
     ansi_lines: int = 0
     noise: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NOISE_NAMES, 0))
+    last: tuple[str, bool] | None = field(default=None, repr=False, compare=False)  # a block's last line
 
     @property
     def noise_lines(self) -> int:
@@ -88,7 +89,8 @@ def _block_frame(block: bytes, first_line: int) -> tuple[pl.DataFrame, Counts]:
         block = _decode(block).encode("utf-8")
     col = pl.col("line")
     lf = (pl.scan_lines(io.BytesIO(block)).with_row_index("n", offset=first_line)
-          .with_columns(nxt=col.shift(-1), cand=col.str.contains(TRIGGER_PATTERN)))
+          .with_columns(nxt=col.shift(-1), prv=col.shift(1), cand=col.str.contains(TRIGGER_PATTERN))
+          .with_columns(prv_cand=pl.col("cand").shift(1).fill_null(False)))
     seen = pl.col("cand")
     sums = [pl.len().alias("lines"), seen.sum().alias("candidates"),
             col.str.contains(ANSI_PATTERN).sum().alias("ansi")]
@@ -96,10 +98,13 @@ def _block_frame(block: bytes, first_line: int) -> tuple[pl.DataFrame, Counts]:
         hit = col.str.contains(fmt.regex.pattern) & ~seen
         sums.append(hit.sum().alias(fmt.emits))
         seen = seen | hit
-    cands, summary = pl.collect_all([lf.filter("cand").select("n", "line", "nxt"), lf.select(sums)])
+    cands, summary, tail = pl.collect_all([
+        lf.filter("cand").select("n", "line", "nxt", pl.when(pl.col("prv_cand")).then(None).otherwise("prv")),
+        lf.select(sums), lf.select("line", "cand").tail(1)])
     row = summary.row(0, named=True)
     counts = Counts(lines=row["lines"], candidates=row["candidates"] or 0, ansi_lines=row["ansi"] or 0,
                     noise={f.emits: row[f.emits] or 0 for f in NOISE})
+    counts.last = tail.row(0) if tail.height else None
     return cands, counts
 
 
@@ -123,34 +128,38 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None) -> tuple[lis
     it = iter(blocks)
     block = next(it, None)
     line0 = 1
-    pending: tuple[int, str] | None = None  # last candidate of the previous block, waiting for its successor
+    pending: tuple[int, str, str | None] | None = None  # previous block's last candidate, waiting for its successor
+    before: tuple[str, bool] | None = None  # previous block's last line and whether it was a candidate
     skip = -1
     while block is not None:
         nxt_block = next(it, None)
         frame, c = _block_frame(block, line0)
         counts.add(c)
-        first_line = None
-        if c.lines:
-            first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block)
         if pending is not None:
-            recs, consumed = parser.feed(pending[0], pending[1], first_line)
+            first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
+            recs, consumed = parser.feed(pending[0], pending[1], first_line, pending[2])
             records.extend(stamp(recs))
             skip = line0 if consumed else -1
             pending = None
-        for n, line, nxt in frame.iter_rows():
+        for n, line, nxt, prv in frame.iter_rows():
             if n == skip:
                 continue
+            if n == line0 and before is not None:
+                prv = None if before[1] else before[0]
+            if n - 1 == skip:
+                prv = None  # that line already completed the record before it
             if nxt is None and nxt_block is not None and n == line0 + c.lines - 1:
-                pending = (n, line)
+                pending = (n, line, prv)
                 continue
-            recs, consumed = parser.feed(n, line, nxt)
+            recs, consumed = parser.feed(n, line, nxt, prv)
             records.extend(stamp(recs))
             if consumed:
                 skip = n + 1
+        before = c.last
         line0 += c.lines
         block = nxt_block
     if pending is not None:
-        recs, _ = parser.feed(pending[0], pending[1], None)
+        recs, _ = parser.feed(pending[0], pending[1], None, pending[2])
         records.extend(stamp(recs))
     return records, counts
 
@@ -163,7 +172,8 @@ class StreamParser:
         self._stamp = _Stamper(year)
         self._line = first_line          # number of the next complete line
         self._partial = b""              # bytes after the last newline
-        self._pending: tuple[int, str] | None = None  # a candidate waiting for its successor line
+        self._pending: tuple[int, str, str | None] | None = None  # a candidate waiting for its successor
+        self._prev: tuple[str, bool] | None = None  # the previous line and whether it was a candidate
         self.counts = Counts()
 
     def _line_in(self, raw: str) -> list[Record]:
@@ -173,27 +183,25 @@ class StreamParser:
         c.lines += 1
         if _ANSI_RX.search(raw):
             c.ansi_lines += 1
-        out: list[Record] = []
-        if self._pending is not None:
-            pn, praw = self._pending
-            self._pending = None
-            recs, consumed = self._parser.feed(pn, praw, raw)
-            out.extend(self._stamp(recs))
-            if consumed:
-                if TRIGGERS.search(raw):
-                    c.candidates += 1
-                else:
-                    noise = _noise_of(raw)
-                    if noise:
-                        c.noise[noise] += 1
-                return out
-        if TRIGGERS.search(raw):
+        is_cand = bool(TRIGGERS.search(raw))
+        prev, self._prev = self._prev, (raw, is_cand)
+        if is_cand:
             c.candidates += 1
-            self._pending = (n, raw)
         else:
             noise = _noise_of(raw)
             if noise:
                 c.noise[noise] += 1
+        out: list[Record] = []
+        if self._pending is not None:
+            pn, praw, pprv = self._pending
+            self._pending = None
+            recs, consumed = self._parser.feed(pn, praw, raw, pprv)
+            out.extend(self._stamp(recs))
+            if consumed:
+                self._prev = (raw, True)  # used up: no record may join back onto it
+                return out
+        if is_cand:
+            self._pending = (n, raw, None if prev is None or prev[1] else prev[0])
         return out
 
     def feed(self, data: bytes) -> list[Record]:
@@ -212,9 +220,9 @@ class StreamParser:
             raw, self._partial = self._partial, b""
             out.extend(self._line_in(_decode(raw).removesuffix("\r")))
         if self._pending is not None:
-            pn, praw = self._pending
+            pn, praw, pprv = self._pending
             self._pending = None
-            recs, _ = self._parser.feed(pn, praw, None)
+            recs, _ = self._parser.feed(pn, praw, None, pprv)
             out.extend(self._stamp(recs))
         return out
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from . import faults, kvtransfer, stats, startup  # noqa: F401  (register their formats)
-from .clean import logical_lines
+from . import faults, kvtransfer, startup, stats  # noqa: F401  (register their formats)
+from .clean import continuation, logical_lines
 from .formats import LineFormat, formats
 from .headers import parse_header
 from .records import Fault, Header, Record
@@ -48,6 +48,7 @@ TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
 TRIGGERS = re.compile(TRIGGER_PATTERN)
 # Records worth rejoining when torn across two physical lines (structured, one line each).
 _JOINABLE = ("stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failure", "startup")
+_JOINABLE_KINDS = frozenset(_JOINABLE)
 JOIN_TRIGGERS = re.compile("|".join(
     _rx_escape(t) for f in formats("record") if f.emits in _JOINABLE for t in f.triggers))
 
@@ -115,47 +116,85 @@ class LineParser:
                                   exception=exc_text, traceback_line=start, **stamp))
         return recs
 
-    def feed(self, line: int, raw: str, nxt: str | None = None) -> tuple[list[Record], bool]:
-        """Records of physical line ``line``; True when the next line was consumed (torn record)."""
+    def feed(self, line: int, raw: str, nxt: str | None = None, prv: str | None = None) -> tuple[list[Record], bool]:
+        """Records of physical line ``line``; True when the next line was consumed (torn record).
+
+        ``prv`` is the previous physical line when that line was not a candidate itself: a record
+        torn before its trigger is rejoined from it.
+        """
         pieces = logical_lines(raw)
         out: list[Record] = []
         consumed = False
         for i, (text, ext_ts, task) in enumerate(pieces):
+            if i == 0 and prv is not None and JOIN_TRIGGERS.search(text):
+                back = self._join_back(prv, raw, line - 1)
+                if back:
+                    out.extend(back)
+                    continue
             recs = self._feed_piece(text, ext_ts, task, line)
-            if not recs and i == len(pieces) - 1 and nxt is not None and JOIN_TRIGGERS.search(text):
-                joined = self._try_join(text, nxt)
+            last = i == len(pieces) - 1
+            if last and nxt is not None and JOIN_TRIGGERS.search(text) and all(r.kind in _JOINABLE_KINDS for r in recs):
+                joined = self._try_join(text, nxt, task)
                 if joined is not None:
                     hdr = parse_header(joined)
-                    recs = self.parse_message(hdr.msg, line, hdr, _stamp(hdr, ext_ts, task))
-                    consumed = bool(recs)
+                    more = self.parse_message(hdr.msg, line, hdr, _stamp(hdr, ext_ts, task))
+                    if more and (not recs or _richer(more, recs)):
+                        recs, consumed = more, True
             out.extend(recs)
         return out, consumed
 
-    @staticmethod
-    def _try_join(text: str, nxt: str) -> str | None:
-        """The record continued on the next physical line, if that line has no head of its own."""
-        cont = logical_lines(nxt)
-        if len(cont) != 1:
-            return None
-        ctext = cont[0][0]
+    def _join_back(self, prv: str, raw: str, line: int) -> list[Record]:
+        """Records of ``prv`` + ``raw`` when ``raw`` has no head and completes a record of ``prv``."""
+        before = logical_lines(prv)
+        if not before:
+            return []
+        ptext, ext_ts, task = before[-1]
+        ctext = continuation(raw, task)
         if parse_header(ctext).cls != "unknown":
+            return []
+        hdr = parse_header(ptext + ctext)
+        if hdr.cls == "unknown":
+            return []
+        recs = self.parse_message(hdr.msg, line, hdr, _stamp(hdr, ext_ts, task))
+        return [r for r in recs if r.kind in _JOINABLE_KINDS]
+
+    @staticmethod
+    def _try_join(text: str, nxt: str, task: int | None = None) -> str | None:
+        """The record continued on the next physical line, if that line has no head of its own.
+
+        The continuation is taken raw (ANSI removed, no prefix peeling: "004: Avg..." is the rest of
+        "Engine 004", not an srun label), except for the srun label of the torn line's own task.
+        """
+        ctext = continuation(nxt, task)
+        if not ctext or parse_header(ctext).cls != "unknown":
             return None
         return text + ctext
 
     def parse_lines(self, lines: Iterable[str], start: int = 1) -> list[Record]:
         """Every candidate line of ``lines`` (non-candidates are skipped, as the bulk path does)."""
         buf = list(lines)
+        cand = [bool(TRIGGERS.search(raw)) for raw in buf]
         out: list[Record] = []
         skip = -1
         for idx, raw in enumerate(buf):
-            if idx == skip or not TRIGGERS.search(raw):
+            if idx == skip or not cand[idx]:
                 continue
             nxt = buf[idx + 1] if idx + 1 < len(buf) else None
-            recs, consumed = self.feed(start + idx, raw, nxt)
+            prv = buf[idx - 1] if idx > 0 and not cand[idx - 1] else None
+            recs, consumed = self.feed(start + idx, raw, nxt, prv)
             out.extend(recs)
             if consumed:
                 skip = idx + 1
         return out
+
+
+def _filled(recs: list[Record]) -> int:
+    return sum(v is not None for r in recs for v in (getattr(r, f) for f in r.__dataclass_fields__))
+
+
+def _richer(joined: list[Record], alone: list[Record]) -> bool:
+    """A record cut at an optional part parses alone; the joined one then carries more fields."""
+    return [r.kind for r in joined] == [r.kind for r in alone] and _filled(joined) > _filled(alone)
 
 
 def parse_text(text: str) -> list[Record]:

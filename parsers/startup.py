@@ -137,7 +137,7 @@ _SIMPLE: list[tuple[str, str, str, tuple[str, ...], list[str]]] = [
 ]
 
 
-def _simple_parser(key: str):  # noqa: ANN202 - returns the record parser for one simple fact
+def _simple_parser(key: str):
     def parse(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StartupFact:
         raw = m["v"]
         value: Any = raw

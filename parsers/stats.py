@@ -32,7 +32,7 @@ V1 = declare(
         "Prefix cache hit rate: 0.0%, MFU: 11.3 TF/s/GPU 772.8 GB/s/GPU",
     ],
     emits="stats",
-    triggers=("Avg prompt throughput",),
+    triggers=("Avg prompt", "Engines Aggregated", "Engine 0", "Engine 1", "tokens/s, Running", " reqs, GPU KV"),
     doc="V1 LoggingStatLogger line, every VLLM_LOG_STATS_INTERVAL (10 s) per engine; idle intervals go to DEBUG",
 )
 

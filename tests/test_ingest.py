@@ -1,0 +1,79 @@
+"""The bulk path and the streaming path give identical records and counts."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from parsers.ingest import ANSI_PATTERN, StreamParser, blocks_of, parse_bulk
+from parsers.lineparser import TRIGGER_PATTERN
+from parsers.noise import NOISE
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def _stream(data: bytes, seed: int) -> tuple[list, object]:
+    sp = StreamParser(year=2026)
+    rng = random.Random(seed)
+    out, i = [], 0
+    while i < len(data):
+        n = rng.randint(1, 5000)
+        out += sp.feed(data[i:i + n])
+        i += n
+    out += sp.finish()
+    return out, sp.counts
+
+
+def _assert_same(data: bytes, block: int, seed: int) -> int:
+    bulk, bc = parse_bulk(blocks_of(data, block), year=2026)
+    streamed, sc = _stream(data, seed)
+    assert bulk == streamed
+    assert (bc.lines, bc.candidates, bc.ansi_lines, bc.noise) == \
+        (sc.lines, sc.candidates, sc.ansi_lines, sc.noise)
+    assert bc.lines == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    return len(bulk)
+
+
+def _sample_logs() -> list[Path]:
+    return sorted(p for p in (SAMPLES / "runs").rglob("*") if p.suffix in (".out", ".log")) + \
+        sorted(SAMPLES.glob("slurm-*.out"))
+
+
+@pytest.mark.parametrize("path", _sample_logs(), ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_bulk_equals_stream_on_samples(path: Path) -> None:
+    data = path.read_bytes()
+    _assert_same(data, 256 << 10, seed=len(data))
+
+
+def test_sample_runs_exist() -> None:
+    assert len(_sample_logs()) >= 20
+
+
+def test_bulk_equals_stream_on_real_logs(real_logs: Path) -> None:
+    total = 0
+    for path in sorted(real_logs.glob("*.log")):
+        total += _assert_same(path.read_bytes(), 2048, seed=7)
+    assert total >= 75
+
+
+def test_patterns_mean_the_same_to_polars_and_python() -> None:
+    """The gate regexes run in polars (Rust) on the bulk path and in Python on the stream path."""
+    import re
+
+    lines = ["Engine 000: Avg prompt throughput: 1.0 tokens/s", "KV Transfer metrics: x=1", "plain",
+             "\x1b[0;36m(APIServer pid=1)\x1b[0;0m", "Traceback (most recent call last):", "[0;36m",
+             "request completed", 'x - "GET /metrics HTTP/1.1" 200 OK', "  5%|▌  | 3/51 [00:01<00:20,  2.3it/s]"]
+    df = pl.DataFrame({"l": lines})
+    for pat in [TRIGGER_PATTERN, ANSI_PATTERN] + [f.regex.pattern for f in NOISE]:
+        got = df.select(pl.col("l").str.contains(pat))["l"].to_list()
+        assert got == [bool(re.search(pat, x)) for x in lines], pat
+
+
+def test_binary_and_empty_input() -> None:
+    data = bytes(range(256)) * 50 + b"\xff\xfe\x00garbage"
+    assert _assert_same(data, 1000, seed=3) == 0
+    assert _assert_same(b"", 1000, seed=3) == 0
+    assert _assert_same(b"\n\n\n", 1000, seed=3) == 0
