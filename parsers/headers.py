@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 from .formats import declare
 from .records import Header

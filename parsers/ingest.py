@@ -231,17 +231,27 @@ class StreamParser:
         return self._line - 1
 
 
-def infer_year(head: str, mtime: datetime | None, first_md: str | None = None) -> int | None:
-    """The year of a log's month-day times: its first full date, else its mtime's year.
+def infer_year(head: str, ref: datetime | None = None, first_md: str | None = None) -> int | None:
+    """The year of a log's first month-day time.
 
-    With only the mtime (the run's end), a first month later than the mtime's month means the
-    run started the year before (it crossed New Year).
+    The reference date is the log's own first full date, else ``ref`` (the run's orchestrator
+    start, or the file's mtime). When the first month-day lies more than half a year from the
+    reference month, the run crossed New Year between them.
     """
     m = re.search(r"\b(20\d\d)-(\d\d)-\d\d[T ]\d\d:\d\d:\d\d", head)
     if m:
-        return int(m.group(1))
-    if mtime is None:
+        year, month = int(m.group(1)), int(m.group(2))
+    elif ref is not None:
+        year, month = ref.year, ref.month
+    else:
         return None
-    if first_md and int(first_md[:2]) > mtime.month:
-        return mtime.year - 1
-    return mtime.year
+    if first_md is None:
+        mm = re.search(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-\d\d \d\d:\d\d:\d\d", head)
+        first_md = mm.group(1) if mm else None
+    if first_md:
+        md_month = int(first_md[:2])
+        if md_month - month > 6:
+            year -= 1
+        elif month - md_month > 6:
+            year += 1
+    return year
