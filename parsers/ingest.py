@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 import polars as pl
 
@@ -53,6 +54,23 @@ class Counts:
 
 def _decode(block: bytes) -> str:
     return block.decode("utf-8", errors="replace")
+
+
+@dataclass
+class ParsedLog:
+    """One log file after parsing: its name-derived identity, counts and records."""
+
+    path: str
+    info: Any                       # parsers.layout.FileInfo
+    size: int = 0
+    counts: Counts = field(default_factory=Counts)
+    records: list[Record] = field(default_factory=list)
+    year: int | None = None
+    error: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
 
 
 class _Stamper:

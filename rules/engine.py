@@ -1,0 +1,45 @@
+"""Evaluate the runtime catalog over a run model; incremental re-evaluation keeps finding identity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import runtime
+from .catalog import Rule, by_scope
+from .finding import Finding, severity_rank
+from .runmodel import Run
+
+
+class RuleError(RuntimeError):
+    pass
+
+
+def runtime_rules() -> list[Rule]:
+    return by_scope("run", "endpoint", "engine")
+
+
+def evaluate(run: Run, rules: Iterable[Rule] | None = None) -> list[Finding]:
+    """Every finding of every runtime rule, most severe first, then by time and code."""
+    out: list[Finding] = []
+    for rule in rules if rules is not None else runtime_rules():
+        fn = runtime.TEMPLATES.get(rule.template)
+        if fn is None:
+            raise RuleError(f"rule {rule.code} uses unknown template {rule.template!r}")
+        out.extend(fn(rule, run))
+    return sorted(out, key=lambda f: (-severity_rank(f.severity), f.first_ts is None,
+                                      f.first_ts.isoformat() if f.first_ts else "", f.code, f.endpoint or ""))
+
+
+def key(f: Finding) -> tuple[str, str | None, str]:
+    """A finding's identity across re-evaluations: code, endpoint, and where it started."""
+    start = f.first_ts.isoformat() if f.first_ts else (str(f.location) if f.location else f.message)
+    return f.code, f.endpoint, start
+
+
+def diff(before: list[Finding], after: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """(opened, closed) between two evaluations; used by follow mode and the TUI."""
+    b = {key(f): f for f in before}
+    a = {key(f): f for f in after}
+    opened = [f for k, f in a.items() if k not in b]
+    closed = [f for k, f in b.items() if k not in a or (b[k].open and not a[k].open)]
+    return opened, closed

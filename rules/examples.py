@@ -1,0 +1,100 @@
+"""Turn a runtime rule's example (a compact run description in the catalog) into a run model.
+
+Per role: ``endpoints`` (default 1), ``engines`` per endpoint, series ``waiting``, ``running``,
+``prompt_tps``, ``gen_tps``, ``kv_usage``, ``preemptions`` (a number is held constant, a list is
+one value per 10 s interval), ``samples`` (number of intervals; 0 = no stats lines), ``skew``
+(one engine's override), ``facts`` (startup facts), ``faults``, ``nixl``, ``expiry`` (lists of
+cause/type names). Top level: ``concurrency``, ``accuracy`` (scores), ``sources`` (line counts).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from parsers.ingest import Counts, ParsedLog
+from parsers.records import AccuracyResult, Fault, KVExpiry, NixlFailure, Record, StartupFact, StatsSample
+
+from .runmodel import Run, build_endpoints
+
+T0 = datetime(2026, 8, 6, 12, 0, 0, tzinfo=UTC)
+SERIES = ("waiting", "running", "prompt_tps", "gen_tps", "kv_usage", "preemptions")
+DEFAULTS = {"waiting": 0, "running": 0, "prompt_tps": 0.0, "gen_tps": 0.0, "kv_usage": 0.0, "preemptions": 0}
+
+
+class _Info:
+    def __init__(self, kind: str, role: str | None, index: int | None, node: str | None) -> None:
+        self.kind, self.role, self.index, self.node = kind, role, index, node
+
+
+def _length(spec: dict[str, Any]) -> int:
+    if "samples" in spec:
+        return int(spec["samples"])
+    lens = [len(v) for k, v in spec.items() if k in SERIES and isinstance(v, list)]
+    return max(lens) if lens else 12
+
+
+def _at(v: Any, i: int) -> Any:
+    if isinstance(v, list):
+        return v[min(i, len(v) - 1)]
+    return v
+
+
+def _role_logs(role: str, spec: dict[str, Any]) -> list[ParsedLog]:
+    logs = []
+    n = _length(spec)
+    for idx in range(int(spec.get("endpoints", 1))):
+        recs: list[Record] = []
+        line = 0
+        for key, value in (spec.get("facts") or {}).items():
+            line += 1
+            if key == "max_concurrency":
+                value = {"tokens_per_request": 9216, "concurrency": float(value)}
+            recs.append(StartupFact(line, key=key, value=value, ts=T0))
+        for e in range(int(spec.get("engines", 1))):
+            recs.append(StartupFact(line + 1, key="dp_rank", value=e, ts=T0))
+        for i in range(n):
+            ts = T0 + timedelta(seconds=10 * (i + 1))
+            for e in range(int(spec.get("engines", 1))):
+                vals = {k: _at(spec.get(k, DEFAULTS[k]), i) for k in SERIES}
+                skew = spec.get("skew")
+                if skew and int(skew["engine"]) == e:
+                    vals.update({k: _at(v, i) for k, v in skew.items() if k in SERIES})
+                line += 1
+                recs.append(StatsSample(line, variant="v1", engine=e, ts=ts,
+                                        prompt_tps=float(vals["prompt_tps"]), gen_tps=float(vals["gen_tps"]),
+                                        running=int(vals["running"]), waiting=int(vals["waiting"]),
+                                        preemptions=int(vals["preemptions"]) or None,
+                                        kv_usage=float(vals["kv_usage"])))
+        t_fault = T0 + timedelta(seconds=10 * n + 5)
+        for j, cause in enumerate(spec.get("faults", [])):
+            line += 1
+            recs.append(Fault(line, cause=cause, message=f"example {cause}", ts=t_fault + timedelta(seconds=j)))
+        for j, ftype in enumerate(spec.get("nixl", [])):
+            line += 1
+            recs.append(NixlFailure(line, ftype=ftype, request_id=f"req-{j}", ts=t_fault + timedelta(seconds=j)))
+        for j, event in enumerate(spec.get("expiry", [])):
+            line += 1
+            recs.append(KVExpiry(line, event=event, request_id=f"req-{j}", ts=t_fault + timedelta(seconds=j)))
+        logs.append(ParsedLog(f"node{idx}_{role}_w{idx}.out", _Info("worker", role, idx, f"node{idx}"),
+                              records=recs))
+    return logs
+
+
+def build_example_run(spec: dict[str, Any]) -> Run:
+    logs: list[ParsedLog] = []
+    for role in ("prefill", "decode", "agg"):
+        if role in spec:
+            logs.extend(_role_logs(role, spec[role]))
+    if "sources" in spec:
+        s = spec["sources"]
+        counts = Counts(lines=s["lines"], ansi_lines=s.get("ansi", 0))
+        counts.noise["request"] = s.get("noise", 0)
+        logs.append(ParsedLog("node0_decode_w0.out", _Info("worker", "decode", 0, "node0"), counts=counts))
+    endpoints, lifecycle, quoted = build_endpoints(logs)
+    run = Run(None, logs, [], endpoints, lifecycle, quoted)
+    if "concurrency" in spec:
+        run.concurrencies = [int(spec["concurrency"])]
+    for i, score in enumerate(spec.get("accuracy", [])):
+        run.accuracy.append(AccuracyResult("gsm8k", "accuracy", float(score), run=i))
+    return run

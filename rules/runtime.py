@@ -1,0 +1,479 @@
+"""The coded templates behind the runtime rules. A template reads its thresholds from the rule.
+
+Templates: role_balance (prefill- vs decode-bound), engine_skew, stall_vs_median,
+window_threshold, presence, absence, capacity, noise_ratio, fault_incident, accuracy.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from statistics import median
+from typing import Any
+
+import polars as pl
+
+from parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
+
+from .catalog import Rule
+from .finding import Finding, Location
+from .runmodel import Endpoint, Run
+from .windows import bucketed, windows
+
+Template = Callable[[Rule, Run], list[Finding]]
+TEMPLATES: dict[str, Template] = {}
+
+
+def template(name: str) -> Callable[[Template], Template]:
+    def wrap(fn: Template) -> Template:
+        TEMPLATES[name] = fn
+        return fn
+
+    return wrap
+
+
+def _finding(rule: Rule, message: str, **kw: Any) -> Finding:
+    return Finding(rule.code, rule.name, rule.severity, message, **kw)
+
+
+def _loc(file: str | None, line: int | None) -> Location | None:
+    return Location(file, line) if file else None
+
+
+def _fmt(x: float | None, nd: int = 1) -> str:
+    return "n/a" if x is None else f"{x:,.{nd}f}"
+
+
+# ---------------------------------------------------------------- role balance (B001, B002)
+
+def role_series(run: Run, role: str, interval_s: float) -> pl.DataFrame:
+    """Per bucket for one role: engines reporting, mean waiting/running/KV per engine, summed tok/s."""
+    frames = [e.stats for e in run.endpoints.values() if e.role == role and e.stats.height]
+    if not frames:
+        return pl.DataFrame()
+    df = bucketed(pl.concat(frames), interval_s)
+    return (df.group_by("bucket").agg(
+        engines=pl.len(), waiting=pl.col("waiting").mean(), running=pl.col("running").mean(),
+        waiting_sum=pl.col("waiting").sum(), kv=pl.col("kv_usage").mean(),
+        prompt_tps=pl.col("prompt_tps").sum(), gen_tps=pl.col("gen_tps").sum())
+        .sort("bucket"))
+
+
+def _joined(run: Run, interval_s: float) -> pl.DataFrame:
+    pre, dec = role_series(run, "prefill", interval_s), role_series(run, "decode", interval_s)
+    if not pre.height or not dec.height:
+        return pl.DataFrame()
+    # decode engines log on their own clock: take the latest decode state at or before each bucket
+    return pre.join_asof(dec, on="bucket", suffix="_d", strategy="backward",
+                         tolerance=timedelta(seconds=3 * interval_s)).drop_nulls("kv_d")
+
+
+@template("role_balance")
+def role_balance(rule: Rule, run: Run) -> list[Finding]:
+    p = rule.params
+    iv = float(p.get("interval_s", 10))
+    df = _joined(run, iv)
+    if df.height < 2:
+        return []
+    plateau = df["prompt_tps"].quantile(0.9) or 0.0
+    if p["mode"] == "prefill-bound":
+        lag = max(1, int(p["rise_lookback_s"] / iv))
+        rising = df["waiting"] > df["waiting"].shift(lag).fill_null(float("inf"))
+        queued = (df["waiting"] >= p["waiting_high"]) | ((df["waiting"] >= p["waiting_min"]) & rising)
+        at_plateau = df["prompt_tps"] >= p["plateau_frac"] * plateau
+        target = None
+        conc = run.top_concurrency()
+        d_engines = run.engine_count("decode")
+        if conc and d_engines:
+            target = conc / d_engines
+        under = df["kv_d"] < p["kv_low"]
+        if target:
+            under = under | (df["running_d"] < p["fill_frac"] * target)
+        not_saturated = (df["kv_d"] < p["kv_high"]) & (df["waiting_sum_d"] == 0)
+        cond = queued & at_plateau & under & not_saturated
+    else:
+        saturated = (df["kv_d"] >= p["kv_high"]) | (df["waiting_sum_d"] > 0)
+        idle = (df["prompt_tps"] < p["idle_frac"] * plateau) | (df["waiting_sum"] == 0)
+        cond = saturated & idle
+    out = []
+    ts = df["bucket"].to_list()
+    for w in windows(ts, cond.to_list(), for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s):
+        sub = df[list(w.rows)]
+        ev = {
+            "window_s": w.seconds, "prefill_waiting_per_engine": round(sub["waiting"].mean(), 2),
+            "prefill_waiting_last": round(sub["waiting"][-1], 2),
+            "prefill_prompt_tps": round(sub["prompt_tps"].mean(), 1), "prefill_prompt_tps_p90": round(plateau, 1),
+            "decode_running_per_engine": round(sub["running_d"].mean(), 2),
+            "decode_kv_pct": round(sub["kv_d"].mean(), 1), "decode_waiting": int(sub["waiting_sum_d"].max()),
+        }
+        if p["mode"] == "prefill-bound":
+            msg = (f"prefill queue at {ev['prefill_waiting_per_engine']} waiting/engine (last "
+                   f"{ev['prefill_waiting_last']}) with prompt throughput at its plateau "
+                   f"({_fmt(ev['prefill_prompt_tps'], 0)} tok/s), while decode is under-filled "
+                   f"(KV {ev['decode_kv_pct']} %, {ev['decode_running_per_engine']} running/engine) "
+                   f"for {w.seconds:.0f} s")
+        else:
+            msg = (f"decode saturated (KV {ev['decode_kv_pct']} %, {ev['decode_waiting']} waiting) while prefill "
+                   f"runs at {_fmt(ev['prefill_prompt_tps'], 0)} tok/s (p90 {_fmt(plateau, 0)}) for {w.seconds:.0f} s")
+        out.append(_finding(rule, msg, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
+    return out
+
+
+# ---------------------------------------------------------------- engine skew (B003)
+
+@template("engine_skew")
+def engine_skew(rule: Rule, run: Run) -> list[Finding]:
+    p = rule.params
+    iv = float(p.get("interval_s", 10))
+    metric = p.get("metric", "running")
+    out = []
+    for ep in run.endpoints.values():
+        if len(ep.engines) < 2 or not ep.stats.height:
+            continue
+        df = bucketed(ep.stats, iv).group_by("bucket", "engine").agg(pl.col(metric).mean()).sort("bucket")
+        wide = df.pivot(on="engine", index="bucket", values=metric).sort("bucket")
+        engines = [c for c in wide.columns if c != "bucket"]
+        ts = wide["bucket"].to_list()
+        rows = wide.select(engines).rows()
+        for ei, eng in enumerate(engines):
+            cond = []
+            for row in rows:
+                mine = row[ei]
+                others = [v for j, v in enumerate(row) if j != ei and v is not None]
+                if mine is None or len(others) < 1:
+                    cond.append(False)
+                    continue
+                med = median(others)
+                cond.append(med >= p["min_load"] and mine >= p["ratio"] * med)
+            for w in windows(ts, cond, for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s):
+                sub = [rows[i] for i in w.rows]
+                mine = sum(r[ei] for r in sub) / len(sub)
+                sib = median(v for r in sub for j, v in enumerate(r) if j != ei and v is not None)
+                out.append(_finding(
+                    rule, f"engine {eng} of {ep.id} carries {mine:.1f} {metric} vs a sibling median of {sib:.1f} "
+                    f"({mine / sib:.1f}x) for {w.seconds:.0f} s", endpoint=ep.id, first_ts=w.start, last_ts=w.end,
+                    open=w.open, evidence={"engine": eng, metric: round(mine, 2), "sibling_median": round(sib, 2),
+                                           "ratio": round(mine / sib, 2), "window_s": w.seconds}))
+    return out
+
+
+# ---------------------------------------------------------------- stall vs running median (B004)
+
+@template("stall_vs_median")
+def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
+    p = rule.params
+    out = []
+    for ep in run.endpoints.values():
+        col = "prompt_tps" if ep.role == "prefill" else "gen_tps"
+        for eng in ep.engines:
+            df = ep.stats.filter((pl.col("engine") == eng) & pl.col("running").is_not_null()).sort("ts")
+            busy = df.filter(pl.col("running") > 0)
+            if busy.height < p["min_intervals"] + 2:
+                continue
+            med = busy[col].median() or 0.0
+            if med < p["min_median"]:
+                continue
+            stalled = ((df["running"] > 0) & (df[col] < p["stall_frac"] * med)).to_list()
+            run_start = None
+            for i, s in enumerate([*stalled, False]):
+                if s and run_start is None:
+                    run_start = i
+                elif not s and run_start is not None:
+                    n = i - run_start
+                    if n >= p["min_intervals"]:
+                        sub = df[run_start:i]
+                        out.append(_finding(
+                            rule, f"engine {eng} of {ep.id} had {int(sub['running'].mean())} requests running but "
+                            f"{col.replace('_tps', '')} throughput {sub[col].mean():.1f} tok/s, below "
+                            f"{p['stall_frac']:.0%} of its median {med:.1f}, for {n} consecutive stats lines",
+                            endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=i == len(stalled),
+                            location=_loc(sub["file"][0], sub["line"][0]),
+                            evidence={"engine": eng, "intervals": n, "median_tps": round(med, 1),
+                                      "stalled_tps": round(sub[col].mean(), 1)}))
+                    run_start = None
+    return out
+
+
+# ---------------------------------------------------------------- threshold over a window (K001)
+
+def _forecast(ep: Endpoint, before: datetime, samples: int) -> dict[str, Any] | None:
+    df = (ep.stats.filter(pl.col("ts") < before).group_by("ts").agg(pl.col("kv_usage").max())
+          .sort("ts").tail(samples))
+    if df.height < 3:
+        return None
+    t0 = df["ts"][0]
+    xs = [(t - t0).total_seconds() for t in df["ts"]]
+    ys = df["kv_usage"].to_list()
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    if var == 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var  # % per second
+    if slope <= 0:
+        return None
+    return {"kv_rise_pct_per_min": round(slope * 60, 2),
+            "time_to_full_s": round(max(0.0, (100 - ys[-1]) / slope), 0), "from_pct": ys[0], "to_pct": ys[-1]}
+
+
+@template("window_threshold")
+def window_threshold(rule: Rule, run: Run) -> list[Finding]:
+    p = rule.params
+    iv = float(p.get("interval_s", 10))
+    out = []
+    for ep in run.endpoints.values():
+        if not ep.stats.height:
+            continue
+        df = (bucketed(ep.stats, iv).group_by("bucket")
+              .agg(kv=pl.col("kv_usage").max(), waiting=pl.col("waiting").sum(),
+                   preempt=pl.col("preemptions").fill_null(0).sum()).sort("bucket"))
+        cond = ((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list()
+        for w in windows(df["bucket"].to_list(), cond, for_s=rule.for_s, interval_s=iv,
+                         keep_firing_for_s=rule.keep_firing_for_s):
+            sub = df[list(w.rows)]
+            ev: dict[str, Any] = {"kv_pct_min": sub["kv"].min(), "kv_pct_max": sub["kv"].max(),
+                                  "waiting_max": int(sub["waiting"].max()), "preemptions": int(sub["preempt"].sum()),
+                                  "window_s": w.seconds}
+            fc = _forecast(ep, w.start, int(p.get("forecast_samples", 6)))
+            msg = (f"KV cache at {ev['kv_pct_min']:.1f}-{ev['kv_pct_max']:.1f} % for {w.seconds:.0f} s with up to "
+                   f"{ev['waiting_max']} waiting and {ev['preemptions']} preemptions")
+            if fc:
+                ev["forecast"] = fc
+                msg += (f"; it had risen {fc['from_pct']:.0f}->{fc['to_pct']:.0f} % at "
+                        f"{fc['kv_rise_pct_per_min']:.1f} %/min (full in ~{fc['time_to_full_s']:.0f} s at that rate)")
+            out.append(_finding(rule, msg, endpoint=ep.id, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
+    return out
+
+
+# ---------------------------------------------------------------- presence of records (K002, E002, E003)
+
+def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, Any]]]:
+    """Counts by type and the (file, record-or-row) items behind them."""
+    counts: Counter[str] = Counter()
+    items: list[tuple[str, Any]] = []
+    if signal == "preemptions":
+        if ep.stats.height:
+            hit = ep.stats.filter(pl.col("preemptions").fill_null(0) > 0)
+            for row in hit.iter_rows(named=True):
+                counts["stats"] += row["preemptions"]
+                items.append((row["file"], row))
+        for f, r in ep.of(Preemption):
+            counts[f"v0-{r.mode}"] += 1
+            items.append((f, r))
+    elif signal == "kv_failures":
+        for f, r in ep.of(NixlFailure):
+            counts[r.ftype] += 1
+            items.append((f, r))
+        for f, r in ep.of(KVLoadFailure):
+            if not r.recovered:
+                counts["kv_load_failure"] += r.n_requests
+                items.append((f, r))
+        if ep.kv.height:
+            for row in ep.kv.filter(pl.col("failed").fill_null(0) > 0).iter_rows(named=True):
+                counts["metrics_failed_transfers"] += int(row["failed"])
+                items.append((row["file"], row))
+    elif signal == "kv_expiry":
+        for f, r in ep.of(KVExpiry):
+            counts[r.event] += 1
+            items.append((f, r))
+    return counts, items
+
+
+def _when(item: Any) -> tuple[datetime | None, int | None]:
+    if isinstance(item, dict):
+        return item.get("ts"), item.get("line")
+    return item.ts, item.line
+
+
+@template("presence")
+def presence(rule: Rule, run: Run) -> list[Finding]:
+    p = rule.params
+    out = []
+    for ep in run.endpoints.values():
+        counts, items = _signal(ep, p["signal"])
+        total = sum(counts.values())
+        if total < p.get("min_count", 1):
+            continue
+        stamps = [t for t in (_when(i)[0] for _, i in items) if t is not None]
+        file, first = items[0]
+        what = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.most_common())
+        msg = f"{ep.id}: {what}"
+        ev: dict[str, Any] = {"counts": dict(counts), "total": total}
+        if p["signal"] == "kv_expiry" and run.async_scheduling(ep) and counts.get("invalid"):
+            msg += " (async scheduling is on: on builds without PR #25808 'invalid KV blocks' can be a false alarm)"
+            ev["async_scheduling"] = True
+        if p["signal"] == "kv_failures":
+            peers = sorted({dict(i.context).get("remote_host", "") for _, i in items
+                            if isinstance(i, NixlFailure) and i.context} - {""})
+            if peers:
+                ev["remote_hosts"] = peers
+        out.append(_finding(rule, msg, endpoint=ep.id, first_ts=min(stamps) if stamps else None,
+                            last_ts=max(stamps) if stamps else None, location=_loc(file, _when(first)[1]),
+                            evidence=ev))
+    return out
+
+
+# ---------------------------------------------------------------- absence of stats (L001)
+
+@template("absence")
+def absence(rule: Rule, run: Run) -> list[Finding]:
+    out = []
+    for ep in run.endpoints.values():
+        if ep.role not in rule.params.get("roles", ("prefill", "decode", "agg")) or ep.samples:
+            continue
+        facts = ep.facts
+        cause, why = "unknown", "no stats lines and no reason printed (idle endpoint, or logging above INFO)"
+        if facts.get("stats_disabled") == "api_server_count" or (facts.get("api_server_count") or 0) > 1:
+            cause = "api_server_count"
+            why = (f"more than one API server (api_server_count={facts.get('api_server_count', '>1')}) "
+                   "disables vLLM's stats logging")
+        elif facts.get("stats_disabled") == "disable_log_stats":
+            cause, why = "disable_log_stats", "stats logging is disabled (--disable-log-stats)"
+        where = ep.fact_lines.get("stats_disabled") or ep.fact_lines.get("api_server_count")
+        out.append(_finding(rule, f"{ep.id} has no stats lines: {why}", endpoint=ep.id,
+                            location=_loc(*where) if where else _loc(ep.files[0] if ep.files else None, None),
+                            evidence={"cause": cause, "engines": len(ep.engines)}, first_ts=ep.first_ts,
+                            last_ts=ep.last_ts))
+    return out
+
+
+# ---------------------------------------------------------------- capacity vs concurrency (K003)
+
+@template("capacity")
+def capacity(rule: Rule, run: Run) -> list[Finding]:
+    conc = run.top_concurrency()
+    if not conc:
+        return []
+    out = []
+    for role in ("decode", "agg"):
+        eps = [e for e in run.endpoints.values() if e.role == role]
+        for ep in eps:
+            mc = ep.facts.get("max_concurrency")
+            per_engine = mc.get("concurrency") if isinstance(mc, dict) else mc
+            if not per_engine or not ep.engines:
+                continue
+            cap = per_engine * len(ep.engines)
+            share = conc / len(eps)
+            if cap * rule.params.get("margin", 1.0) < share:
+                where = ep.fact_lines.get("max_concurrency")
+                out.append(_finding(
+                    rule, f"{ep.id} holds {cap:,.0f} full-length requests ({per_engine:g}x x {len(ep.engines)} engines) "
+                    f"but receives up to {share:,.0f} (concurrency {conc})", endpoint=ep.id,
+                    location=_loc(*where) if where else None,
+                    evidence={"capacity": round(cap, 1), "share": round(share, 1), "per_engine": per_engine,
+                              "engines": len(ep.engines), "concurrency": conc}))
+    return out
+
+
+# ---------------------------------------------------------------- noise ratio (L002)
+
+@template("noise_ratio")
+def noise_ratio(rule: Rule, run: Run) -> list[Finding]:
+    p = rule.params
+    logs = [s for s in run.sources if s.kind in ("worker", "frontend") and not s.error]
+    lines = sum(s.counts.lines for s in logs)
+    if lines < p["min_lines"]:
+        return []
+    noise = sum(s.counts.noise_lines for s in logs)
+    ansi = sum(s.counts.ansi_lines for s in logs)
+    nr, ar = noise / lines, ansi / lines
+    if nr <= p["max_noise_ratio"] and ar <= p["max_ansi_ratio"]:
+        return []
+    kinds: Counter[str] = Counter()
+    for s in logs:
+        kinds.update({k: v for k, v in s.counts.noise.items() if v})
+    return [_finding(rule, f"{nr:.0%} of {lines:,} log lines are noise and {ar:.0%} carry ANSI escapes",
+                     evidence={"lines": lines, "noise_lines": noise, "ansi_lines": ansi, "noise": dict(kinds)})]
+
+
+# ---------------------------------------------------------------- fault incidents (E001, E004)
+
+CAUSE_RANK = ("oom", "no_kv_memory", "kv_too_small", "ds_layout", "mamba_blocks", "kv_block_size", "nccl",
+              "shm_hang", "rpc_timeout", "exception", "worker_died", "engine_failed_start", "engine_dead")
+DEATH = {"engine_dead", "worker_died", "engine_failed_start"}
+FATAL = {"oom", "no_kv_memory", "kv_too_small", "ds_layout", "mamba_blocks"}
+CAUSE_TEXT = {
+    "oom": "CUDA out of memory", "no_kv_memory": "no GPU memory left for the KV cache blocks",
+    "kv_too_small": "KV cache too small for max-model-len", "ds_layout": "hybrid model without DS conv state layout",
+    "mamba_blocks": "max-num-seqs above the available Mamba cache blocks", "kv_block_size": "P/D block-size mismatch",
+    "nccl": "NCCL/collective failure", "shm_hang": "a hung worker (shared-memory broadcast timeout)",
+    "rpc_timeout": "an RPC to the workers timed out", "exception": "an exception",
+    "worker_died": "a worker process died", "engine_failed_start": "engine failed to start",
+    "engine_dead": "engine died (root cause not in the logs read)",
+}
+
+
+def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[list[tuple[str, str, Fault]]]:
+    groups: list[list[tuple[str, str, Fault]]] = []
+    for item in faults:
+        ts = item[2].ts
+        if groups and (ts is None or groups[-1][-1][2].ts is None
+                       or (ts - groups[-1][-1][2].ts).total_seconds() <= window_s):
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+@template("fault_incident")
+def fault_incident(rule: Rule, run: Run) -> list[Finding]:
+    p = rule.params
+    faults = run.faults()
+    ready = run.ready_at()
+    out = []
+    for group in _incidents(faults, float(p["window_s"])):
+        causes = {f.cause for _, _, f in group}
+        if not causes & (DEATH | FATAL):
+            continue
+        root = min(group, key=lambda t: (CAUSE_RANK.index(t[2].cause) if t[2].cause in CAUSE_RANK else 99,
+                                          t[2].ts or datetime.min, t[2].line))
+        eid, file, fault = root
+        ep = run.endpoints.get(eid)
+        startup = bool(ep is not None and ep.samples == 0 and (ready is None or (fault.ts and fault.ts <= ready)))
+        if startup != (p["phase"] == "startup"):
+            continue
+        fan = Counter(f.cause for _, _, f in group)
+        endpoints = sorted({e for e, _, _ in group})
+        msg = f"{eid}: {CAUSE_TEXT.get(fault.cause, fault.cause)}"
+        if fault.exception:
+            msg += f" ({fault.exception[:160]})"
+        if len(group) > 1:
+            msg += f"; {len(group) - 1} follow-on error(s) folded in" + (
+                f" across {', '.join(endpoints)}" if len(endpoints) > 1 else "")
+        out.append(_finding(rule, msg, endpoint=eid, first_ts=group[0][2].ts, last_ts=group[-1][2].ts,
+                            location=_loc(file, fault.traceback_line or fault.line),
+                            evidence={"root_cause": fault.cause, "faults": dict(fan), "endpoints": endpoints,
+                                      "line": fault.message[:300]}))
+    if p["phase"] == "startup":
+        out.extend(_readiness_stall(rule, run))
+    return out
+
+
+def _readiness_stall(rule: Rule, run: Run) -> list[Finding]:
+    polls = [(f, r) for f, r in run.lifecycle if r.event == "not_ready"]
+    if run.ready_at() is not None or len(polls) < rule.params.get("stall_polls", 10):
+        return []
+    file, last = polls[-1]
+    missing = f"{last.get('waiting_prefill', '?')} prefill and {last.get('waiting_decode', '?')} decode"
+    return [_finding(rule, f"workers never became ready: still waiting for {missing} worker(s) after "
+                     f"{len(polls)} polls", first_ts=polls[0][1].ts, last_ts=last.ts, location=_loc(file, last.line),
+                     evidence={"polls": len(polls), "last": dict(last.fields)})]
+
+
+# ---------------------------------------------------------------- accuracy (A001)
+
+@template("accuracy")
+def accuracy(rule: Rule, run: Run) -> list[Finding]:
+    scores = run.accuracy_scores()
+    if not scores:
+        return []
+    med = median(s for _, s in scores)
+    out = []
+    for label, s in scores:
+        if s < rule.params["min_score"] or (len(scores) > 2 and s < rule.params["rel_drop"] * med):
+            msg = f"{label}: accuracy {s:.3f} (sweep median {med:.3f})"
+            hint = run.async_race_hint()
+            if hint:
+                msg += f"; {hint}"
+            out.append(_finding(rule, msg, evidence={"score": s, "median": med, "label": label}))
+    return out

@@ -1,0 +1,63 @@
+"""Time windows over bucketed series: the `for` / `keep_firing_for` semantics of the rules.
+
+A condition must hold in consecutive buckets for at least ``for_s`` seconds to fire (a missing
+bucket breaks the run: no stats means no evidence); firing windows closer than
+``keep_firing_for_s`` are merged. A window still true at the last bucket of data is *open*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Window:
+    start: datetime
+    end: datetime
+    rows: tuple[int, ...]
+    open: bool
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+
+def bucketed(frame: pl.DataFrame, interval_s: float) -> pl.DataFrame:
+    """Add a ``bucket`` column: timestamps truncated to the stats interval."""
+    return frame.filter(pl.col("ts").is_not_null()).with_columns(
+        bucket=pl.col("ts").dt.truncate(f"{int(interval_s)}s"))
+
+
+def windows(ts: list[datetime], cond: list[bool], *, for_s: float, interval_s: float,
+            keep_firing_for_s: float = 0.0, gap_tolerance: int = 1) -> list[Window]:
+    """Runs of ``cond`` over sorted bucket times that last at least ``for_s``."""
+    step = timedelta(seconds=interval_s)
+    runs: list[list[int]] = []
+    cur: list[int] = []
+    for i, (t, c) in enumerate(zip(ts, cond, strict=True)):
+        if c and cur and (t - ts[cur[-1]]) > step * (1 + gap_tolerance):
+            runs.append(cur)
+            cur = []
+        if c:
+            cur.append(i)
+        elif cur:
+            runs.append(cur)
+            cur = []
+    if cur:
+        runs.append(cur)
+    merged: list[list[int]] = []
+    for run in runs:
+        if merged and keep_firing_for_s and (ts[run[0]] - ts[merged[-1][-1]]).total_seconds() <= keep_firing_for_s:
+            merged[-1].extend(run)
+        else:
+            merged.append(run)
+    out = []
+    last = len(ts) - 1
+    for run in merged:
+        start, end = ts[run[0]], ts[run[-1]] + step
+        if (end - start).total_seconds() >= for_s:
+            out.append(Window(start, end, tuple(run), open=run[-1] == last))
+    return out

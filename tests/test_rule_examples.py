@@ -1,0 +1,42 @@
+"""Every runtime rule's declared examples fire (or pass) as declared; the catalog is well formed."""
+
+from __future__ import annotations
+
+import pytest
+
+from rules import runtime
+from rules.catalog import catalog
+from rules.engine import evaluate, runtime_rules
+from rules.examples import build_example_run
+
+RULES = runtime_rules()
+CASES = [(r, i, ex) for r in RULES for i, ex in enumerate(r.examples)]
+
+
+def test_runtime_catalog_is_complete() -> None:
+    codes = {r.code for r in RULES}
+    assert codes == {"DIAG-B001", "DIAG-B002", "DIAG-B003", "DIAG-B004", "DIAG-K001", "DIAG-K002", "DIAG-K003",
+                     "DIAG-L001", "DIAG-L002", "DIAG-E001", "DIAG-E002", "DIAG-E003", "DIAG-E004", "DIAG-A001"}
+    for r in RULES:
+        assert r.template in runtime.TEMPLATES, r.code
+        assert r.why and r.remediation and r.summary, r.code
+        expects = {ex["expect"] for ex in r.examples}
+        assert expects == {"fire", "pass"}, f"{r.code} needs positive and negative examples"
+
+
+def test_codes_are_unique_and_stable_format() -> None:
+    for code, rule in catalog().items():
+        assert code.startswith("DIAG-") and len(code) == 9, code
+        assert rule.name == rule.name.lower() and " " not in rule.name
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{r.code}-{i}-{ex['expect']}" for r, i, ex in CASES])
+def test_example(case) -> None:
+    rule, _, ex = case
+    run = build_example_run(ex.get("run", {}))
+    found = [f for f in evaluate(run, [rule]) if f.code == rule.code]
+    if ex["expect"] == "fire":
+        assert found, f"{rule.code} did not fire on its positive example"
+        assert all(f.message and f.evidence for f in found)
+    else:
+        assert not found, f"{rule.code} fired on its negative example: {found[0].message}"
