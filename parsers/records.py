@@ -191,3 +191,72 @@ class Preemption(Record):
     cumulative: int | None = None
 
     kind = "preemption"
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    """One benchmark run at one concurrency: a ``benchmark.out`` result block, an sa-bench result
+    JSON or a roll-up row. Field names follow the sa-bench JSON keys; absent values are ``None``."""
+
+    source: str                                # benchmark.out | sa-bench-json | rollup
+    concurrency: int | None = None
+    successful_requests: int | None = None     # "completed"
+    failed_requests: int | None = None
+    num_prompts: int | None = None
+    duration_s: float | None = None
+    total_input_tokens: int | None = None
+    total_output_tokens: int | None = None
+    request_throughput: float | None = None    # req/s
+    request_goodput: float | None = None
+    output_throughput: float | None = None     # tok/s
+    peak_output_throughput: float | None = None
+    total_token_throughput: float | None = None
+    mean_ttft_ms: float | None = None
+    median_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    mean_tpot_ms: float | None = None
+    median_tpot_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    mean_itl_ms: float | None = None
+    median_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
+    mean_e2el_ms: float | None = None
+    median_e2el_ms: float | None = None
+    p99_e2el_ms: float | None = None
+    total_gpus: int | None = None              # from the result file name (working GPUs)
+    prefill_gpus: int | None = None
+    decode_gpus: int | None = None
+    isl: int | None = None
+    osl: int | None = None
+    model: str | None = None
+    line: int | None = None                    # first line of the run's section in benchmark.out
+    complete: bool = True                      # False: the run started but printed no result block
+    extra: tuple[tuple[str, float], ...] = ()  # every other numeric value (p90_ttft_ms, std_*, ...)
+
+    kind = "bench_result"
+
+    def get(self, key: str, default: float | None = None) -> Any:
+        """A named field or an ``extra`` value."""
+        if key in self.__dataclass_fields__:
+            value = getattr(self, key)
+            return default if value is None else value
+        for k, v in self.extra:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class AccuracyResult:
+    """One accuracy figure from an eval run (gsm8k, gpqa, mmlu, lm-eval...); ``value`` is 0..1."""
+
+    task: str | None                 # gsm8k, gpqa, mmlu, ... when known
+    metric: str                      # accuracy | score | mean_score | exact_match | invalid_rate | ...
+    value: float
+    stderr: float | None = None
+    filter: str | None = None        # lm-eval filter (strict-match, flexible-extract)
+    n_shot: int | None = None
+    run: int | None = None           # 0-based index among repeated runs
+    line: int | None = None
+
+    kind = "accuracy"

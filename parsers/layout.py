@@ -1,0 +1,127 @@
+"""What a file in an srt-slurm run directory is, from its name (srt-dynamo.md §3.1, §3.2).
+
+Prefill vs decode is known only from the worker log's file name ``<node>_<mode>_w<i>.out``; node
+names contain ``_`` and ``-``, so names are parsed from the right. :func:`role_from_content` recovers
+the role of a worker log whose name has none, from the engine's ``kv_role`` or the
+``--disaggregation-mode`` flag in its first lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["KINDS", "ROLES", "FileInfo", "classify_path", "endpoint_id", "role_from_content"]
+
+KINDS = ("worker", "frontend", "orchestrator", "benchmark", "sa-bench-result", "rollup", "job-json", "recipe",
+         "prometheus-capture", "fingerprint", "config-dump", "unknown")
+ROLES = ("prefill", "decode", "agg", "frontend")
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """The classification of one path. ``index`` is the worker/frontend index (``w<i>``), ``node``
+    the host the process ran on, ``job_id`` the SLURM job for orchestrator logs and job JSONs,
+    ``concurrency`` the run of an sa-bench result file."""
+
+    path: Path
+    kind: str
+    role: str | None = None
+    index: int | None = None
+    node: str | None = None
+    job_id: str | None = None
+    concurrency: int | None = None
+
+
+_WORKER = re.compile(
+    r"^(?P<node>.+)_(?P<role>prefill|decode|agg|aggregated)_w?(?P<idx>\d+)\.(?:out|err|log)$")
+_FRONTEND = re.compile(r"^(?P<node>.+)_(?:frontend|router)_(?P<idx>\d+)\.(?:out|err|log)$")
+_TRTLLM_SERVE = re.compile(r"^(?P<node>.+)_trtllm_serve_orchestrator\.(?:out|err|log)$")
+_SWEEP = re.compile(r"^(?:sweep_(?P<a>\d+)\.log|slurm-(?P<b>\d+)(?:_\d+)?\.out)$")
+_FINGERPRINT = re.compile(r"^fingerprint_(?P<role>prefill|decode|agg|aggregated)_w(?P<idx>\d+)\.json$")
+_CONFIG_DUMP = re.compile(r"^(?P<node>.+)_config\.json$")
+_RESULT = re.compile(
+    r"^(?:results_)?(?:isl_\d+_osl_\d+_)?concurrency_(?P<c>\d+)(?:_[\w.]*)?(?<!\.pytorch)\.json$")
+_OLD_RUN_DIR = re.compile(r"^\d+_\d+P_\d+D_")
+
+
+def _role(mode: str) -> str:
+    return "agg" if mode == "aggregated" else mode
+
+
+def classify_path(path: Path | str) -> FileInfo:
+    """Classify one file of a run directory by its name (and, for a few names, its parent's)."""
+    p = Path(path)
+    name = p.name
+    m = _WORKER.match(name)
+    if m:
+        return FileInfo(p, "worker", _role(m["role"]), int(m["idx"]), m["node"])
+    m = _FRONTEND.match(name)
+    if m:
+        return FileInfo(p, "frontend", "frontend", int(m["idx"]), m["node"])
+    m = _TRTLLM_SERVE.match(name)
+    if m:
+        return FileInfo(p, "frontend", "frontend", 0, m["node"])
+    m = _SWEEP.match(name)
+    if m:
+        return FileInfo(p, "orchestrator", job_id=m["a"] or m["b"])
+    if name in ("log.out", "log.err") and _OLD_RUN_DIR.match(p.parent.name):
+        return FileInfo(p, "orchestrator", job_id=p.parent.name.split("_", 1)[0])
+    if name in ("benchmark.out", "benchmark.err"):
+        return FileInfo(p, "benchmark")
+    if name in ("benchmark-rollup.json", "benchmark-rollup.csv"):
+        return FileInfo(p, "rollup")
+    if name in ("config.yaml", "recipe.lock.yaml"):
+        return FileInfo(p, "recipe")
+    if name == "raw_prometheus.jsonl":
+        return FileInfo(p, "prometheus-capture")
+    m = _FINGERPRINT.match(name)
+    if m:
+        return FileInfo(p, "fingerprint", _role(m["role"]), int(m["idx"]))
+    m = _RESULT.match(name)
+    if m and (name.startswith("results_") or p.parent.name.startswith("sa-bench")):
+        return FileInfo(p, "sa-bench-result", concurrency=int(m["c"]))
+    if re.fullmatch(r"\d+\.json", name):
+        return FileInfo(p, "job-json", job_id=name[:-5])
+    m = _CONFIG_DUMP.match(name)
+    if m and not name.startswith(("fingerprint_", "mooncake_", "benchmark")):
+        return FileInfo(p, "config-dump", node=m["node"])
+    return FileInfo(p, "unknown")
+
+
+_KV_ROLE = re.compile(r"""kv_role['"]?\s*[:=]\s*['"]?(?P<r>kv_producer|kv_consumer|kv_both)""")
+_DISAGG_MODE = re.compile(
+    r"""(?:--disaggregation[-_]mode[= ]|disaggregation_mode['"]?\s*[:=]\s*)['"<]?(?:\w+\.)?"""
+    r"""(?P<m>prefill|decode|agg\w*|encode)\b""", re.I)
+_PREFILL_FLAG = re.compile(r"--is-prefill-worker\b")
+
+
+def role_from_content(head_text: str) -> str | None:
+    """Role of a worker log from its first lines, for files whose name carries none.
+
+    ``kv_role`` decides when it is one-sided (``kv_producer`` → prefill, ``kv_consumer`` → decode);
+    with ``kv_both`` or no ``kv_role`` the ``--disaggregation-mode prefill|decode`` flag (or Dynamo's
+    old ``--is-prefill-worker``) decides; otherwise None.
+    """
+    kv = _KV_ROLE.search(head_text)
+    if kv and kv["r"] == "kv_producer":
+        return "prefill"
+    if kv and kv["r"] == "kv_consumer":
+        return "decode"
+    mode = _DISAGG_MODE.search(head_text)
+    if mode:
+        val = mode["m"].lower()
+        if val in ("prefill", "decode"):
+            return val
+        if val.startswith("agg"):
+            return "agg"
+    if _PREFILL_FLAG.search(head_text):
+        return "prefill"
+    return None
+
+
+def endpoint_id(role: str | None, index: int | None) -> str:
+    """A stable endpoint name: ``prefill-w0``, ``decode-w1``, ``frontend-w0``; ``unknown`` parts
+    when not known."""
+    return f"{role or 'unknown'}-w{index if index is not None else '?'}"

@@ -1,0 +1,136 @@
+"""Timestamp helpers: year-less vLLM month-day times, ISO stamps, and local-time offsets.
+
+vLLM subprocess records carry ``MM-DD HH:MM:SS`` in the node's local time and no year; the year
+comes from the orchestrator log or an ISO stamp elsewhere, and the offset to UTC from an outer
+UTC stamp (docker, Dynamo) on the same line. Everything returned here is timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+_MD = re.compile(r"^\s*(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\s*$")
+_ISO = re.compile(
+    r"^\s*(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d)(?::(\d\d))?(?:[.,](\d+))?"
+    r"\s*(Z|z|UTC|[+-]\d\d(?::?\d\d)?)?\s*$"
+)
+_ISO_YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)")
+_HALF_YEAR_DAYS = 182
+_QUARTER_HOUR = 900
+
+
+def _micros(frac: str | None) -> int:
+    """Fractional-second digits to microseconds, truncating nanoseconds."""
+    if not frac:
+        return 0
+    return int(frac[:6].ljust(6, "0"))
+
+
+def _split_md(md: str) -> tuple[int, int, int, int, int, int]:
+    m = _MD.match(md)
+    if not m:
+        raise ValueError(f"not a month-day time 'MM-DD HH:MM:SS': {md!r}")
+    mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
+    return mo, d, h, mi, s, _micros(m.group(6))
+
+
+def resolve_md(md: str, year: int, tz_offset_s: int = 0) -> datetime:
+    """A vLLM ``MM-DD HH:MM:SS`` local time in ``year`` → UTC (``tz_offset_s`` = local - UTC)."""
+    mo, d, h, mi, s, us = _split_md(md)
+    try:
+        local = datetime(year, mo, d, h, mi, s, us, tzinfo=UTC)
+    except ValueError as e:
+        raise ValueError(f"invalid date {md!r} in {year}: {e}") from None
+    return local - timedelta(seconds=tz_offset_s)
+
+
+def _day_index(mo: int, d: int) -> int:
+    """Approximate day of year, good enough to compare month-days (no leap-year needs)."""
+    return (mo - 1) * 31 + (d - 1)
+
+
+class YearTracker:
+    """Assigns years to a stream of month-day times, moving to the next year on a Dec→Jan wrap.
+
+    A month-day that falls back by more than half a year (Dec 31 → Jan 1) starts the next year;
+    a small step back (out-of-order writers) keeps the year, and a straggler from before the wrap
+    (Jan → Dec) is placed in the previous year without changing the tracker.
+    """
+
+    __slots__ = ("_last", "year")
+
+    def __init__(self, year: int) -> None:
+        self.year = year
+        self._last: int | None = None
+
+    def resolve(self, md: str, tz_offset_s: int = 0) -> datetime:
+        """UTC datetime of ``md`` with the tracked year."""
+        mo, d, *_ = _split_md(md)
+        idx = _day_index(mo, d)
+        year = self.year
+        if self._last is not None:
+            if self._last - idx > _HALF_YEAR_DAYS:      # wrapped into a new year
+                self.year += 1
+                year = self.year
+                self._last = idx
+            elif idx - self._last > _HALF_YEAR_DAYS:    # straggler from the old year
+                year -= 1
+            elif idx > self._last:
+                self._last = idx
+        else:
+            self._last = idx
+        return resolve_md(md, year, tz_offset_s)
+
+
+def year_from_iso(text: str) -> int | None:
+    """The year of the first ``YYYY-MM-DD`` date found in ``text``, or None."""
+    m = _ISO_YEAR.search(text)
+    return int(m.group(1)) if m else None
+
+
+def _offset(tz: str | None) -> timezone:
+    if not tz or tz in ("Z", "z", "UTC"):
+        return UTC
+    sign = -1 if tz[0] == "-" else 1
+    digits = tz[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    return timezone(sign * timedelta(hours=hours, minutes=minutes))
+
+
+def parse_iso(text: str, tz_offset_s: int = 0) -> datetime:
+    """Parse an ISO-8601 stamp (``Z``, ``±HH:MM``, ns fractions, or ``YYYY-MM-DD HH:MM:SS``) to UTC.
+
+    A stamp without a zone is local time ``tz_offset_s`` seconds ahead of UTC (default: UTC).
+    """
+    m = _ISO.match(text)
+    if not m:
+        raise ValueError(f"not an ISO-8601 timestamp: {text[:60]!r}")
+    y, mo, d, h, mi = (int(g) for g in m.groups()[:5])
+    s = int(m.group(6) or 0)
+    try:
+        if m.group(8):
+            dt = datetime(y, mo, d, h, mi, s, _micros(m.group(7)), tzinfo=_offset(m.group(8)))
+            return dt.astimezone(UTC)
+        dt = datetime(y, mo, d, h, mi, s, _micros(m.group(7)), tzinfo=UTC)
+    except ValueError as e:
+        raise ValueError(f"invalid timestamp {text[:60]!r}: {e}") from None
+    return dt - timedelta(seconds=tz_offset_s)
+
+
+def tz_offset_from(ext_iso: str, md: str) -> int:
+    """Seconds local time is ahead of UTC, from an outer UTC stamp and the vLLM local month-day
+    time on the same line; rounded to 15 minutes. The year is the one nearest the UTC stamp."""
+    utc = parse_iso(ext_iso)
+    best: float | None = None
+    for year in (utc.year - 1, utc.year, utc.year + 1):
+        try:
+            local_as_utc = resolve_md(md, year)
+        except ValueError:
+            continue
+        diff = (local_as_utc - utc).total_seconds()
+        if best is None or abs(diff) < abs(best):
+            best = diff
+    if best is None:
+        raise ValueError(f"cannot place {md!r} near {ext_iso!r}")
+    return round(best / _QUARTER_HOUR) * _QUARTER_HOUR

@@ -1,0 +1,78 @@
+"""Timestamps: year-less vLLM month-day times, ISO stamps, local-time offsets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from parsers.timestamps import YearTracker, parse_iso, resolve_md, tz_offset_from, year_from_iso
+
+
+def test_resolve_md() -> None:
+    assert resolve_md("08-06 12:34:56", 2026) == datetime(2026, 8, 6, 12, 34, 56, tzinfo=UTC)
+    # node in PDT (UTC-7): local 17:02:38 is 00:02:38 UTC the next day
+    assert resolve_md("10-14 17:02:38", 2025, -7 * 3600) == datetime(2025, 10, 15, 0, 2, 38, tzinfo=UTC)
+    assert resolve_md("08-06 12:34:56.250", 2026) == datetime(2026, 8, 6, 12, 34, 56, 250000, tzinfo=UTC)
+    assert resolve_md("02-29 01:00:00", 2028).day == 29
+    with pytest.raises(ValueError):
+        resolve_md("02-29 01:00:00", 2026)
+    with pytest.raises(ValueError):
+        resolve_md("2026-08-06 12:34:56", 2026)
+
+
+def test_year_tracker_crosses_new_year() -> None:
+    yt = YearTracker(2025)
+    stamps = [
+        "12-31 23:59:50",
+        "12-31 23:59:59",
+        "01-01 00:00:09",
+        "12-31 23:59:58",
+        "01-01 00:00:19",
+        "01-02 08:00:00",
+    ]
+    got = [yt.resolve(s) for s in stamps]
+    assert [d.year for d in got] == [2025, 2025, 2026, 2025, 2026, 2026]
+    assert got[2] == datetime(2026, 1, 1, 0, 0, 9, tzinfo=UTC)
+    assert got[3] < got[2]  # a late writer from the old year stays in the old year
+    assert got[0] < got[1] < got[2] < got[4] < got[5]
+    assert yt.year == 2026
+    # small steps back (out-of-order writers) and ordinary progress keep the year
+    yt2 = YearTracker(2026)
+    assert [yt2.resolve(s).year for s in ("08-06 12:00:00", "08-05 23:59:59", "09-01 00:00:00")] == [2026] * 3
+    assert yt2.resolve("08-06 12:00:00", 3600) == datetime(2026, 8, 6, 11, 0, tzinfo=UTC)
+
+
+def test_year_from_iso() -> None:
+    assert year_from_iso("2026-04-21 14:10:37 [INFO] Waiting for workers to be ready...") == 2026
+    assert year_from_iso("[2025-11-04 05:31:43 DP0 TP0 EP0] Prefill batch") == 2025
+    assert year_from_iso("2025-10-15T00:02:38.756689123Z (APIServer pid=1) INFO 10-14 17:02:38") == 2025
+    assert year_from_iso("INFO 08-06 12:34:56 [core.py:95] no year here") is None
+    assert year_from_iso("build 12026-13-45") is None
+
+
+def test_parse_iso() -> None:
+    assert parse_iso("2026-08-06T12:34:56.123456Z") == datetime(2026, 8, 6, 12, 34, 56, 123456, tzinfo=UTC)
+    assert parse_iso("2025-10-15T00:02:38.756689123Z") == datetime(2025, 10, 15, 0, 2, 38, 756689, tzinfo=UTC)
+    assert parse_iso("2026-08-06T14:34:56+02:00") == datetime(2026, 8, 6, 12, 34, 56, tzinfo=UTC)
+    assert parse_iso("2026-08-06T05:34:56-0700") == datetime(2026, 8, 6, 12, 34, 56, tzinfo=UTC)
+    assert parse_iso("2026-04-21 14:10:37") == datetime(2026, 4, 21, 14, 10, 37, tzinfo=UTC)
+    assert parse_iso("2026-04-21 14:10:37,123") == datetime(2026, 4, 21, 14, 10, 37, 123000, tzinfo=UTC)
+    assert parse_iso("2026-04-21 14:10:37", tz_offset_s=-7 * 3600) == datetime(
+        2026, 4, 21, 21, 10, 37, tzinfo=UTC
+    )
+    assert parse_iso("2025-03-10T15:07:20Z").tzinfo is UTC
+    for bad in ("08-06 12:34:56", "2026-13-01T00:00:00Z", "yesterday", ""):
+        with pytest.raises(ValueError):
+            parse_iso(bad)
+
+
+def test_tz_offset_from() -> None:
+    # docker RFC3339 stamp (UTC) + vLLM local time on the same line (a-03.log style, PDT)
+    assert tz_offset_from("2025-10-15T00:02:38.756689123Z", "10-14 17:02:38") == -7 * 3600
+    assert tz_offset_from("2026-08-06T12:34:56Z", "08-06 12:34:57") == 0
+    assert tz_offset_from("2026-08-06T12:34:56Z", "08-06 18:04:55") == 5 * 3600 + 1800  # India
+    assert tz_offset_from("2026-08-06T12:34:56Z", "08-06 18:19:50") == 5 * 3600 + 2700  # Nepal
+    # the local time is already in the next year
+    assert tz_offset_from("2025-12-31T23:30:00Z", "01-01 08:30:01") == 9 * 3600
+    assert tz_offset_from("2026-01-01T02:00:00Z", "12-31 18:00:00") == -8 * 3600
