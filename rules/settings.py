@@ -1,0 +1,316 @@
+"""diag's configuration: ``diag.toml`` or ``[tool.diag]`` in ``pyproject.toml`` (shared by check and tail).
+
+Found from the start directory upward (the first ``diag.toml``/``.diag.toml``, or ``pyproject.toml``
+with a ``[tool.diag]`` table, wins), or given with ``--config``::
+
+    select = ["DIAG-C", "DIAG-K"]      # codes or prefixes; default everything ("ALL")
+    ignore = ["DIAG-C009"]
+    fail-on = "warning"                # error (default) | warning | info
+    [rules.DIAG-C005]                  # threshold / param overrides, `for`, `severity`
+    headroom = 256
+    [[suppress]]
+    code = "DIAG-C006"                 # code or prefix
+    path = "recipes/qwen3.5/**"        # optional glob, relative to the config file
+    endpoint = "decode*"               # optional glob on the finding's endpoint/role
+    reason = "stats come from Prometheus here"   # required
+
+A suppression without ``reason`` is not honoured and is reported as DIAG-X001; one that matched
+nothing is reported as DIAG-X002 (like ruff's RUF100).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fnmatch
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .catalog import Rule, catalog
+from .finding import SEVERITIES, Finding, Location, severity_rank
+
+TOP_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "fail-on", "rules", "suppress"}
+RULE_KEYS = {"for", "keep_firing_for", "severity"}
+X_NO_REASON, X_UNUSED = "DIAG-X001", "DIAG-X002"
+
+
+class SettingsError(ValueError):
+    """A configuration that cannot be used (exit status 2)."""
+
+
+def normalize_code(code: str) -> str:
+    """``c001`` / ``DIAG-C001`` / ``diag-c`` -> ``DIAG-C001`` / ``DIAG-C001`` / ``DIAG-C``; ``ALL`` stays."""
+    code = code.strip().upper()
+    if code in ("ALL", ""):
+        return "ALL"
+    return code if code.startswith("DIAG-") or "DIAG-".startswith(code) else "DIAG-" + code
+
+
+def _specificity(code: str, patterns: Iterable[str]) -> int:
+    """Length of the longest pattern that is a prefix of ``code`` (-1: none; ALL counts as 0)."""
+    best = -1
+    for p in patterns:
+        if p == "ALL":
+            best = max(best, 0)
+        elif code.startswith(p):
+            best = max(best, len(p))
+    return best
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+@dataclass
+class Suppression:
+    code: str
+    reason: str | None
+    path: str | None = None
+    endpoint: str | None = None
+    line: int | None = None
+    used: int = 0
+
+    def matches(self, f: Finding, root: Path) -> bool:
+        if not f.code.startswith(self.code) and self.code != "ALL":
+            return False
+        if self.endpoint is not None and not fnmatch.fnmatchcase(f.endpoint or "", self.endpoint):
+            return False
+        if self.path is not None:
+            if f.location is None:
+                return False
+            rx = _glob_regex(self.path)
+            raw = Path(f.location.path)
+            candidates = {raw.as_posix()}
+            with contextlib.suppress(ValueError, OSError):
+                candidates.add(raw.resolve().relative_to(root.resolve()).as_posix())
+            if not any(rx.match(c) for c in candidates):
+                return False
+        return True
+
+
+@dataclass
+class Settings:
+    source: Path | None = None
+    root: Path = field(default_factory=Path.cwd)
+    select: list[str] = field(default_factory=lambda: ["ALL"])
+    ignore: list[str] = field(default_factory=list)
+    fail_on: str = "error"
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    suppressions: list[Suppression] = field(default_factory=list)
+
+    def enabled(self, code: str) -> bool:
+        return _specificity(code, self.select) > _specificity(code, self.ignore)
+
+    def rule(self, code: str) -> Rule:
+        """The catalog rule with this file's overrides applied."""
+        rule = catalog()[normalize_code(code)]
+        over = self.overrides.get(rule.code)
+        return rule.with_params(over) if over else rule
+
+    def rules(self, *scopes: str) -> dict[str, Rule]:
+        """Enabled rules (of the given scopes), overrides applied."""
+        return {c: self.rule(c) for c, r in catalog().items()
+                if (not scopes or r.scope in scopes) and self.enabled(c)}
+
+    def with_cli(self, select: list[str] | None = None, ignore: list[str] | None = None,
+                 fail_on: str | None = None) -> Settings:
+        """Command-line options: ``--select`` replaces, ``--ignore`` extends, ``--fail-on`` replaces."""
+        out = dataclasses.replace(self, suppressions=[dataclasses.replace(s) for s in self.suppressions])
+        if select:
+            out.select = _codes(select, "--select")
+        if ignore:
+            out.ignore = [*out.ignore, *_codes(ignore, "--ignore")]
+        if fail_on:
+            out.fail_on = _severity(fail_on, "--fail-on")
+        return out
+
+    def apply(self, findings: Iterable[Finding], report_unused: bool = True) -> list[Finding]:
+        """Select/ignore, severity overrides, suppressions; plus DIAG-X001/X002 about this file."""
+        out: list[Finding] = []
+        active = [s for s in self.suppressions if s.reason]
+        for f in findings:
+            if not self.enabled(f.code):
+                continue
+            sev = self.overrides.get(f.code, {}).get("severity")
+            if sev and sev != f.severity:
+                f = dataclasses.replace(f, severity=sev)
+            hit = next((s for s in active if s.matches(f, self.root)), None)
+            if hit is not None:
+                hit.used += 1
+                continue
+            out.append(f)
+        out.extend(m for m in self.meta_findings(report_unused) if self.enabled(m.code))
+        return out
+
+    def meta_findings(self, report_unused: bool = True) -> list[Finding]:
+        metas = []
+        where = str(self.source) if self.source else "diag.toml"
+        for s in self.suppressions:
+            loc = Location(where, s.line, 1 if s.line else None)
+            if not s.reason:
+                r = self.rule(X_NO_REASON)
+                metas.append(Finding(r.code, r.name, r.severity, f"suppression of {s.code} has no reason; it is "
+                                     "ignored until it says why the finding does not apply", location=loc,
+                                     fix='add `reason = "..."` to this [[suppress]] entry',
+                                     evidence={"code": s.code}))
+            elif report_unused and s.used == 0:
+                r = self.rule(X_UNUSED)
+                metas.append(Finding(r.code, r.name, r.severity, f"suppression of {s.code} matched no finding",
+                                     location=loc, fix="delete this [[suppress]] entry or fix its code/path",
+                                     evidence={"code": s.code, "path": s.path, "endpoint": s.endpoint}))
+        return metas
+
+    def fails(self, findings: Iterable[Finding]) -> bool:
+        """True when any finding is at or above ``fail_on``."""
+        threshold = severity_rank(self.fail_on)
+        return any(severity_rank(f.severity) >= threshold for f in findings)
+
+
+def _codes(values: Any, what: str) -> list[str]:
+    if isinstance(values, str):
+        values = [values]
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise SettingsError(f"{what} must be a list of rule codes or prefixes")
+    out = [normalize_code(p) for v in values for p in v.split(",") if p.strip()]
+    known = catalog()
+    for code in out:
+        if code != "ALL" and not any(c.startswith(code) for c in known):
+            raise SettingsError(f"{what}: {code} matches no rule")
+    return out
+
+
+def _severity(value: Any, what: str) -> str:
+    if value not in SEVERITIES:
+        raise SettingsError(f"{what} must be one of {', '.join(SEVERITIES)}, not {value!r}")
+    return str(value)
+
+
+def _overrides(table: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(table, dict):
+        raise SettingsError("[rules] must be a table of [rules.<CODE>] tables")
+    out: dict[str, dict[str, Any]] = {}
+    for raw, values in table.items():
+        code = normalize_code(raw)
+        rule = catalog().get(code)
+        if rule is None:
+            raise SettingsError(f"[rules.{raw}]: no such rule")
+        if not isinstance(values, dict):
+            raise SettingsError(f"[rules.{raw}] must be a table")
+        for key in values:
+            if key not in RULE_KEYS and key not in rule.params:
+                known = ", ".join(sorted(RULE_KEYS | set(rule.params)))
+                raise SettingsError(f"[rules.{raw}]: unknown key {key!r} (known: {known})")
+        if "severity" in values:
+            _severity(values["severity"], f"[rules.{raw}].severity")
+        out[code] = dict(values)
+    return out
+
+
+def _suppress_lines(text: str) -> list[int]:
+    return [i for i, line in enumerate(text.splitlines(), 1)
+            if re.match(r"\s*\[\[\s*(tool\s*\.\s*diag\s*\.\s*)?suppress\s*\]\]", line)]
+
+
+def _suppressions(entries: Any, text: str) -> list[Suppression]:
+    if not isinstance(entries, list):
+        raise SettingsError("suppress must be an array of tables ([[suppress]])")
+    lines = _suppress_lines(text)
+    out = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not isinstance(e.get("code"), str):
+            raise SettingsError(f"[[suppress]] #{i + 1} needs a `code` (rule code or prefix)")
+        extra = set(e) - {"code", "path", "endpoint", "reason"}
+        if extra:
+            raise SettingsError(f"[[suppress]] #{i + 1}: unknown key(s) {', '.join(sorted(extra))}")
+        reason = str(e["reason"]).strip() if e.get("reason") is not None else None
+        out.append(Suppression(normalize_code(e["code"]), reason or None, e.get("path"), e.get("endpoint"),
+                               lines[i] if i < len(lines) else None))
+    return out
+
+
+def settings_from(table: dict[str, Any], source: Path | None = None, text: str = "") -> Settings:
+    """Settings from an already-parsed table (the body of diag.toml or [tool.diag])."""
+    unknown = set(table) - TOP_KEYS - {"fail_on"}
+    if unknown:
+        raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(TOP_KEYS))})")
+    s = Settings(source=source, root=source.parent if source else Path.cwd())
+    if "select" in table:
+        s.select = _codes(table["select"], "select")
+    s.select += _codes(table.get("extend-select", []), "extend-select")
+    s.ignore = _codes(table.get("ignore", []), "ignore") + _codes(table.get("extend-ignore", []), "extend-ignore")
+    fail_on = table.get("fail-on", table.get("fail_on"))
+    if fail_on is not None:
+        s.fail_on = _severity(fail_on, "fail-on")
+    s.overrides = _overrides(table.get("rules", {}))
+    s.suppressions = _suppressions(table.get("suppress", []), text)
+    return s
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: invalid TOML: {exc}") from None
+    if path.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        return (tool.get("diag") if isinstance(tool, dict) else None), text
+    return data, text
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest diag.toml / .diag.toml / pyproject.toml with [tool.diag], from ``start`` upward."""
+    here = start.resolve()
+    if here.is_file():
+        here = here.parent
+    for d in (here, *here.parents):
+        for name in ("diag.toml", ".diag.toml"):
+            if (d / name).is_file():
+                return d / name
+        py = d / "pyproject.toml"
+        if py.is_file():
+            table, _ = _read(py)
+            if table is not None:
+                return py
+    return None
+
+
+def load_settings(start: Path, explicit: Path | None = None) -> Settings:
+    """Settings from ``--config PATH`` or the nearest config file; defaults when there is none."""
+    path = explicit if explicit is not None else find_config(start)
+    if path is None:
+        return Settings(root=start.resolve() if start.is_dir() else start.resolve().parent)
+    if explicit is not None and not explicit.is_file():
+        raise SettingsError(f"{explicit}: no such config file")
+    table, text = _read(path)
+    if table is None:
+        if explicit is not None:
+            raise SettingsError(f"{path}: has no [tool.diag] table")
+        return Settings(root=path.parent)
+    try:
+        return settings_from(table, path, text)
+    except SettingsError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
