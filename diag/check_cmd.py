@@ -1,1 +1,151 @@
-"""`diag check`: placeholder until the recipe linter lands."""
+"""``diag check PATH...``: lint srt-slurm recipes for the P/D pitfalls (DIAG-C001..C016).
+
+Files and directories (searched recursively for ``*.yaml``/``*.yml``; YAML that is not a recipe is
+skipped with a note on stderr). Every job of a file (override variants, sweep points) is checked;
+a finding several jobs share is reported once. Exit status: 0 clean, 1 findings at or above
+``--fail-on``, 2 usage, config or parse errors (``path:line:col: parse error: ...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from parsers.recipe import NotARecipe, RecipeError, load_recipes
+from rules.catalog import Rule
+from rules.finding import Finding
+from rules.recipe_checks import run_checks
+from rules.settings import Settings, SettingsError, load_settings
+
+from .reports import render
+
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+class FailOn(StrEnum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+@dataclass
+class CheckResult:
+    findings: list[Finding] = field(default_factory=list)
+    files: int = 0
+    notes: list[str] = field(default_factory=list)     # skipped files
+    errors: list[str] = field(default_factory=list)    # parse / usage errors (exit 2)
+    suppressed: int = 0
+
+
+def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[str]]:
+    """(file, explicitly named) pairs in a stable order, and errors for paths that do not exist."""
+    files: list[tuple[Path, bool]] = []
+    errors: list[str] = []
+    for p in paths:
+        if p.is_file():
+            files.append((p, True))
+        elif p.is_dir():
+            found = [f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file()
+                     and not SKIP_DIRS.intersection(f.relative_to(p).parts[:-1])]
+            files.extend((f, False) for f in sorted(found))
+        else:
+            errors.append(f"{p}: no such file or directory")
+    return files, errors
+
+
+def _merge_jobs(per_job: list[list[Finding]], labels: list[str]) -> list[Finding]:
+    """One finding per (code, place, message); name the jobs when not every job has it."""
+    if len(per_job) == 1:
+        return per_job[0]
+    groups: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
+    for label, found in zip(labels, per_job, strict=True):
+        for f in found:
+            key = (f.code, f.location, f.message, f.severity, f.fix)
+            if key in groups:
+                groups[key][1].append(label)
+            else:
+                groups[key] = (f, [label])
+    out = []
+    for f, jobs in groups.values():
+        ev = {k: v for k, v in f.evidence.items() if k not in ("job", "variant")} | {"jobs": jobs}
+        msg = f.message if len(jobs) == len(labels) else f"{f.message} [jobs: {', '.join(jobs)}]"
+        out.append(Finding(f.code, f.name, f.severity, msg, f.endpoint, f.location, evidence=ev, fix=f.fix))
+    return out
+
+
+def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None,
+               display: str | None = None) -> list[Finding]:
+    """Findings of every job in one recipe file (raises RecipeError / NotARecipe)."""
+    recipes = load_recipes(path, display)
+    rules = dict(rules) if isinstance(rules, dict) else (list(rules) if rules is not None else None)
+    per_job = [run_checks(r, rules) for r in recipes]
+    return _merge_jobs(per_job, [r.variant or r.job for r in recipes])
+
+
+def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
+    """Check files/directories with the given settings (no printing, no exit)."""
+    result = CheckResult()
+    files, result.errors = collect_files(paths)
+    rules = settings.rules("recipe")
+    raw: list[Finding] = []
+    for path, explicit in files:
+        shown = str(path)
+        try:
+            raw.extend(check_file(path, rules, shown))
+            result.files += 1
+        except NotARecipe as exc:
+            if explicit or path.suffix in (".yaml", ".yml"):
+                result.notes.append(f"{exc}; skipped")
+        except RecipeError as exc:
+            result.errors.append(f"{shown}:{exc.line or 1}:{exc.col or 1}: parse error: {exc}")
+        except OSError as exc:
+            result.errors.append(f"{shown}: cannot read: {exc.strerror}")
+    result.findings = settings.apply(raw)
+    result.suppressed = sum(s.used for s in settings.suppressions)
+    return result
+
+
+def check(
+    paths: Annotated[list[Path], typer.Argument(help="Recipe files or directories (searched for *.yaml/*.yml).")],
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    select: Annotated[list[str] | None, typer.Option(
+        "--select", help="Only these codes or prefixes (comma-separated or repeated); replaces the config.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option(
+        "--ignore", help="Skip these codes or prefixes; adds to the config.")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option(
+        "--fail-on", help="Exit 1 when a finding is at or above this severity (default: error).")] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="Config file (diag.toml or pyproject.toml); default: nearest one upward.")] = None,
+) -> None:
+    """Lint srt-slurm recipes (v1, override, sweep and schema-2 files) for P/D pitfalls."""
+    try:
+        settings = load_settings(Path.cwd(), config).with_cli(
+            select, ignore, fail_on.value if fail_on is not None else None)
+    except SettingsError as exc:
+        typer.echo(f"diag: config error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    result = run_check(paths, settings)
+    for note in result.notes:
+        typer.echo(f"note: {note}", err=True)
+    for err in result.errors:
+        typer.echo(err, err=True)
+    typer.echo(render(format.value, result.findings, files=result.files, suppressed=result.suppressed,
+                      notes=result.notes), nl=False)
+    if result.errors:
+        raise typer.Exit(2)
+    if not exit_zero and settings.fails(result.findings):
+        raise typer.Exit(1)
+    raise typer.Exit(0)
