@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from diag import __version__
+from diag.check_cmd import check
 
 app = typer.Typer(
     name="diag",
@@ -26,6 +27,9 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """diag: logs, recipes and metrics of vLLM + Dynamo P/D runs -> findings."""
+
+
+app.command("check")(check)
 
 
 def main() -> None:
