@@ -6,6 +6,7 @@ import typer
 
 from diag import __version__
 from diag.check_cmd import check
+from diag.tail_cmd import tail
 
 app = typer.Typer(
     name="diag",
@@ -30,6 +31,7 @@ def _root(
 
 
 app.command("check")(check)
+app.command("tail")(tail)
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ PROGRESS = declare(
 
 # Wrapper prefixes, peeled repeatedly from the left. Each keeps its own samples.
 SRUN = declare(
-    "srun-label", "prefix", r"^(?P<task>\d{1,5}): ",
+    "srun-label", "prefix", r"^(?P<task>0|[1-9]\d{0,4}): ",
     samples=[
         "0: 2025-05-13T13:47:38.880Z  INFO engine._handle_process_request: Added request 1dc1.",
         "12: (EngineCore_DP3 pid=456) INFO 08-06 12:34:56 [core.py:95] Initializing a V1 LLM engine",

@@ -13,16 +13,16 @@ from datetime import datetime
 from typing import Any
 
 from . import faults, kvtransfer, startup, stats  # noqa: F401  (register their formats)
+from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
-from .formats import LineFormat, formats
+from .formats import REGISTRY, LineFormat, formats
 from .headers import parse_header
 from .records import Fault, Header, Record
 from .timestamps import parse_iso
 
-try:  # lifecycle formats register themselves on import
-    from . import orchestrator as _orchestrator
-except ImportError:  # pragma: no cover - the module is part of the package
-    _orchestrator = None  # type: ignore[assignment]
+for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: verdicts, srun errors
+    REGISTRY.setdefault(_banner.name, _banner)
+_BANNER_TRIGGERS = tuple(t for f in _orchestrator.BANNER_FORMATS for t in f.triggers)
 
 _SPECIAL = {"traceback-start", "exception-line"}
 
@@ -93,9 +93,13 @@ class LineParser:
     def _feed_piece(self, text: str, ext_ts: str | None, task: int | None, line: int) -> list[Record]:
         hdr = parse_header(text)
         stamp = _stamp(hdr, ext_ts, task)
-        if hdr.cls == "orchestrator" and _orchestrator is not None:
+        if hdr.cls == "orchestrator":
             ev = _orchestrator.parse_lifecycle(hdr.msg, line, stamp["ts"])
             return [ev] if ev is not None else []
+        if hdr.cls == "unknown" and any(t in text for t in _BANNER_TRIGGERS):
+            ev = _orchestrator.parse_banner(text, line)
+            if ev is not None:
+                return [ev]
         msg = hdr.msg
         recs = self.parse_message(msg, line, hdr, stamp)
         key = (hdr.proc, hdr.pid, task)
@@ -149,8 +153,8 @@ class LineParser:
         if not before:
             return []
         ptext, ext_ts, task = before[-1]
-        ctext = continuation(raw, task)
-        if parse_header(ctext).cls != "unknown":
+        ctext = _continuation(raw, task)
+        if ctext is None:
             return []
         hdr = parse_header(ptext + ctext)
         if hdr.cls == "unknown":
@@ -165,10 +169,8 @@ class LineParser:
         The continuation is taken raw (ANSI removed, no prefix peeling: "004: Avg..." is the rest of
         "Engine 004", not an srun label), except for the srun label of the torn line's own task.
         """
-        ctext = continuation(nxt, task)
-        if not ctext or parse_header(ctext).cls != "unknown":
-            return None
-        return text + ctext
+        ctext = _continuation(nxt, task)
+        return None if ctext is None else text + ctext
 
     def parse_lines(self, lines: Iterable[str], start: int = 1) -> list[Record]:
         """Every candidate line of ``lines`` (non-candidates are skipped, as the bulk path does)."""
@@ -186,6 +188,20 @@ class LineParser:
             if consumed:
                 skip = idx + 1
         return out
+
+
+def _continuation(raw: str, task: int | None) -> str | None:
+    """``raw`` as the rest of a torn record of srun task ``task``, or None when it starts a record
+    of its own (a head, before or after peeling wrapper prefixes, or another task's label)."""
+    ctext = continuation(raw, task)
+    if not ctext or parse_header(ctext).cls != "unknown":
+        return None
+    pieces = logical_lines(raw)
+    if pieces and parse_header(pieces[0][0]).cls != "unknown":
+        return None
+    if task is not None and pieces and pieces[0][2] not in (None, task):
+        return None  # srun labels every line: a continuation carries its own task's label
+    return ctext
 
 
 def _filled(recs: list[Record]) -> int:

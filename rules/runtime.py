@@ -93,7 +93,7 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
         not_saturated = (df["kv_d"] < p["kv_high"]) & (df["waiting_sum_d"] == 0)
         cond = queued & at_plateau & under & not_saturated
     else:
-        saturated = (df["kv_d"] >= p["kv_high"]) | (df["waiting_sum_d"] > 0)
+        saturated = (df["kv_d"] >= p["kv_high"]) | ((df["waiting_sum_d"] > 0) & (df["kv_d"] >= p["waiting_kv_min"]))
         idle = (df["prompt_tps"] < p["idle_frac"] * plateau) | (df["waiting_sum"] == 0)
         cond = saturated & idle
     out = []
