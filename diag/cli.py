@@ -6,6 +6,7 @@ import typer
 
 from diag import __version__
 from diag.check_cmd import check
+from diag.rules_cmd import explain, rules_list
 from diag.tail_cmd import tail
 
 app = typer.Typer(
@@ -32,6 +33,8 @@ def _root(
 
 app.command("check")(check)
 app.command("tail")(tail)
+app.command("rules")(rules_list)
+app.command("explain")(explain)
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColu
 from rules.engine import diff, evaluate
 from rules.finding import Finding, severity_rank
 from rules.runmodel import Run, build_endpoints
+from rules.settings import SettingsError, load_settings
 
 from . import summary as S
 from .load import load_run
@@ -50,17 +51,13 @@ def console_for(stream=None) -> Console:
 
 
 def settings_findings(run: Run, config: Path | None) -> list[Finding]:
-    """Evaluate with thresholds and suppressions from diag.toml / [tool.diag] when present."""
-    try:
-        from rules.settings import load_settings
-    except ImportError:
-        return evaluate(run)
-    settings = load_settings(Path.cwd(), config)
-    from rules.engine import runtime_rules
+    """Evaluate with thresholds, disabled rules and suppressions from diag.toml / [tool.diag].
 
-    rules = [settings.rule(r.code) for r in runtime_rules() if settings.enabled(r.code)] \
-        if hasattr(settings, "enabled") else [settings.rule(r.code) for r in runtime_rules()]
-    return settings.apply(evaluate(run, rules))
+    Unused suppressions are not reported here: the file also holds the recipe checks' entries.
+    """
+    settings = load_settings(Path.cwd(), config)
+    rules = list(settings.rules("run", "endpoint", "engine").values())
+    return settings.apply(evaluate(run, rules), report_unused=False)
 
 
 def _load_with_progress(paths: list[str]) -> Run:
@@ -129,15 +126,23 @@ def tail(
             code = follow_run(paths, fmt, fail_on, heartbeat, poll, config)
             raise typer.Exit(code)
         run = _load_with_progress(paths)
-    except InputError as e:
+    except (InputError, SettingsError) as e:
         typer.echo(f"diag tail: {e}", err=True)
         raise typer.Exit(2) from None
-    if not run.sources and not run.benchmark:
-        typer.echo("diag tail: no logs diag understands in " + ", ".join(paths), err=True)
+    ok = [s for s in run.sources if not s.error]
+    if not ok and not run.benchmark:
+        for e in run.errors:
+            typer.echo(f"diag tail: {e}", err=True)
+        if not run.errors:
+            typer.echo("diag tail: no logs diag understands in " + ", ".join(paths), err=True)
         for p, reason in run.skipped:
             typer.echo(f"  skipped {p}: {reason}", err=True)
         raise typer.Exit(2)
-    findings = settings_findings(run, config)
+    try:
+        findings = settings_findings(run, config)
+    except SettingsError as e:
+        typer.echo(f"diag tail: {e}", err=True)
+        raise typer.Exit(2) from None
     if export:
         for p in export_series(run, export, export_format):
             typer.echo(f"wrote {p}", err=True)
@@ -151,9 +156,8 @@ def tail(
     else:
         render_text(run, findings, console_for())
     for e in run.errors:
-        if fmt is not Fmt.text:
-            typer.echo(f"diag tail: {e}", err=True)
-    raise typer.Exit(exit_code(findings, fail_on))
+        typer.echo(f"diag tail: {e}", err=True)
+    raise typer.Exit(2 if run.errors else exit_code(findings, fail_on))
 
 
 def _record_dict(path: str, r) -> dict:

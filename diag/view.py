@@ -108,13 +108,10 @@ def render_text(run: Run, findings: list[Finding], console: Console, *, now: dat
         console.print(Group(*(finding_text(f) for f in findings)))
     else:
         console.print(Text("no findings", style="green"))
-    skipped = run.skipped
-    if skipped or run.errors:
+    if run.skipped:
         console.print()
-        for path, reason in skipped:
+        for path, reason in run.skipped:
             console.print(f"skipped {path}: {reason}", style="dim")
-        for err in run.errors:
-            console.print(f"error: {err}", style="red")
 
 
 def source_dicts(run: Run) -> list[dict[str, Any]]:

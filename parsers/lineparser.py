@@ -25,6 +25,8 @@ for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: ve
 _BANNER_TRIGGERS = tuple(t for f in _orchestrator.BANNER_FORMATS for t in f.triggers)
 
 _SPECIAL = {"traceback-start", "exception-line"}
+MAX_LINE = 1 << 20   # a physical line is parsed up to 1 MiB: records are short, giant lines are dumps
+MAX_JOIN = 1 << 14   # torn records are rejoined only from lines of ordinary length
 
 
 def _rx_escape(text: str) -> str:
@@ -126,11 +128,16 @@ class LineParser:
         ``prv`` is the previous physical line when that line was not a candidate itself: a record
         torn before its trigger is rejoined from it.
         """
+        raw = raw[:MAX_LINE]
+        if prv is not None and len(prv) > MAX_JOIN:
+            prv = None
+        if nxt is not None and len(nxt) > MAX_JOIN:
+            nxt = None
         pieces = logical_lines(raw)
         out: list[Record] = []
         consumed = False
         for i, (text, ext_ts, task) in enumerate(pieces):
-            if i == 0 and prv is not None and JOIN_TRIGGERS.search(text):
+            if i == 0 and prv is not None and JOIN_TRIGGERS.search(text) and parse_header(text).cls == "unknown":
                 back = self._join_back(prv, raw, line - 1)
                 if back:
                     out.extend(back)
