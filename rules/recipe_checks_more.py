@@ -45,7 +45,7 @@ def log_noise_env(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
             missing.remove("VLLM_LOGGING_COLOR")
         if not missing:
             continue
-        add = ", ".join(f'{n}: "{wanted[n][0]}"' for n in missing)
+        add = ", ".join(f'`{n}: "{wanted[n][0]}"`' for n in missing)
         yield finding(rule, recipe, f"{', '.join(missing)} not set as recommended: worker logs keep Dynamo "
                       "INFO noise and ANSI colour codes (slower, harder to read, torn records)",
                       env_mark(recipe, role, missing[0]), role=role,

@@ -1,0 +1,342 @@
+"""`diag check`: the 39 real recipes (every error/warning expected), one real mutation per code, the
+catalog's examples, and the command line (formats, exit codes, parse errors)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from diag.check_cmd import check, check_file
+from parsers.recipe import build_recipe
+from parsers.recipe_yaml import YMap, load_yaml
+from rules.catalog import by_scope, catalog
+from rules.recipe_checks import run_checks
+
+Q = "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB200__8k1k__vllm__disagg__"
+QWEN = f"{Q}4xdep2-1xdep8.yaml"
+QWEN_CC5120 = f"{Q}4xdep2-1xdep8-cc5120.yaml"
+QWEN_FAMILY = [f"{Q}{n}.yaml" for n in (
+    "4xdep2-1xdep8", "4xdep2-1xdep8-acc", "4xdep2-1xdep8-cc4096", "4xdep2-1xdep8-cc5120", "5xdep2-1xdep8",
+    "6xdep2-1xdep8", "7xdep2-1xdep8", "8xdep2-1xdep8", "8xdep2-1xdep8-cc5120")]
+MEGAMOE = "srt-slurm-recipes__recipes__multi-node__DeepSeek-V4-Pro__GB200__vllm__8k1k-sa__disagg-gb200-max-tpt-megamoe.yaml"
+NEMOTRON = "srt-slurm-recipes__recipes__single-node__NVIDIA-Nemotron-3-Ultra__B300__vllm__8k1k.yaml"
+OVERRIDE = "srt-slurm__examples__example-override.yaml"
+
+# Every finding on the real recipes, as {file: {"CODE:severity": count}}. Errors and warnings are
+# explained next to their file; the infos are advice (log env, stream-interval, kv_both, ...).
+PD_DP = {"C006:warning": 2}  # DP>1 prefill and decode without api-server-count: 1 (no recipe sets it)
+EXPECTED: dict[str, dict[str, int]] = {
+    **{f: {**PD_DP, "C015:info": 2, "C008:info": 1} for f in QWEN_FAMILY},
+    f"{Q}4xdep2-1xdep8-acc.yaml": {**PD_DP, "C015:info": 2},  # gsm8k: no ITL/TPOT, so no C008
+    # vLLM v0.20.0, async scheduling on by default on the kv_both decode, #45357 missing (non-hybrid: warning)
+    MEGAMOE: {"C002:warning": 1, **PD_DP, "C008:info": 1, "C009:info": 2, "C015:info": 2},
+    "srt-slurm__recipes__vllm__deepseek-v4-pro__GB200__8k1k__disagg-gb200-3p1d-dep8-dep16-c4096-offload.yaml":
+        {"C002:warning": 1, **PD_DP, "C008:info": 1, "C009:info": 2, "C015:info": 2},
+    # vLLM v0.21.0: async scheduling set on decode, default on the kv_both prefill; both lack #45357
+    "srt-slurm-recipes__recipes__multi-node__Kimi-K2.5__GB200__vllm__8k1k-sa__disagg-gb200-3p1d-dep4-dep16.yaml":
+        {"C002:warning": 2, **PD_DP, "C008:info": 1, "C009:info": 2, "C010:info": 2, "C015:info": 2},
+    "srt-slurm-recipes__recipes__multi-node__MiniMax-M2.5__GB200__1k1k__disagg-gb200-2p1d-dep8.yaml":
+        {**PD_DP, "C008:info": 1, "C009:info": 2, "C015:info": 2},
+    "srt-slurm-recipes__recipes__multi-node__MiniMax-M3__GB300__vllm__8k1k__2p1d-dep2-dep8-8k1k.yaml":
+        {**PD_DP, "C008:info": 1, "C009:info": 2, "C015:info": 2},
+    # aggregated DP8 endpoint: same stats-logging warning
+    "srt-slurm-recipes__recipes__single-node__Qwen3.5__B200__vllm__8k1k.yaml":
+        {"C006:warning": 1, "C007:info": 1, "C008:info": 1, "C009:info": 1},
+    "srt-slurm-recipes__recipes__multi-node__DeepSeek-V4-Pro__GB200__vllm__8k1k-sa__agg-gb200-low-latency-mtp2.yaml":
+        {"C009:info": 1},
+    NEMOTRON: {"C007:info": 1, "C009:info": 1},
+    # `disable-log-requests` was removed in vLLM v0.17.0; the Dynamo 0.8.0 image cannot be dated: warning
+    "srt-slurm__recipes__vllm__qwen3-32b__agg-round-robin.yaml": {"C014:warning": 1, "C009:info": 1},
+    "SemiAnalysisAI-srt-slurm__examples__vllm__dynamo-disagg.yaml": {"C007:info": 1, "C009:info": 2},
+    # The upstream example sets tp-size 16/32/64 but gives each worker one 8-GPU node (2 per variant x 4)
+    OVERRIDE: {"C013:error": 8, "C009:info": 2},
+    "srt-slurm__recipes__mocker__agg.yaml": {},
+    **{f: {"C009:info": 2} for f in (
+        "SemiAnalysisAI-srt-slurm__examples__sglang__dynamo-disagg.yaml",
+        "srt-slurm-recipes__recipes__multi-node__DeepSeek-R1__GB200__128k8k__sglang__fp4__stp__"
+        "maxthroughput-ctx3_pp4_gen1_dep8_batch32_eplb0_mtp0.yaml",
+        "srt-slurm-recipes__recipes__multi-node__DeepSeek-R1__GB200__1k1k__sglang__1k1k-max-tpt.yaml",
+        "srt-slurm-recipes__recipes__multi-node__DeepSeek-R1__GB300__1k1k__trtllm__fp4__stp__"
+        "ctx2_gen1_dep8_batch1024_eplb0_mtp0.yaml",
+        "srt-slurm-recipes__recipes__multi-node__DeepSeek-V4-Pro__GB300__8k1k__sglang__disagg__disagg-4p1d-dep4-dep16.yaml",
+        "srt-slurm-recipes__recipes__multi-node__GLM-5__GB300__sglang__glm5-nvfp4-8k1k-maxtpt0-c2048.yaml",
+        "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB300__8k1k__trtllm__disagg__ctx1dep2_gen1tep16_mtp3_c48.yaml",
+        "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB300__8k1k__trtllm__disagg__ctx2dep2_gen15tp4_mtp3_c90.yaml",
+        "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB300__8k1k__trtllm__disagg__ctx4dep2_gen1dep16_mtp3_c384.yaml",
+        "srt-slurm__examples__example-sweep.yaml",
+        "srt-slurm__recipes__qwen3.5__fp8__disagg__mooncake__stp_prefix_off__wideep-2p1d-dep16-dpep-cc2048x4096.yaml",
+        "srt-slurm__recipes__qwen3.5__fp8__disagg__nixl__stp_prefix_off__1p1d-tp4-nixl.yaml",
+        "srt-slurm__recipes__qwen3.5__nvfp4__disagg__mtp_radix_off__1p1d-dep8-dpep-mtp-1k1k-gb300.yaml")},
+    **{f: {"C009:info": 1} for f in (
+        "srt-slurm-recipes__recipes__single-node__Qwen3.5__B200__sglang__8k1k.yaml",
+        "srt-slurm-recipes__recipes__single-node__Qwen3.5__B300__sglang__agg-tp2-ep-mtp-8k1k.yaml",
+        "srt-slurm-recipes__recipes__single-node__Qwen3.5__H200__sglang__8k1k-mtp.yaml",
+        "srt-slurm__examples__trtllm-rc23-qwen3.5-moe-aggregate.yaml",
+        "srt-slurm__recipes__qwen3.5__nvfp4__agg__stp_prefix_off__dep4.yaml")},
+}
+
+
+def _counts(findings: list[Any]) -> dict[str, int]:
+    return dict(Counter(f"{f.code.removeprefix('DIAG-')}:{f.severity}" for f in findings))
+
+
+@pytest.fixture(scope="module")
+def real_findings(real_recipes: Path) -> dict[str, list[Any]]:
+    return {p.name: check_file(p) for p in sorted(real_recipes.glob("*.yaml"))}
+
+
+def test_all_39_real_recipes_are_checked_and_every_finding_is_expected(real_findings: dict[str, list[Any]]) -> None:
+    assert len(real_findings) == 39 and set(EXPECTED) == set(real_findings)
+    diff = {name: (_counts(found), EXPECTED[name]) for name, found in real_findings.items()
+            if _counts(found) != EXPECTED[name]}
+    assert not diff, diff
+
+
+def test_the_qwen35_family_has_no_error(real_findings: dict[str, list[Any]]) -> None:
+    for name in QWEN_FAMILY:
+        assert not [f for f in real_findings[name] if f.severity == "error"], name
+
+
+def test_non_vllm_recipes_get_no_engine_flag_findings(real_recipes: Path, real_findings: dict[str, list[Any]]) -> None:
+    generic = {"DIAG-C009", "DIAG-C013"}  # Dynamo log env and GPU arithmetic apply to every backend
+    for name, found in real_findings.items():
+        text = (real_recipes / name).read_text()
+        if "type: vllm" in text or "engine:\n  type: vllm" in text:
+            continue
+        assert {f.code for f in found} <= generic, name
+
+
+def test_findings_point_into_the_file_and_carry_a_fix(real_recipes: Path, real_findings: dict[str, list[Any]]) -> None:
+    for name, found in real_findings.items():
+        lines = (real_recipes / name).read_text().splitlines()
+        for f in found:
+            assert f.location and f.location.path.endswith(name) and f.fix and f.message
+            assert 1 <= f.location.line <= len(lines) and f.location.col >= 1
+
+
+# --- one real mutation per code ---------------------------------------------------------------------------
+
+def _nth_replace(text: str, old: str, new: str, nth: int) -> str:
+    idx = -1
+    for _ in range(nth + 1):
+        idx = text.index(old, idx + 1)
+    return text[:idx] + new + text[idx + len(old):]
+
+
+def _line_of(text: str, needle: str, nth: int = 0) -> int:
+    idx = -1
+    for _ in range(nth + 1):
+        idx = text.index(needle, idx + 1)
+    return text.count("\n", 0, idx) + 1
+
+
+DS = '    VLLM_SSM_CONV_STATE_LAYOUT: "DS"\n'
+NIGHTLY = "nightly-d223c900d85224c02f2162ee2c757a769e99f519"
+KV = '      kv-transfer-config: \'{"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_load_failure_policy": "fail"}\'\n'
+# code, recipe, [(old, new, nth)], role, (text on the expected line, nth), fix fragment, severity
+MUTATIONS = [
+    ("C001", QWEN, [(DS, "", 1)], "decode", ("  decode_environment:", 0),
+     'VLLM_SSM_CONV_STATE_LAYOUT: "DS"` in `backend.decode_environment', "error"),
+    ("C002", QWEN, [(NIGHTLY, "v0.24.0", 0)], "decode", ("      async-scheduling: true", 1),
+     "no-async-scheduling: true` in `backend.vllm_config.decode", "error"),
+    ("C003", QWEN, [('      mamba-ssm-cache-dtype: "bfloat16"\n', "", 1)], "decode", ("    decode:", 0),
+     'mamba-ssm-cache-dtype: "bfloat16"` in `backend.vllm_config.decode', "warning"),
+    ("C004", QWEN, [("max-num-batched-tokens: 16384", "max-num-batched-tokens: 4096", 0)], "prefill",
+     ("max-num-batched-tokens: 4096", 0), "max-num-batched-tokens: 16384", "warning"),
+    ("C005", QWEN_CC5120, [("      max-cudagraph-capture-size: 768\n", "", 0)], "decode", ("    decode:", 0),
+     "max-cudagraph-capture-size: 768` in `backend.vllm_config.decode", "warning"),
+    ("C006", NEMOTRON, [("tensor-parallel-size: 8", "tensor-parallel-size: 1\n      data-parallel-size: 8", 0)],
+     "agg", ("data-parallel-size: 8", 0), "api-server-count: 1` in `backend.vllm_config.aggregated", "warning"),
+    ("C007", QWEN, [("      no-enable-prefix-caching: true\n", "", 0)], "prefill", ("    prefill:", 0),
+     "no-enable-prefix-caching: true` in `backend.vllm_config.prefill", "info"),
+    ("C008", NEMOTRON, [("max-num-seqs: 512\n", "max-num-seqs: 512\n      stream-interval: 10\n", 0)], "agg",
+     ("stream-interval: 10", 0), "stream-interval: 1`", "info"),
+    ("C009", QWEN, [('    DYN_LOG: "error"\n', "", 1)], "decode", ("  decode_environment:", 0),
+     'DYN_LOG: "error"` to `backend.decode_environment', "info"),
+    ("C010", QWEN, [("      language-model-only: true\n", "", 1)], "decode", ("    decode:", 0),
+     "language-model-only: true` in `backend.vllm_config.decode", "info"),
+    ("C011", QWEN, [("max-num-batched-tokens: 16384\n", "max-num-batched-tokens: 16384\n      gdn-prefill-backend: triton\n",
+                     0)], "prefill", ("gdn-prefill-backend: triton", 0), 'gdn-prefill-backend: "flashinfer"', "warning"),
+    ("C012", MEGAMOE, [("block-size: 256", "block-size: 64", 1)], "decode", ("block-size: 64", 0),
+     "block-size: 256` in `backend.vllm_config.decode", "error"),
+    ("C013", QWEN, [("data-parallel-size: 8", "data-parallel-size: 4", 0)], "decode",
+     ("      tensor-parallel-size: 1", 1), "multiply to 8", "error"),
+    ("C014", QWEN, [("      async-scheduling: true", "      async-scheduleing: true", 1)], "decode",
+     ("async-scheduleing", 0), "rename `async-scheduleing` to `async-scheduling`", "error"),
+    ("C015", QWEN, [(KV, "", 1)], "decode", ("    decode:", 0),
+     "kv-transfer-config: '{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_consumer\"}'", "error"),
+    ("C016", MEGAMOE, [('kv-cache-dtype: "fp8"', 'kv-cache-dtype: "auto"', 1)], "decode",
+     ('kv-cache-dtype: "auto"', 0), 'kv-cache-dtype: "fp8"` in `backend.vllm_config.decode', "error"),
+]
+
+
+@pytest.mark.parametrize("case", MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_mutating_a_real_recipe_trips_each_code(case: tuple[Any, ...], real_recipes: Path, tmp_path: Path) -> None:
+    code, name, edits, role, (needle, nth), fix, severity = case
+    text = (real_recipes / name).read_text()
+    before = [f for f in check_file(real_recipes / name)
+              if f.code == f"DIAG-{code}" and f.endpoint == role and f.severity == severity]
+    for old, new, k in edits:
+        text = _nth_replace(text, old, new, k)
+    path = tmp_path / name
+    path.write_text(text)
+    found = [f for f in check_file(path) if f.code == f"DIAG-{code}" and f.endpoint == role
+             and f.severity == severity]
+    assert len(found) == len(before) + 1, [f.message for f in found]
+    new = [f for f in found if f not in before] or found
+    f = new[-1]
+    assert f.location.line == _line_of(text, needle, nth), (f.location, f.message)
+    assert fix in (f.fix or ""), f.fix
+    assert catalog()[f.code].name == f.name
+
+
+def test_removed_flag_is_an_error_on_a_dated_build(real_recipes: Path, tmp_path: Path) -> None:
+    text = (real_recipes / QWEN).read_text().replace("      stream-interval: 100\n",
+                                                     "      stream-interval: 100\n      cuda-graph-sizes: 512\n", 1)
+    (tmp_path / "r.yaml").write_text(text)
+    (f,) = [f for f in check_file(tmp_path / "r.yaml") if f.code == "DIAG-C014"]
+    assert f.severity == "error" and "max-cudagraph-capture-size" in f.fix
+    assert f.location.line == _line_of(text, "cuda-graph-sizes")
+
+
+def test_override_findings_point_at_the_override_and_name_the_job(real_findings: dict[str, list[Any]]) -> None:
+    tp64 = [f for f in real_findings[OVERRIDE] if f.code == "DIAG-C013" and "override_tp64" in f.evidence["jobs"]]
+    assert {(f.endpoint, f.location.line) for f in tp64} == {("prefill", 66), ("decode", 68)}
+    assert all(f.message.endswith("[jobs: override_tp64]") for f in tp64)
+
+
+def test_findings_shared_by_all_jobs_are_reported_once(real_findings: dict[str, list[Any]]) -> None:
+    sweep = real_findings["srt-slurm__examples__example-sweep.yaml"]
+    assert len(sweep) == 2 and all(len(f.evidence["jobs"]) == 4 and "[jobs" not in f.message for f in sweep)
+
+
+# --- the catalog's own examples -----------------------------------------------------------------------------
+
+def _bases() -> dict[str, str]:
+    text = resources.files("rules").joinpath("catalog", "config.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)["bases"]
+
+
+def _example(ex: dict[str, Any]) -> Any:
+    doc = load_yaml(_bases()[ex["base"]])
+    for dotted in ex.get("delete", []):
+        *parents, last = dotted.split(".")
+        node = doc
+        for p in parents:
+            node = node[p]
+        del node[last]
+    for dotted, value in ex.get("set", {}).items():
+        *parents, last = dotted.split(".")
+        node = doc
+        for p in parents:
+            node = node.setdefault(p, YMap())
+        node[last] = value
+    return build_recipe(doc, f"{ex['base']}.yaml")
+
+
+CONFIG_RULES = [r for r in by_scope("recipe") if r.code.startswith("DIAG-C")]
+CASES = [(r, i, ex) for r in CONFIG_RULES for i, ex in enumerate(r.examples)]
+
+
+def test_config_catalog_is_complete() -> None:
+    assert [r.code for r in CONFIG_RULES] == [f"DIAG-C{i:03d}" for i in range(1, 17)]
+    for r in CONFIG_RULES:
+        assert r.why and r.remediation and r.summary and r.scope == "recipe"
+        assert {ex["expect"] for ex in r.examples} == {"fire", "pass"}, r.code
+
+
+def test_bases_are_clean() -> None:
+    for name in _bases():
+        found = [f for f in run_checks(_example({"base": name})) if f.severity != "info"]
+        assert not found, (name, [f.message for f in found])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{r.code}-{i}-{ex['expect']}" for r, i, ex in CASES])
+def test_catalog_example(case: tuple[Any, int, dict[str, Any]]) -> None:
+    rule, _, ex = case
+    found = [f for f in run_checks(_example(ex), [rule]) if f.code == rule.code]
+    if ex["expect"] == "fire":
+        assert found, f"{rule.code} did not fire on {ex}"
+        if "severity" in ex:
+            assert any(f.severity == ex["severity"] for f in found), [f.severity for f in found]
+        assert all(f.fix and f.location and f.location.line for f in found)
+    else:
+        assert not found, found[0].message
+
+
+# --- command line -------------------------------------------------------------------------------------------
+
+APP = typer.Typer()
+APP.command()(check)
+RUN = CliRunner()
+
+
+def _cli(*args: str) -> Any:
+    return RUN.invoke(APP, list(args))
+
+
+def test_registered_in_the_diag_cli() -> None:
+    from diag.cli import app
+
+    assert "check" in {c.name for c in app.registered_commands}
+
+
+def test_cli_exit_codes_and_thresholds(real_recipes: Path) -> None:
+    qwen = str(real_recipes / QWEN)
+    assert _cli(qwen).exit_code == 0                           # warnings only, default fail-on error
+    assert _cli(qwen, "--fail-on", "warning").exit_code == 1
+    assert _cli(qwen, "--fail-on", "warning", "--exit-zero").exit_code == 0
+    assert _cli(qwen, "--fail-on", "info", "--ignore", "C006,C008", "--ignore", "DIAG-C015").exit_code == 0
+    res = _cli(str(real_recipes / OVERRIDE), "--select", "C013")
+    assert res.exit_code == 1 and "DIAG-C013" in res.stdout and "DIAG-C009" not in res.stdout
+    assert _cli(str(real_recipes / OVERRIDE), "--select", "C0", "--ignore", "C013").exit_code == 0
+
+
+def test_cli_text_output_is_ruff_like(real_recipes: Path) -> None:
+    res = _cli(str(real_recipes / MEGAMOE), "--select", "C002")
+    first, fix, summary = res.stdout.splitlines()
+    assert first.startswith(f"{real_recipes / MEGAMOE}:99:5: DIAG-C002 [warning] decode: async scheduling")
+    assert fix.startswith("    fix: ") and summary == "Found 1 finding (1 warning) in 1 file."
+
+
+def test_cli_scans_directories_and_notes_non_recipes(real_recipes: Path, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "r.yml").write_text((real_recipes / QWEN).read_text())
+    (tmp_path / "other.yaml").write_text("jobs: [a, b]\n")
+    (tmp_path / "notes.txt").write_text("not yaml")
+    res = _cli(str(tmp_path), "--format", "json")
+    assert res.exit_code == 0
+    doc = json.loads(res.stdout)
+    assert doc["summary"]["files"] == 1 and doc["summary"]["by_code"]["DIAG-C006"] == 2
+    assert "other.yaml: not an srt-slurm recipe" in res.stderr
+
+
+def test_bad_yaml_is_a_positioned_parse_error_not_a_traceback(tmp_path: Path, real_recipes: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nmodel:\n  path: [unclosed\nresources: {}\n")
+    res = _cli(str(bad), str(real_recipes / QWEN))
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr.splitlines()[0].startswith(f"{bad}:4:")
+    assert ": parse error: " in res.stderr
+    assert "DIAG-C006" in res.stdout  # the good file is still reported
+    missing = _cli(str(tmp_path / "nope.yaml"))
+    assert missing.exit_code == 2 and "no such file" in missing.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
+def test_cli_machine_formats(fmt: str, real_recipes: Path) -> None:
+    res = _cli(str(real_recipes / QWEN), "--format", fmt, "--select", "C006")
+    assert res.exit_code == 0
+    if fmt == "github":
+        lines = res.stdout.splitlines()
+        assert len(lines) == 2 and all(ln.startswith("::warning file=") for ln in lines)
+    else:
+        json.loads(res.stdout)
