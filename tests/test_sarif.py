@@ -1,0 +1,120 @@
+"""Report writers: SARIF 2.1.0 validates against the (vendored) schema; text, JSON and GitHub formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from diag.check_cmd import check_file
+from diag.reports import build_sarif, render, render_github, render_text, sort_findings
+from diag.reports.github import annotation
+from rules.catalog import catalog
+from rules.finding import Finding, Location
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+VALIDATOR = jsonschema.Draft7Validator(SCHEMA, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+
+MIXED = [
+    Finding("DIAG-C001", "ssm-conv-layout-missing", "error", "decode: lacks DS", endpoint="decode",
+            location=Location("recipes/a b.yaml", 12, 5), fix="set `X: \"DS\"`", evidence={"job": "j"}),
+    Finding("DIAG-C009", "log-noise-env", "info", "noise, with: commas\nand newline", location=Location("r.yaml", 3)),
+    Finding("DIAG-K001", "some-runtime-rule", "warning", "no location", endpoint="prefill_w0"),
+    Finding("DIAG-Z999", "not-in-catalog", "warning", "unknown code", location=Location("/abs/path/r.yaml", 1, 1)),
+]
+
+
+def _validate(doc: dict) -> None:
+    errors = sorted(VALIDATOR.iter_errors(doc), key=lambda e: list(e.path))
+    assert not errors, [f"{list(e.path)}: {e.message}" for e in errors]
+
+
+def test_schema_is_strict_enough_to_catch_mistakes() -> None:
+    good = build_sarif(MIXED[:1])
+    _validate(good)
+    bad = json.loads(json.dumps(good))
+    bad["runs"][0]["results"][0]["level"] = "info"           # not a SARIF level
+    assert list(VALIDATOR.iter_errors(bad))
+    bad = json.loads(json.dumps(good))
+    del bad["runs"][0]["results"][0]["message"]["text"]      # message needs text or id
+    assert list(VALIDATOR.iter_errors(bad))
+    bad = json.loads(json.dumps(good))
+    bad["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] = 0
+    assert list(VALIDATOR.iter_errors(bad))
+    bad = json.loads(json.dumps(good))
+    bad["version"] = "2.0.0"
+    assert list(VALIDATOR.iter_errors(bad))
+
+
+def test_sarif_of_all_real_recipe_findings_validates(real_recipes: Path) -> None:
+    findings = sort_findings(f for p in sorted(real_recipes.glob("*.yaml")) for f in check_file(p))
+    doc = json.loads(render("sarif", findings))
+    _validate(doc)
+    run = doc["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert len(run["results"]) == len(findings)
+    for res in run["results"]:
+        rule = rules[res["ruleIndex"]]
+        assert rule["id"] == res["ruleId"]
+        assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
+        assert res["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+    assert {r["id"] for r in rules} == {f.code for f in findings}
+    assert all(r["shortDescription"]["text"] and r["fullDescription"]["text"] and r["help"]["text"] for r in rules)
+
+
+def test_sarif_maps_levels_paths_and_unknown_rules() -> None:
+    doc = build_sarif(MIXED, src_root=Path("/work"))
+    _validate(doc)
+    run = doc["runs"][0]
+    levels = [r["level"] for r in run["results"]]
+    assert levels == ["error", "note", "warning", "warning"]
+    first = run["results"][0]["locations"][0]["physicalLocation"]
+    assert first["artifactLocation"] == {"uri": "recipes/a%20b.yaml", "uriBaseId": "%SRCROOT%"}
+    assert first["region"] == {"startLine": 12, "startColumn": 5}
+    assert "locations" not in run["results"][2]              # a runtime finding without a file
+    assert run["results"][3]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "file:///abs/path/r.yaml"
+    assert run["tool"]["driver"]["rules"][3] == {"id": "DIAG-Z999", "shortDescription": {"text": "DIAG-Z999"}}
+    assert run["results"][0]["properties"]["fix"] == 'set `X: "DS"`'
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == "file:///work/"
+
+
+def test_sarif_describes_every_catalog_rule() -> None:
+    findings = [Finding(code, rule.name, rule.severity, "m", location=Location("x.yaml", 1, 1))
+                for code, rule in catalog().items()]
+    _validate(build_sarif(findings))
+
+
+def test_text_format() -> None:
+    out = render_text(sort_findings(MIXED), files=2, suppressed=1)
+    lines = out.splitlines()
+    assert lines[0] == "prefill_w0: DIAG-K001 [warning] no location"
+    assert "/abs/path/r.yaml:1:1: DIAG-Z999 [warning] unknown code" in lines
+    assert "recipes/a b.yaml:12:5: DIAG-C001 [error] decode: lacks DS" in lines
+    assert '    fix: set `X: "DS"`' in lines
+    assert lines[-1] == "Found 4 findings (1 error, 2 warnings, 1 info) in 2 files. (1 suppressed)"
+    assert render_text([], files=3) == "All checks passed in 3 files.\n"
+
+
+def test_json_format() -> None:
+    doc = json.loads(render("json", MIXED, files=2, notes=["x skipped"]))
+    assert doc["summary"]["total"] == 4 and doc["summary"]["by_severity"] == {"error": 1, "warning": 2, "info": 1}
+    assert doc["notes"] == ["x skipped"] and doc["findings"][0]["code"] == "DIAG-K001"
+    assert {"code", "severity", "message", "location", "fix", "endpoint", "evidence"} <= set(doc["findings"][1])
+
+
+def test_github_annotations_escape_data_and_properties() -> None:
+    assert annotation(MIXED[1]) == ("::notice file=r.yaml,line=3,title=DIAG-C009 log-noise-env::"
+                                    "noise, with: commas%0Aand newline")
+    assert annotation(MIXED[0]).startswith("::error file=recipes/a b.yaml,line=12,col=5,title=DIAG-C001 "
+                                           "ssm-conv-layout-missing::decode: lacks DS%0Afix: ")
+    assert annotation(MIXED[2]) == "::warning title=DIAG-K001 some-runtime-rule::prefill_w0: no location"
+    weird = Finding("DIAG-C001", "n", "error", "100% broken", location=Location("a,b:c.yaml", 1, 1))
+    assert annotation(weird).startswith("::error file=a%2Cb%3Ac.yaml,") and annotation(weird).endswith("::100%25 broken")
+    assert render_github(MIXED).count("\n") == 4
+
+
+def test_unknown_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown format"):
+        render("xml", MIXED)

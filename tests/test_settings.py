@@ -1,0 +1,156 @@
+"""diag.toml / [tool.diag]: discovery, select/ignore, thresholds, rule overrides, suppressions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from diag.check_cmd import check, run_check
+from rules.finding import Finding, Location
+from rules.settings import Settings, SettingsError, find_config, load_settings, normalize_code
+
+Q = "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB200__8k1k__vllm__disagg__"
+QWEN_CC5120 = f"{Q}4xdep2-1xdep8-cc5120.yaml"
+
+
+def _f(code: str, sev: str = "warning", path: str = "recipes/a.yaml", endpoint: str | None = None) -> Finding:
+    return Finding(code, "n", sev, "m", endpoint=endpoint, location=Location(path, 1, 1))
+
+
+def _cfg(tmp_path: Path, text: str, name: str = "diag.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_discovery_walks_up_and_prefers_diag_toml(tmp_path: Path) -> None:
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_config(deep) is None
+    _cfg(tmp_path, '[project]\nname = "x"\n', "pyproject.toml")
+    assert find_config(deep) is None                       # a pyproject without [tool.diag] does not count
+    _cfg(tmp_path, '[tool.diag]\nfail-on = "info"\n', "pyproject.toml")
+    assert find_config(deep) == tmp_path / "pyproject.toml"
+    assert load_settings(deep).fail_on == "info"
+    _cfg(tmp_path / "a", 'fail-on = "warning"\n')
+    assert find_config(deep) == tmp_path / "a" / "diag.toml"
+    s = load_settings(deep)
+    assert s.fail_on == "warning" and s.root == tmp_path / "a"
+    assert load_settings(deep, tmp_path / "pyproject.toml").fail_on == "info"   # --config wins
+
+
+def test_defaults_without_a_file(tmp_path: Path) -> None:
+    s = load_settings(tmp_path)
+    assert (s.select, s.ignore, s.fail_on, s.suppressions, s.source) == (["ALL"], [], "error", [], None)
+    assert s.enabled("DIAG-C001") and s.rule("C005").params["headroom"] == 128
+
+
+def test_select_and_ignore_by_code_or_prefix_most_specific_wins(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, _cfg(tmp_path, 'select = ["DIAG-C"]\nignore = ["c00", "X002"]\n'
+                                                'extend-select = ["DIAG-C005"]\n'))
+    assert s.enabled("DIAG-C005") and s.enabled("DIAG-C010") and s.enabled("DIAG-C016")
+    assert not s.enabled("DIAG-C001") and not s.enabled("DIAG-K001") and not s.enabled("DIAG-X002")
+    kept = s.apply([_f("DIAG-C001"), _f("DIAG-C005"), _f("DIAG-C012"), _f("DIAG-K001")])
+    assert [f.code for f in kept] == ["DIAG-C005", "DIAG-C012"]
+    cli = s.with_cli(select=["C0"], ignore=["C012"], fail_on="info")
+    assert cli.enabled("DIAG-C001") is False and cli.enabled("DIAG-C012") is False and cli.fail_on == "info"
+    assert normalize_code("c001") == "DIAG-C001" and normalize_code("all") == "ALL"
+
+
+def test_fail_on_threshold() -> None:
+    s = Settings()
+    assert not s.fails([_f("DIAG-C006", "warning")]) and s.fails([_f("DIAG-C013", "error")])
+    assert Settings(fail_on="info").fails([_f("DIAG-C009", "info")])
+    assert not Settings(fail_on="warning").fails([_f("DIAG-C009", "info")])
+
+
+def test_rule_overrides_change_params_severity_and_windows(tmp_path: Path, real_recipes: Path) -> None:
+    s = load_settings(tmp_path, _cfg(tmp_path, '[rules.DIAG-C005]\nheadroom = 256\n'
+                                                '[rules.C006]\nseverity = "info"\n'
+                                                '[rules.DIAG-K001]\nfor = 120\n'))
+    assert s.rule("DIAG-C005").params["headroom"] == 256 and s.rule("DIAG-C006").severity == "info"
+    assert s.rule("DIAG-K001").for_s == 120.0
+    # the override reaches the check: C/DP + 256 instead of + 128
+    text = (real_recipes / QWEN_CC5120).read_text().replace("      max-cudagraph-capture-size: 768\n", "")
+    (tmp_path / "r.yaml").write_text(text)
+    res = run_check([tmp_path / "r.yaml"], s)
+    (c005,) = [f for f in res.findings if f.code == "DIAG-C005"]
+    assert "max-cudagraph-capture-size: 896" in c005.fix
+    assert {f.severity for f in res.findings if f.code == "DIAG-C006"} == {"info"}
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ('selct = ["C"]\n', "unknown setting"), ('fail-on = "fatal"\n', "fail-on must be one of"),
+    ('select = ["DIAG-Q"]\n', "matches no rule"), ("[rules.DIAG-C999]\nx = 1\n", "no such rule"),
+    ("[rules.DIAG-C005]\nheadrom = 1\n", "unknown key 'headrom'"), ('[rules.C005]\nseverity = "loud"\n', "severity"),
+    ('[[suppress]]\nreason = "x"\n', "needs a `code`"), ('[[suppress]]\ncode = "C001"\nwhy = "x"\n', "unknown key"),
+    ("select = [\n", "invalid TOML"),
+])
+def test_bad_config_is_a_settings_error(tmp_path: Path, text: str, match: str) -> None:
+    with pytest.raises(SettingsError, match=match):
+        load_settings(tmp_path, _cfg(tmp_path, text))
+
+
+def test_suppressions_by_code_path_and_endpoint(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, _cfg(tmp_path, """
+[[suppress]]
+code = "DIAG-C006"
+path = "recipes/qwen/**"
+reason = "stats come from Prometheus here"
+
+[[suppress]]
+code = "C00"
+endpoint = "decode*"
+reason = "decode is tuned elsewhere"
+
+[[suppress]]
+code = "DIAG-C013"
+path = "never/*.yaml"
+reason = "left over"
+"""))
+    inside = str(tmp_path / "recipes" / "qwen" / "x" / "a.yaml")
+    findings = [_f("DIAG-C006", path=inside), _f("DIAG-C006", path=str(tmp_path / "recipes" / "b.yaml")),
+                _f("DIAG-C008", endpoint="decode"), _f("DIAG-C008", endpoint="prefill")]
+    out = s.apply(findings)
+    assert [(f.code, f.endpoint) for f in out if f.code != "DIAG-X002"] == [("DIAG-C006", None), ("DIAG-C008", "prefill")]
+    assert [s.used for s in s.suppressions] == [1, 1, 0]
+    (unused,) = [f for f in out if f.code == "DIAG-X002"]
+    assert unused.severity == "info" and unused.location.line == 12 and "DIAG-C013" in unused.message
+
+
+def test_suppression_without_reason_is_a_finding_and_not_honoured(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, '[tool.diag]\nfail-on = "warning"\n\n[[tool.diag.suppress]]\ncode = "DIAG-C006"\n',
+               "pyproject.toml")
+    s = load_settings(tmp_path, cfg)
+    out = s.apply([_f("DIAG-C006")])
+    assert [f.code for f in out] == ["DIAG-C006", "DIAG-X001"]
+    x001 = out[1]
+    assert x001.location.path == str(cfg) and x001.location.line == 4 and "reason" in x001.fix
+    assert s.fails(out)
+    assert [f.code for f in s.with_cli(ignore=["X001"]).apply([_f("DIAG-C006")])] == ["DIAG-C006"]
+
+
+def test_settings_reach_the_cli(tmp_path: Path, real_recipes: Path) -> None:
+    app = typer.Typer()
+    app.command()(check)
+    recipe = str(real_recipes / f"{Q}4xdep2-1xdep8.yaml")
+    cfg = _cfg(tmp_path, 'fail-on = "warning"\n[[suppress]]\ncode = "C006"\nreason = "Prometheus"\n')
+    runner = CliRunner()
+    assert runner.invoke(app, [recipe, "--config", str(cfg)]).exit_code == 0     # C006 suppressed
+    res = runner.invoke(app, [recipe, "--config", str(cfg), "--fail-on", "info"])
+    assert res.exit_code == 1 and "(2 suppressed)" in res.stdout
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)                                   # discovered from the working directory
+        assert runner.invoke(app, [recipe]).exit_code == 0
+    finally:
+        os.chdir(cwd)
+    bad = _cfg(tmp_path, "nope = 1\n", "bad.toml")
+    res = runner.invoke(app, [recipe, "--config", str(bad)])
+    assert res.exit_code == 2 and "config error" in res.stderr and "Traceback" not in res.output
+    res = runner.invoke(app, [recipe, "--select", "C9"])
+    assert res.exit_code == 2 and "matches no rule" in res.stderr
