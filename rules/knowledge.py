@@ -198,6 +198,17 @@ def benchmark_kinds() -> BenchmarkKinds:
 
 # --- documentation -----------------------------------------------------------------------------------
 
+def families_markdown() -> str:
+    """The hybrid/GDN/multimodal family table as Markdown (docs of the family-dependent rules)."""
+    lines = ["| family | hybrid | GDN | multimodal | bf16 SSM state validated |", "|---|---|---|---|---|"]
+    mark = {True: "yes", False: ""}
+    for f in families():
+        if f.hybrid or f.gdn or f.multimodal:
+            lines.append(f"| {f.name} | {mark[f.hybrid]} | {mark[f.gdn]} | {mark[f.multimodal]} | {mark[f.bf16_ssm]} |")
+    lines += ["", "Edit `rules/data/models.toml` to add a family (regex patterns on the model path/name)."]
+    return "\n".join(lines)
+
+
 def versions_markdown() -> str:
     """The version table as Markdown, for ``diag explain`` and the docs."""
     lines = ["| fix | title | first release | merged |", "|---|---|---|---|"]

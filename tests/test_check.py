@@ -340,3 +340,16 @@ def test_cli_machine_formats(fmt: str, real_recipes: Path) -> None:
         assert len(lines) == 2 and all(ln.startswith("::warning file=") for ln in lines)
     else:
         json.loads(res.stdout)
+
+
+def test_version_table_is_documented_in_explain() -> None:
+    from rules.knowledge import versions_markdown
+
+    docs = catalog()["DIAG-C002"].docs
+    assert versions_markdown() in docs, "re-generate the docs of DIAG-C002 from rules/data/versions.toml"
+
+
+def test_family_table_is_documented_in_explain() -> None:
+    from rules.knowledge import families_markdown
+
+    assert families_markdown() in catalog()["DIAG-C001"].docs, "re-generate DIAG-C001 docs from models.toml"
