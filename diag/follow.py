@@ -9,6 +9,7 @@ reopened; a deleted file keeps the records already read.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from parsers.records import Record
 from .sources import InputError, Skipped, discover, year_of
 
 READ_MAX = 8 << 20
+HOLD_S = 0.3  # how long a complete line may wait for a torn continuation before it is parsed alone
 
 
 @dataclass
@@ -30,6 +32,7 @@ class Followed:
     inode: int | None = None
     gone: bool = False
     resets: int = 0
+    quiet_since: float = 0.0
     new: list[Record] = field(default_factory=list)
 
 
@@ -96,6 +99,10 @@ class Follower:
         elif st.st_size < f.offset:
             self._reset(f, st.st_ino)  # truncated
         if st.st_size == f.offset:
+            if f.parser.waiting and time.monotonic() - f.quiet_since >= HOLD_S:
+                recs = f.parser.release()
+                f.log.records.extend(recs)
+                return recs
             return []
         try:
             with path.open("rb") as fh:
@@ -104,6 +111,7 @@ class Follower:
         except OSError:
             return []
         f.offset += len(data)
+        f.quiet_since = time.monotonic()
         f.log.size = st.st_size
         recs = f.parser.feed(data)
         f.log.records.extend(recs)

@@ -236,6 +236,20 @@ class StreamParser:
             out.extend(self._line_in(_decode(raw).removesuffix("\r")))
         return out
 
+    @property
+    def waiting(self) -> bool:
+        """A complete candidate line is held back, waiting to see whether the next line continues it."""
+        return self._pending is not None
+
+    def release(self) -> list[Record]:
+        """Parse the held-back candidate now (follow mode: its continuation did not come in time)."""
+        if self._pending is None:
+            return []
+        pn, praw, pprv = self._pending
+        self._pending = None
+        recs, _ = self._parser.feed(pn, praw, None, pprv)
+        return self._stamp(recs)
+
     def finish(self) -> list[Record]:
         """Flush the last line (even without a trailing newline) and any waiting candidate."""
         out: list[Record] = []

@@ -1,0 +1,116 @@
+"""`diag tail -f --format jsonl` on a run that grows while it is followed."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE = ("(APIServer pid=7) INFO 08-06 12:{mm:02d}:{ss:02d} [loggers.py:271] Engine {eng:03d}: Avg prompt throughput: "
+        "{tps:.1f} tokens/s, Avg generation throughput: 10.0 tokens/s, Running: 4 reqs, Waiting: 1 reqs, "
+        "GPU KV cache usage: 5.0%, Prefix cache hit rate: 0.0%\n")
+
+
+def stats(i: int, eng: int = 0) -> str:
+    return LINE.format(mm=i // 6, ss=(i % 6) * 10, eng=eng, tps=1000.0 + i)
+
+
+class Follow:
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "diag", "tail", "-f", "--format", "jsonl",
+                                      "--heartbeat", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, cwd=ROOT)
+        self.q: queue.Queue[dict] = queue.Queue()
+        self.seen: list[dict] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.q.put(json.loads(line))
+
+    def wait_for(self, pred, timeout: float) -> tuple[dict, float]:
+        start = time.monotonic()
+        while True:
+            left = timeout - (time.monotonic() - start)
+            try:
+                row = self.q.get(timeout=max(left, 0.01))
+            except queue.Empty:
+                raise AssertionError(f"nothing matching within {timeout} s; saw {self.seen[-3:]}") from None
+            self.seen.append(row)
+            if pred(row):
+                return row, time.monotonic() - start
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            rc = self.proc.wait(timeout=30)
+        finally:
+            self.proc.kill()
+        while not self.q.empty():
+            self.seen.append(self.q.get())
+        return rc
+
+
+def _is_stats(tps: float):
+    return lambda r: r.get("type") == "record" and r.get("kind") == "stats" and r.get("prompt_tps") == tps
+
+
+def test_follow_appends_new_files_truncation(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    first = logs / "nodeA_prefill_w0.out"
+    first.write_text(stats(0) + stats(1))
+    f = Follow(str(tmp_path))
+    try:
+        f.wait_for(_is_stats(1001.0), 15)  # startup: the existing content
+        latencies = []
+        with first.open("a") as fh:
+            for i in range(2, 8):
+                fh.write(stats(i))
+                fh.flush()
+                _, dt = f.wait_for(_is_stats(1000.0 + i), 5)
+                latencies.append(dt)
+        second = logs / "nodeB_decode_w0.out"
+        second.write_text(stats(20, eng=3))
+        _, dt = f.wait_for(_is_stats(1020.0), 5)
+        latencies.append(dt)
+        first.write_text(stats(30))  # truncation: rewritten shorter from the start
+        _, dt = f.wait_for(_is_stats(1030.0), 5)
+        latencies.append(dt)
+        with first.open("a") as fh:
+            fh.write(stats(31)[:60])  # half a line: held until its newline arrives
+            fh.flush()
+            time.sleep(0.6)
+            fh.write(stats(31)[60:])
+        _, dt = f.wait_for(_is_stats(1031.0), 5)
+        assert max(latencies) < 1.0, latencies
+    finally:
+        rc = f.stop()
+    assert rc == 0
+    got = [r["prompt_tps"] for r in f.seen if r.get("type") == "record" and r.get("kind") == "stats"]
+    want = [1000.0 + i for i in (0, 1, 2, 3, 4, 5, 6, 7, 20, 30, 31)]
+    assert sorted(got) == sorted(want), got  # none lost, none twice
+    assert any(r.get("type") == "source" and r["path"].endswith("nodeB_decode_w0.out") for r in f.seen)
+    assert f.seen[-1]["type"] == "summary"
+    assert {e["id"] for e in f.seen[-1]["endpoints"]} == {"prefill-w0", "decode-w0"}
+
+
+def test_follow_idle_uses_little_cpu(tmp_path: Path) -> None:
+    import resource
+
+    (tmp_path / "nodeA_prefill_w0.out").write_text(stats(0))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    f = Follow(str(tmp_path))
+    f.wait_for(_is_stats(1000.0), 15)
+    time.sleep(3)
+    f.stop()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert cpu < 3.0 + 1.5  # startup (imports) plus a near-idle 3 s; a busy loop would burn ~3 s more

@@ -1,0 +1,144 @@
+"""`diag tail` as users run it: real sample runs, bad input, JSON schema, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "samples" / "runs"
+
+
+def diag(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=timeout)
+
+
+@pytest.mark.parametrize("scenario", sorted(p.name for p in RUNS.iterdir()))
+def test_json_document(scenario: str) -> None:
+    res = diag("tail", str(RUNS / scenario), "--format", "json")
+    assert res.returncode in (0, 1), res.stderr
+    doc = json.loads(res.stdout)
+    assert set(doc) == {"sources", "endpoints", "findings", "benchmark", "summary"}
+    man = json.loads((RUNS / scenario / "MANIFEST.json").read_text())
+    want = {e["id"]: e for e in man["expect"]["endpoints"]}
+    got = {e["id"]: e for e in doc["endpoints"]}
+    assert set(got) == set(want)
+    for eid, w in want.items():
+        assert (got[eid]["role"], got[eid]["engines"], got[eid]["samples"]) == (w["role"], w["engines"], w["stats_samples"])
+        assert {"first_ts", "last_ts", "nodes", "stats", "health"} <= set(got[eid])
+    for f in doc["findings"]:
+        assert {"code", "name", "severity", "endpoint", "message", "first_ts", "last_ts", "evidence", "location"} <= set(f)
+    for s in doc["sources"]:
+        assert {"path", "kind", "role", "lines", "records", "noise_lines", "skipped"} <= set(s)
+    codes = {f["code"] for f in doc["findings"]}
+    assert set(man["expect"]["findings"]) <= codes
+    errors = [f for f in doc["findings"] if f["severity"] == "error"]
+    assert res.returncode == (1 if errors else 0)
+
+
+def test_text_output_names_endpoints_and_findings() -> None:
+    res = diag("tail", str(RUNS / "prefill-bound"))
+    assert res.returncode == 0, res.stderr
+    for eid in ("prefill-w0", "prefill-w3", "decode-w0"):
+        assert eid in res.stdout
+    assert "DIAG-B001" in res.stdout and "prefill-bound" in res.stdout
+    assert "\x1b[" not in res.stdout  # not a terminal: no colour
+    assert "rate match" in res.stdout
+
+
+def test_fail_on_warning() -> None:
+    assert diag("tail", str(RUNS / "prefill-bound"), "--fail-on", "warning").returncode == 1
+    assert diag("tail", str(RUNS / "healthy"), "--fail-on", "warning").returncode == 0
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    res = diag("tail", str(tmp_path / "nope"))
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0 and "no such file" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_directory_without_logs(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("hello\n")
+    res = diag("tail", str(tmp_path))
+    assert res.returncode == 2 and "no logs" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_binary_file_is_reported_and_others_still_processed(tmp_path: Path) -> None:
+    binary = tmp_path / "nodeX_decode_w0.out"
+    binary.write_bytes(bytes(range(256)) * 400)
+    res = diag("tail", str(binary), str(RUNS / "healthy" / "logs"), "--format", "json")
+    assert res.returncode == 2
+    assert "binary file" in res.stderr and "Traceback" not in res.stderr
+    doc = json.loads(res.stdout)
+    assert {e["id"] for e in doc["endpoints"]} >= {"prefill-w0", "decode-w0"}
+    bad = [s for s in doc["sources"] if s["path"] == str(binary)]
+    assert bad and bad[0]["error"]
+
+
+def test_fifty_megabyte_single_line(tmp_path: Path) -> None:
+    log = tmp_path / "nodeY_prefill_w0.out"
+    stats = ("(APIServer pid=1) INFO 08-06 12:00:00 [loggers.py:271] Engine 000: Avg prompt throughput: 812.5 tokens/s, "
+             "Avg generation throughput: 1.0 tokens/s, Running: 3 reqs, Waiting: 9 reqs, GPU KV cache usage: 4.0%, "
+             "Prefix cache hit rate: 0.0%\n")
+    with log.open("w") as fh:
+        fh.write(stats)
+        fh.write("y" * (50 << 20) + "\n")
+        fh.write(stats.replace("12:00:00", "12:00:10"))
+    res = diag("tail", str(log), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["sources"][0]["lines"] == 3
+    assert doc["endpoints"][0]["samples"] == 2
+
+
+def test_skipped_files_are_listed(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    src = RUNS / "healthy" / "logs"
+    for p in src.glob("*_prefill_w0.out"):
+        (run / "logs" / p.name).write_bytes(p.read_bytes())
+    (run / "logs" / "mystery.log").write_text("nothing to see\n")
+    doc = json.loads(diag("tail", str(run), "--format", "json").stdout)
+    skipped = [s for s in doc["sources"] if s["skipped"]]
+    assert [Path(s["path"]).name for s in skipped] == ["mystery.log"]
+
+
+def test_export_parquet_and_csv(tmp_path: Path) -> None:
+    import polars as pl
+
+    res = diag("tail", str(RUNS / "kv-exhaustion"), "--export", str(tmp_path / "pq"))
+    assert res.returncode == 1
+    df = pl.read_parquet(tmp_path / "pq" / "stats.parquet")
+    assert df.height == 238 * 4 + 952 and {"endpoint", "engine", "kv_usage", "ts"} <= set(df.columns)
+    res = diag("tail", str(RUNS / "kv-exhaustion"), "--export", str(tmp_path / "csv"), "--export-format", "csv")
+    assert (tmp_path / "csv" / "stats.csv").read_text().count("\n") == df.height + 1
+
+
+def test_jsonl_stream() -> None:
+    res = diag("tail", str(RUNS / "engine-crash"), "--format", "jsonl")
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert {r["type"] for r in rows} == {"endpoint", "finding"}
+    assert sum(r["type"] == "finding" and r["code"] == "DIAG-E001" for r in rows) == 1
+
+
+def test_settings_override_and_suppression(tmp_path: Path) -> None:
+    (tmp_path / "diag.toml").write_text(
+        '[rules.DIAG-B001]\nwaiting_high = 100000\nwaiting_min = 100000\n\n'
+        '[[suppress]]\ncode = "DIAG-K003"\nreason = "capacity is known to be short in this sample"\n')
+    doc = json.loads(diag("tail", str(RUNS / "prefill-bound"), "--format", "json", cwd=tmp_path).stdout)
+    codes = {f["code"] for f in doc["findings"]}
+    assert "DIAG-B001" not in codes and "DIAG-K003" not in codes
+
+
+def test_version_and_help() -> None:
+    assert diag("--version").stdout.startswith("diag ")
+    assert "tail" in diag("--help").stdout
+    res = diag("explain", "DIAG-K001")
+    assert "kv-cache-exhaustion" in res.stdout and "What to change" in res.stdout
+    assert "DIAG-E001" in diag("rules").stdout
