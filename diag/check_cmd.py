@@ -112,6 +112,8 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
             result.errors.append(f"{shown}:{exc.line or 1}:{exc.col or 1}: parse error: {exc}")
         except OSError as exc:
             result.errors.append(f"{shown}: cannot read: {exc.strerror}")
+        except Exception as exc:  # a bug in diag: report it like ruff does (exit 2), never a traceback
+            result.errors.append(f"{shown}:1:1: internal error: {type(exc).__name__}: {exc} (please report)")
     result.findings = settings.apply(raw)
     result.suppressed = sum(s.used for s in settings.suppressions)
     return result

@@ -402,7 +402,8 @@ def build_recipe(data: YMap, path: str, job: str = "", variant: str | None = Non
     recipe.model_path = str(model["path"]) if model.get("path") is not None else None
     recipe.container = str(model["container"]) if model.get("container") is not None else None
     identity = data.get("identity") if isinstance(data.get("identity"), dict) else {}
-    recipe.identity_repo = get_path(identity, ("model", "repo"))
+    repo = get_path(identity, ("model", "repo"))
+    recipe.identity_repo = repo if isinstance(repo, str) else None
     res = data.get("resources") if isinstance(data.get("resources"), dict) else {}
     recipe.gpu_type = str(res["gpu_type"]).lower() if res.get("gpu_type") is not None else None
     recipe.gpus_per_node = _int(res.get("gpus_per_node"), "resources.gpus_per_node", data,

@@ -106,7 +106,7 @@ REMOVED: tuple[Removed, ...] = (
     Removed("cuda-graph-sizes", "0.13.0", "max-cudagraph-capture-size",
             "added 2025-05 (#17201), deprecated 2025-10 (#26016), removed 2025-12-11 (#30396)"),
     Removed("disable-log-requests", "0.17.0", "no-enable-log-requests",
-            "deprecated 2025-07 (#21739) in favour of --enable-log-requests (off by default)"),
+            "deprecated 2025-07 by #21739; request logging is off by default"),
     Removed("num-scheduler-steps", "0.11.0", None, "V0 multi-step scheduling, gone with the V0 engine"),
     Removed("multi-step-stream-outputs", "0.11.0", None, "V0 multi-step scheduling"),
     Removed("use-v2-block-manager", "0.7.0", None, "V0 block manager flag"),

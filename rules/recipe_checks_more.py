@@ -115,6 +115,10 @@ def block_size_mismatch(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                       fix=f"set the same `block-size` in `{where(p)}` and `{where(d)}`")
 
 
+def _positive(*values: int | None) -> bool:
+    return all(v is not None and v >= 1 for v in values)
+
+
 def _engine_gpus(recipe: Recipe, role: Role) -> tuple[int | None, str]:
     """GPUs one worker's engine needs, and the product spelled out."""
     def num(*names: str) -> int | None:
@@ -124,7 +128,7 @@ def _engine_gpus(recipe: Recipe, role: Role) -> tuple[int | None, str]:
     if recipe.backend == "vllm":
         tp, dp, pp = num("tensor-parallel-size"), num("data-parallel-size"), num("pipeline-parallel-size")
         pcp = num("prefill-context-parallel-size")
-        if None in (tp, dp, pp, pcp):
+        if not _positive(tp, dp, pp, pcp):
             return None, ""
         assert tp and dp and pp and pcp
         extra = f"xPCP{pcp}" if pcp > 1 else ""
@@ -132,14 +136,14 @@ def _engine_gpus(recipe: Recipe, role: Role) -> tuple[int | None, str]:
     if recipe.backend == "sglang":
         tp, pp = num("tp-size", "tensor-parallel-size", "tp"), num("pp-size", "pipeline-parallel-size")
         dp = 1 if truthy(role.value("enable-dp-attention")) else num("dp-size", "data-parallel-size", "dp")
-        if None in (tp, pp, dp):
+        if not _positive(tp, pp, dp):
             return None, ""
         assert tp and pp and dp
         return tp * pp * dp, f"tp{tp}xpp{pp}" + (f"xdp{dp}" if dp > 1 else "")
     if recipe.backend == "trtllm":
         tp, pp = num("tensor_parallel_size"), num("pipeline_parallel_size")
         cp = num("context_parallel_size")
-        if None in (tp, pp, cp):
+        if not _positive(tp, pp, cp):
             return None, ""
         assert tp and pp and cp
         return tp * pp * cp, f"tensor_parallel_size {tp} x pipeline_parallel_size {pp}"
@@ -220,7 +224,7 @@ def unknown_engine_flag(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                 continue
             repl = f"replace `{flag.key}` with `{rem.replacement}`" if rem.replacement else f"remove `{flag.key}`"
             sev = rule.severity if newer else str(rule.params.get("unknown_build_severity", "warning"))
-            tail = "" if newer else " (this fails unless the image predates that release)"
+            tail = "" if newer else f"; {b.label} cannot be dated, so this fails unless it predates v{rem.removed_in}"
             yield finding(rule, recipe, f"`{flag.key}` was removed in vLLM v{rem.removed_in} ({rem.note}){tail}",
                           flag.mark, role=role, severity=sev, fix=f"{repl} in `{where(role)}`", flag=flag.key)
 

@@ -353,3 +353,37 @@ def test_family_table_is_documented_in_explain() -> None:
     from rules.knowledge import families_markdown
 
     assert families_markdown() in catalog()["DIAG-C001"].docs, "re-generate DIAG-C001 docs from models.toml"
+
+
+def _paths(node: Any, pre: tuple[Any, ...] = ()) -> Any:
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        yield (*pre, k)
+        yield from _paths(v, (*pre, k))
+
+
+@pytest.mark.parametrize("name", [QWEN, "SemiAnalysisAI-srt-slurm__examples__vllm__dynamo-disagg.yaml", OVERRIDE])
+def test_structural_mutations_never_crash(name: str, real_recipes: Path) -> None:
+    """Delete or retype every key of a real recipe: the result is findings or a RecipeError, never a crash."""
+    from parsers.recipe import RecipeError
+    from parsers.recipe_variants import expand_jobs, looks_like_recipe
+    from parsers.recipe_yaml import copy_tree, load_yaml_file
+
+    base = load_yaml_file(real_recipes / name)
+    for path in list(_paths(base)):
+        for repl in ("DEL", None, "x", [1], {}, 0, -3, True, "{node}"):
+            doc = copy_tree(base)
+            node = doc
+            for part in path[:-1]:
+                node = node[part]
+            if repl == "DEL":
+                node.pop(path[-1])
+            else:
+                node[path[-1]] = repl
+            if not looks_like_recipe(doc):
+                continue
+            try:
+                for job in expand_jobs(doc):
+                    run_checks(build_recipe(job.data, "x.yaml", job.name, job.variant))
+            except RecipeError as exc:
+                assert exc.line is None or exc.line >= 1
