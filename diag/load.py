@@ -17,7 +17,7 @@ from parsers.benchmark import (
 )
 from parsers.jobmeta import JobMetaError, read_job_json
 from parsers.layout import FileInfo, role_from_content
-from parsers.records import Lifecycle
+from parsers.records import Fault, Lifecycle
 from rules.runmodel import Run, build_endpoints
 
 from .sources import Skipped, discover, parse_log
@@ -67,6 +67,8 @@ def load_run(paths: list[str], *, on_bytes: Callable[[int], None] | None = None,
     if on_total:
         on_total(sum(p.stat().st_size for p, i in files if i.kind in ("worker", "frontend", "orchestrator")))
     orch = [parse_log(p, i, on_bytes=on_bytes) for p, i in files if i.kind == "orchestrator"]
+    for src in orch:  # worker lines quoted in FAILURE DETAILS are not the orchestrator's own records
+        src.records = [r for r in src.records if r.task is not None or isinstance(r, (Lifecycle, Fault))]
     ref = _run_start(orch)
     workers = [parse_log(p, i, ref=ref, on_bytes=on_bytes) for p, i in files if i.kind in ("worker", "frontend")]
     sources = orch + workers

@@ -37,6 +37,7 @@ class EndpointSummary:
     kv_max: float | None
     preemptions: int
     health: str
+    facts: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,7 @@ class EndpointSummary:
                 "kv_usage_last": _r(self.kv_last), "kv_usage_max": _r(self.kv_max), "preemptions": self.preemptions,
             },
             "health": self.health,
+            "facts": self.facts,
         }
 
 
@@ -103,7 +105,20 @@ def endpoint_summary(ep: Endpoint, findings: list[Finding], now: datetime | None
         fig = dict(prompt_tps_mean=None, prompt_tps_last=None, gen_tps_mean=None, gen_tps_last=None,
                    running_last=None, waiting_last=None, kv_last=None, kv_max=None, preemptions=0)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
-                           health=health_of(ep, findings, now, stale_s), **fig)  # type: ignore[arg-type]
+                           health=health_of(ep, findings, now, stale_s), facts=facts_of(ep),
+                           **fig)  # type: ignore[arg-type]
+
+
+FACT_KEYS = ("version", "architecture", "kv_role", "kv_memory_gib", "kv_cache_tokens", "max_concurrency",
+             "max_model_len", "async_scheduling", "api_server_count", "stats_disabled", "ssm_conv_layout")
+
+
+def facts_of(ep: Endpoint) -> dict[str, Any]:
+    """Startup facts, and the flags that actually ran (orchestrator ``Command:`` lines)."""
+    out: dict[str, Any] = {k: ep.facts[k] for k in FACT_KEYS if k in ep.facts}
+    if ep.launch:
+        out["launch"] = [{k: v for k, v in p.items() if k in ("node", "flags")} for p in ep.launch]
+    return out
 
 
 def topology(run: Run) -> str:

@@ -149,6 +149,9 @@ def tail(
     if fmt is Fmt.json:
         sys.stdout.write(dumps(run_dict(run, findings)) + "\n")
     elif fmt is Fmt.jsonl:
+        for src in run.sources:
+            for r in src.records:
+                sys.stdout.write(dumps(_record_dict(src.path, r)) + "\n")
         for ep in run_dict(run, findings)["endpoints"]:
             sys.stdout.write(dumps({"type": "endpoint", **ep}) + "\n")
         for f in findings:

@@ -61,6 +61,7 @@ class Endpoint:
     facts: dict[str, Any] = field(default_factory=dict)
     fact_lines: dict[str, tuple[str, int]] = field(default_factory=dict)
     dp_ranks: set[str] = field(default_factory=set)
+    launch: list[dict[str, Any]] = field(default_factory=list)  # per process: node, argv, flags, env (orchestrator)
 
     def of(self, kind: type[Record]) -> list[tuple[str, Record]]:
         return [(f, r) for f, r in self.records if isinstance(r, kind)]
@@ -251,6 +252,28 @@ def _finish(ep: Endpoint) -> None:
     ep.kv = _kv_frame([(f, r) for f, r in ep.of(KVTransfer)])  # type: ignore[misc]
 
 
+def _attach_launches(endpoints: dict[str, Endpoint], lifecycle: list[tuple[str, Lifecycle]]) -> None:
+    """The orchestrator's ``Starting <mode> worker <i> on <node>`` + ``Env:`` + ``Command:`` triplets:
+    the flags and environment that actually ran, per endpoint process."""
+    from parsers.flags import parse_flag_string
+
+    cur: dict[str, Any] | None = None
+    for _, ev in lifecycle:
+        if ev.event == "worker_start":
+            eid = endpoint_id(ev.get("mode"), ev.get("index"))
+            cur = {"endpoint": eid, "node": ev.get("node"), "line": ev.line}
+            if eid in endpoints:
+                endpoints[eid].launch.append(cur)
+        elif cur is not None and ev.event == "worker_env":
+            cur["env"] = ev.get("env") or {}
+        elif cur is not None and ev.event == "command":
+            cur["argv"] = ev.get("argv")
+            try:
+                cur["flags"] = parse_flag_string(ev.get("argv") or "")
+            except ValueError:
+                cur["flags"] = {}
+
+
 def build_endpoints(sources: list[ParsedLog]) -> tuple[dict[str, Endpoint], list[tuple[str, Lifecycle]],
                                                     list[tuple[str, Fault]]]:
     """Group worker records into endpoints; keep orchestrator lifecycle and quoted faults apart."""
@@ -291,6 +314,7 @@ def build_endpoints(sources: list[ParsedLog]) -> tuple[dict[str, Endpoint], list
         add(role, info.index, info.node, name, src.records)
     for ep in endpoints.values():
         _finish(ep)
+    _attach_launches(endpoints, lifecycle)
     order = {"prefill": 0, "decode": 1, "agg": 2}
     endpoints = dict(sorted(endpoints.items(), key=lambda kv: (order.get(kv[1].role, 9), kv[1].index or 0)))
     return endpoints, lifecycle, quoted

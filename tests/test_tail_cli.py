@@ -123,7 +123,10 @@ def test_export_parquet_and_csv(tmp_path: Path) -> None:
 def test_jsonl_stream() -> None:
     res = diag("tail", str(RUNS / "engine-crash"), "--format", "jsonl")
     rows = [json.loads(line) for line in res.stdout.splitlines()]
-    assert {r["type"] for r in rows} == {"endpoint", "finding"}
+    assert {r["type"] for r in rows} == {"record", "endpoint", "finding"}
+    man = json.loads((RUNS / "engine-crash" / "MANIFEST.json").read_text())
+    written = sum(e["stats_records"] for f in man["files"].values() for e in f["engine_stats"].values())
+    assert sum(r["type"] == "record" and r["kind"] == "stats" for r in rows) == written
     assert sum(r["type"] == "finding" and r["code"] == "DIAG-E001" for r in rows) == 1
 
 
