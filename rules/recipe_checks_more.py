@@ -64,7 +64,7 @@ def language_model_only(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         if isinstance(limits, dict) and limits and all(as_int(v) == 0 for v in limits.values()):
             continue
         yield finding(rule, recipe, f"{fam.name} is multimodal but {recipe.benchmark.type} sends text only: the "
-                      "vision tower still loads (memory, no fused QK-norm+RoPE path)",
+                      "vision tower still loads and takes memory from the KV cache",
                       flag_mark(recipe, role, "language-model-only"), role=role,
                       fix=set_flag_hint(role, "language-model-only", True))
 
