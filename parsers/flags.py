@@ -35,10 +35,20 @@ class FlagSyntaxError(ValueError):
 
 # --- shell-like words ------------------------------------------------------------------------------
 
+def _braced(depth: int) -> str:
+    """Regex for a ``{...}`` group nested up to ``depth`` levels, quotes respected (unquoted JSON)."""
+    atom = r"""[^{}"']|"(?:[^"\\]|\\.)*"|'[^']*'"""
+    rx = r"\{(?:" + atom + r")*\}"
+    for _ in range(depth - 1):
+        rx = r"\{(?:" + atom + "|" + rx + r")*\}"
+    return rx
+
+
 _SQ = pp.QuotedString("'", multiline=True, unquote_results=True)
 _DQ = pp.QuotedString('"', esc_char="\\", multiline=True, unquote_results=True)
-_BARE = pp.Regex(r"(?:[^\s'\"\\]|\\.)+").set_parse_action(lambda t: re.sub(r"\\(.)", r"\1", t[0]))
-_WORD = pp.Combine(pp.OneOrMore(_SQ | _DQ | _BARE))
+_BRACED = pp.Regex(_braced(6))  # `--kv-transfer-config {"kv_role": "kv_both"}` as logged without quotes
+_BARE = pp.Regex(r"(?:[^\s'\"\\{]|\\.)+").set_parse_action(lambda t: re.sub(r"\\(.)", r"\1", t[0]))
+_WORD = pp.Combine(pp.OneOrMore(_BRACED | _SQ | _DQ | _BARE | pp.Literal("{")))
 _WORDS = pp.ZeroOrMore(_WORD) + pp.StringEnd()
 
 _NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
@@ -97,14 +107,25 @@ def _add(flags: dict[str, Any], key: str, value: Any) -> None:
         flags[key] = value
 
 
-def parse_command(text: str | Iterable[str], aliases: Mapping[str, str] | None = None) -> ParsedCommand:
+def parse_command(text: str | Iterable[str], aliases: Mapping[str, str] | None = None,
+                  strict: bool = True) -> ParsedCommand:
     """Parse ``prog -m mod --a 1 --b --no-c --d=x -tp 4`` into positionals and normalised flags.
 
     A flag followed by another flag (or nothing) is boolean: ``True``, or ``False`` for a ``no-``
     negation. Values are coerced to int/float when they look numeric; repeated flags collect into a
-    list. ``aliases`` maps short spellings (``tp``) to long ones (``tensor-parallel-size``).
+    list. ``aliases`` maps short spellings (``tp``) to long ones (``tensor-parallel-size``). JSON
+    values logged without quotes (``--kv-transfer-config {"kv_role": "kv_both"}``) stay one value.
+    With ``strict=False`` an unbalanced quote (a truncated log line) falls back to splitting on spaces.
     """
-    toks = tokenize(text) if isinstance(text, str) else list(text)
+    if isinstance(text, str):
+        try:
+            toks = tokenize(text)
+        except FlagSyntaxError:
+            if strict:
+                raise
+            toks = text.split()
+    else:
+        toks = list(text)
     out = ParsedCommand()
     i = 0
     while i < len(toks):
@@ -137,9 +158,10 @@ def parse_command(text: str | Iterable[str], aliases: Mapping[str, str] | None =
     return out
 
 
-def parse_flag_string(text: str | Iterable[str], aliases: Mapping[str, str] | None = None) -> dict[str, Any]:
+def parse_flag_string(text: str | Iterable[str], aliases: Mapping[str, str] | None = None,
+                      strict: bool = True) -> dict[str, Any]:
     """Flags of a command-line fragment as a normalised dict (positionals dropped)."""
-    return parse_command(text, aliases).flags
+    return parse_command(text, aliases, strict).flags
 
 
 # --- concurrency lists -----------------------------------------------------------------------------

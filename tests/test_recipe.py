@@ -48,6 +48,15 @@ def test_command_line_keeps_positionals_and_aliases() -> None:
     assert cmd.spelled["enforce_eager"] == "--enforce-eager"
 
 
+def test_command_lines_as_logged_keep_unquoted_json_whole() -> None:
+    line = ('python3 -m dynamo.vllm --kv-transfer-config {"kv_connector": "NixlConnector", "kv_role": "kv_both", '
+            '"kv_connector_extra_config": {"a": [1, 2]}} --compilation-config {"mode":0} --served-model-name {node}')
+    flags = parse_flag_string(line)
+    assert flags["kv_transfer_config"].endswith('{"a": [1, 2]}}') and flags["compilation_config"] == '{"mode":0}'
+    assert flags["served_model_name"] == "{node}"
+    assert parse_flag_string('--a "truncated --b 2', strict=False) == {"a": '"truncated', "b": 2}
+
+
 def test_flag_string_errors_carry_a_column() -> None:
     with pytest.raises(FlagSyntaxError) as err:
         parse_flag_string('--a "unterminated')
