@@ -16,37 +16,42 @@ from parsers.benchmark import (
     read_sa_bench_json,
 )
 from parsers.jobmeta import JobMetaError, read_job_json
-from parsers.layout import FileInfo, role_from_content
+from parsers.layout import FileInfo, role_from_content, sniff_kind
 from parsers.records import Fault, Lifecycle
 from rules.runmodel import Run, build_endpoints
 
 from .sources import Skipped, discover, parse_log
 
-_ISO = re.compile(r"\b(20\d\d-\d\d-\d\d[T ]\d\d:\d\d:\d\d)")
-_VLLM_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 
 
 def _reclassify(files: list[tuple[Path, FileInfo]], skipped: list[Skipped]) -> list[tuple[Path, FileInfo]]:
-    """Logs whose name says nothing: a worker when their content looks like one (role from content)."""
-    keep = []
+    """Files whose name says nothing are classified by their content (a worker's role from its args)."""
+    found: list[tuple[Path, FileInfo]] = []
     for s in skipped:
-        if s.path.is_file() and s.path.suffix in (".out", ".log", ".err", ".txt"):
-            try:
-                head = s.path.read_bytes()[:65536].decode("utf-8", errors="replace")
-            except OSError:
-                continue
-            if _VLLM_HEAD.search(head) or "Avg prompt throughput" in head:
-                keep.append((s.path, FileInfo(s.path, "worker", role_from_content(head))))
-    got = {p for p, _ in keep}
+        if not s.path.is_file():
+            continue
+        try:
+            with s.path.open("rb") as fh:
+                head = fh.read(65536).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        kind = sniff_kind(head)
+        if kind == "worker":
+            found.append((s.path, FileInfo(s.path, "worker", role_from_content(head))))
+        elif kind in ("orchestrator", "prometheus-text"):
+            found.append((s.path, FileInfo(s.path, kind)))
+    got = {p for p, _ in found}
     skipped[:] = [s for s in skipped if s.path not in got]
-    # a worker without an index gets the next free one of its role
     used: dict[str, set[int]] = {}
     for _, info in files:
         if info.kind == "worker" and info.role and info.index is not None:
             used.setdefault(info.role, set()).add(info.index)
     out = []
-    for path, info in keep:
-        role = info.role or "unknown"
+    for path, info in found:
+        if info.kind != "worker":
+            out.append((path, info))
+            continue
+        role = info.role or "unknown"  # a worker without an index gets the next free one of its role
         taken = used.setdefault(role, set())
         idx = next(i for i in range(len(taken) + 1) if i not in taken)
         taken.add(idx)

@@ -116,6 +116,20 @@ TRACEBACK = declare(
 )
 
 
+FRAME = declare(
+    "traceback-frame", "record", r'^\s*File "(?P<path>[^"]+)", line \d+, in ',
+    samples=[
+        '(Worker_TP7 pid=481423)   File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/kv_transfer/'
+        'kv_connector/v1/p2p/p2p_nccl_engine.py", line 513, in send_sync',
+        'ERROR 03-10 08:07:20 [core.py:302]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", '
+        'line 294, in run_engine_core',
+    ],
+    emits="traceback",
+    triggers=('File "',),
+    doc="a traceback frame: groups a traceback whose head was cut, and tells KV-connector code apart",
+)
+
+
 def classify(msg: str) -> str | None:
     """The fault cause of a message, or None."""
     for cause, fmt in _FAULT_FORMATS:

@@ -125,3 +125,40 @@ def endpoint_id(role: str | None, index: int | None) -> str:
     """A stable endpoint name: ``prefill-w0``, ``decode-w1``, ``frontend-w0``; ``unknown`` parts
     when not known."""
     return f"{role or 'unknown'}-w{index if index is not None else '?'}"
+
+
+_PROM_LINE = re.compile(r"^(?:> ?)?(?:#? ?(?:HELP|TYPE) \S+.*|[a-zA-Z_:][\w:]*(?:\{[^}]*\})? [-+]?[\d.eE+]+|"
+                        r"[a-zA-Z_:][\w:]*(?:\{[^}]*\})? (?:NaN|[+-]?Inf))\s*$")
+
+
+def sniff_kind(head_text: str) -> str:
+    """What a file with an uninformative name holds, from its first lines: ``orchestrator`` (srtctl's
+    ``YYYY-MM-DD HH:MM:SS [LEVEL]`` lines), ``prometheus-text`` (exposition format, also pasted with
+    ``> `` quotes), ``worker`` (vLLM / Dynamo / SGLang records or any record trigger) or ``unknown``."""
+    from .clean import logical_lines
+    from .headers import parse_header
+    from .lineparser import TRIGGERS
+
+    counts = {"orchestrator": 0, "worker": 0, "prom": 0, "lines": 0, "triggers": 0}
+    for raw in head_text.splitlines()[:400]:
+        if not raw.strip():
+            continue
+        counts["lines"] += 1
+        if _PROM_LINE.match(raw.strip()):
+            counts["prom"] += 1
+            continue
+        if TRIGGERS.search(raw):
+            counts["triggers"] += 1
+        for text, _, _ in logical_lines(raw)[:1]:
+            cls = parse_header(text).cls
+            if cls == "orchestrator":
+                counts["orchestrator"] += 1
+            elif cls != "unknown":
+                counts["worker"] += 1
+    if counts["lines"] and counts["prom"] * 2 >= counts["lines"]:
+        return "prometheus-text"
+    if counts["orchestrator"] >= 3 and counts["orchestrator"] > counts["worker"]:
+        return "orchestrator"
+    if counts["worker"] or counts["triggers"]:
+        return "worker"
+    return "unknown"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,9 @@ for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: ve
     REGISTRY.setdefault(_banner.name, _banner)
 _BANNER_TRIGGERS = tuple(t for f in _orchestrator.BANNER_FORMATS for t in f.triggers)
 
-_SPECIAL = {"traceback-start", "exception-line"}
+_SPECIAL = {"traceback-start", "exception-line", "traceback-frame"}
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>[\w.<>]+))?')
+_CONNECTOR_PATHS = ("kv_transfer", "kv_connector")
 MAX_LINE = 1 << 20   # a physical line is parsed up to 1 MiB: records are short, giant lines are dumps
 MAX_JOIN = 1 << 14   # torn records are rejoined only from lines of ordinary length
 
@@ -71,7 +74,8 @@ class LineParser:
 
     def __init__(self) -> None:
         self._formats = _record_formats()
-        self._tb_open: dict[tuple[str | None, int | None, int | None], int] = {}
+        # per process key: [first line of the traceback, whether a frame ran in a KV connector, function names]
+        self._tb_open: dict[tuple[str | None, int | None, int | None], list[Any]] = {}
 
     def parse_message(self, msg: str, line: int, hdr: Header, stamp: dict[str, Any]) -> list[Record]:
         out: list[Record] = []
@@ -106,20 +110,31 @@ class LineParser:
         recs = self.parse_message(msg, line, hdr, stamp)
         key = (hdr.proc, hdr.pid, task)
         if "Traceback (most recent call last)" in msg:
-            self._tb_open[key] = line
+            self._tb_open[key] = [line, False, []]
+            return recs
+        frame = _FRAME.match(msg)
+        if frame:  # a traceback whose head was cut off still groups from its first frame
+            tb = self._tb_open.setdefault(key, [line, False, []])
+            tb[1] = tb[1] or any(p in frame["path"] for p in _CONNECTOR_PATHS)
+            if frame["fn"]:
+                tb[2] = [*tb[2][-11:], frame["fn"]]
             return recs
         exc = faults.exception_line(msg) if key in self._tb_open else None
         if exc is not None:
-            start = self._tb_open.pop(key)
+            start, in_connector, fns = self._tb_open.pop(key)
             exc_text = f"{exc[0]}: {exc[1]}" if exc[1] else exc[0]
             for i, r in enumerate(recs):
                 if isinstance(r, Fault):
                     recs[i] = Fault(r.line, cause=r.cause, message=r.message, exception=exc_text,
-                                    traceback_line=start, ts=r.ts, md=r.md, proc=r.proc, task=r.task)
+                                    traceback_line=start, frames=tuple(fns), ts=r.ts, md=r.md, proc=r.proc,
+                                    task=r.task)
                     break
             else:
-                recs.append(Fault(line, cause=faults.classify(msg) or "exception", message=msg.strip()[:500],
-                                  exception=exc_text, traceback_line=start, **stamp))
+                cause = faults.classify(msg) or ("kv_connector" if in_connector else "exception")
+                recs.append(Fault(line, cause=cause, message=msg.strip()[:500], exception=exc_text,
+                                  traceback_line=start, frames=tuple(fns), **stamp))
+        if hdr.source:
+            recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs
 
     def feed(self, line: int, raw: str, nxt: str | None = None, prv: str | None = None) -> tuple[list[Record], bool]:

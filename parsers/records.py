@@ -146,12 +146,14 @@ class Fault(Record):
     message: str
     exception: str | None = None
     traceback_line: int | None = None  # line where the grouped traceback starts
+    frames: tuple[str, ...] = ()       # innermost-last function names of the traceback (at most 12)
+    where: str | None = None           # the logger's file:line (vLLM) or target (Dynamo)
 
     kind = "fault"
 
 
 FAULT_CAUSES = (
-    "oom", "kv_block_size", "no_kv_memory", "kv_too_small", "mamba_blocks", "ds_layout", "engine_dead",
+    "oom", "kv_block_size", "kv_connector", "no_kv_memory", "kv_too_small", "mamba_blocks", "ds_layout", "engine_dead",
     "engine_failed_start", "worker_died", "shm_hang", "rpc_timeout", "nccl", "exception",
     "stats_disabled",
 )

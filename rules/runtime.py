@@ -264,6 +264,10 @@ def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, An
         for f, r in ep.of(NixlFailure):
             counts[r.ftype] += 1
             items.append((f, r))
+        for f, r in ep.of(Fault):
+            if r.cause in KV_FAULTS:
+                counts[r.cause] += 1
+                items.append((f, r))
         for f, r in ep.of(KVLoadFailure):
             if not r.recovered:
                 counts["kv_load_failure"] += r.n_requests
@@ -391,16 +395,49 @@ def noise_ratio(rule: Rule, run: Run) -> list[Finding]:
 CAUSE_RANK = ("oom", "no_kv_memory", "kv_too_small", "ds_layout", "mamba_blocks", "kv_block_size", "nccl",
               "shm_hang", "rpc_timeout", "exception", "worker_died", "engine_failed_start", "engine_dead")
 DEATH = {"engine_dead", "worker_died", "engine_failed_start"}
+# a connector thread dying or a block-size mismatch breaks KV transfer: E002 reports them
+KV_FAULTS = ("kv_connector", "kv_block_size")
 FATAL = {"oom", "no_kv_memory", "kv_too_small", "ds_layout", "mamba_blocks"}
 CAUSE_TEXT = {
     "oom": "CUDA out of memory", "no_kv_memory": "no GPU memory left for the KV cache blocks",
     "kv_too_small": "KV cache too small for max-model-len", "ds_layout": "hybrid model without DS conv state layout",
     "mamba_blocks": "max-num-seqs above the available Mamba cache blocks", "kv_block_size": "P/D block-size mismatch",
-    "nccl": "NCCL/collective failure", "shm_hang": "a hung worker (shared-memory broadcast timeout)",
+    "nccl": "NCCL/collective failure", "kv_connector": "the KV connector crashed", "shm_hang": "a hung worker (shared-memory broadcast timeout)",
     "rpc_timeout": "an RPC to the workers timed out", "exception": "an exception",
     "worker_died": "a worker process died", "engine_failed_start": "engine failed to start",
     "engine_dead": "engine died (root cause not in the logs read)",
 }
+
+
+STARTUP_CAUSES = {"engine_failed_start", "kv_too_small", "no_kv_memory", "mamba_blocks", "ds_layout"}
+RUNTIME_MARKERS = ("EngineDeadError", "output_handler", "execute_model", "RPC call", "serving_", "completion",
+                   "generate", "step", "process_input", "run_busy_loop")
+STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run", "initialize_kv_caches",
+                   "from_vllm_config", "__init__", "wait_for_engine_startup", "run_engine_core", "init_device",
+                   "initialization failed", "failed to start", "launch_core_engines", "make_async_mp_client")
+
+
+def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str:
+    """startup or runtime: the cause, then the traceback frames, then whether the endpoint had served."""
+    if any(f.cause in STARTUP_CAUSES for _, _, f in group):
+        return "startup"
+    texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
+    if any(m in t for t in texts for m in RUNTIME_MARKERS):
+        return "runtime"
+    if any(m in t for t in texts for m in STARTUP_MARKERS):
+        return "startup"
+    first = group[0][2].ts
+    if ready is not None and first is not None:
+        return "runtime" if first >= ready else "startup"
+    for eid, _, _ in group:
+        ep = run.endpoints.get(eid)
+        if ep is not None and ep.samples and (first is None or ep.stats["ts"].min() <= first):
+            return "runtime"
+        if ep is not None and any(s.path in ep.files and (s.counts.noise.get("request", 0) or
+                                                          s.counts.noise.get("access-log", 0))
+                                  for s in run.sources):
+            return "runtime"
+    return "startup"
 
 
 def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[list[tuple[str, str, Fault]]]:
@@ -428,9 +465,7 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
         root = min(group, key=lambda t: (CAUSE_RANK.index(t[2].cause) if t[2].cause in CAUSE_RANK else 99,
                                           t[2].ts or datetime.min, t[2].line))
         eid, file, fault = root
-        ep = run.endpoints.get(eid)
-        startup = bool(ep is not None and ep.samples == 0 and (ready is None or (fault.ts and fault.ts <= ready)))
-        if startup != (p["phase"] == "startup"):
+        if _phase(run, group, ready) != p["phase"]:
             continue
         fan = Counter(f.cause for _, _, f in group)
         endpoints = sorted({e for e, _, _ in group})

@@ -43,7 +43,7 @@ def test_sample(case: tuple[LineFormat, str]) -> None:
     elif fmt.kind == "noise":
         assert not TRIGGERS.search(sample)
         assert noise_class(sample) == fmt.emits
-    elif fmt.name == "traceback-start":
+    elif fmt.name in ("traceback-start", "traceback-frame"):
         parser = LineParser()
         parser.feed(1, sample)
         assert parser._tb_open, "traceback start not registered"
