@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,6 @@ from parsers.records import Fault, Lifecycle
 from rules.runmodel import Run, build_endpoints
 
 from .sources import Skipped, discover, parse_log
-
 
 
 def _reclassify(files: list[tuple[Path, FileInfo]], skipped: list[Skipped]) -> list[tuple[Path, FileInfo]]:
