@@ -118,6 +118,7 @@ class Settings:
     fail_on: str = "error"
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     suppressions: list[Suppression] = field(default_factory=list)
+    unreasoned: list[str] = field(default_factory=list)   # config `ignore` entries given without a reason
 
     def enabled(self, code: str) -> bool:
         return _specificity(code, self.select) > _specificity(code, self.ignore)
@@ -166,6 +167,12 @@ class Settings:
     def meta_findings(self, report_unused: bool = True) -> list[Finding]:
         metas = []
         where = str(self.source) if self.source else "diag.toml"
+        for code in self.unreasoned:
+            r = self.rule(X_NO_REASON)
+            metas.append(Finding(r.code, r.name, r.severity, f"ignore of {code} has no reason; the rule stays on "
+                                 "until the entry says why it does not apply", location=Location(where),
+                                 fix=f'write it as ignore = [{{code = "{code}", reason = "..."}}]',
+                                 evidence={"code": code}))
         for s in self.suppressions:
             loc = Location(where, s.line, 1 if s.line else None)
             if not s.reason:
@@ -198,6 +205,26 @@ def _codes(values: Any, what: str) -> list[str]:
         if code != "ALL" and not any(c.startswith(code) for c in known):
             raise SettingsError(f"{what}: {code} matches no rule")
     return out
+
+
+def _ignores(values: Any, what: str) -> tuple[list[str], list[str]]:
+    """A config file disables rules only with a reason: ``{code = "...", reason = "..."}`` entries are
+    honoured, bare codes are reported (DIAG-X001) and not applied."""
+    if isinstance(values, str | dict):
+        values = [values]
+    if not isinstance(values, list):
+        raise SettingsError(f"{what} must be a list of {{code, reason}} tables")
+    reasoned: list[str] = []
+    bare: list[str] = []
+    for v in values:
+        if isinstance(v, dict):
+            if set(v) - {"code", "reason"} or not isinstance(v.get("code"), str):
+                raise SettingsError(f"{what}: entries are {{code = ..., reason = ...}} tables")
+            target = reasoned if str(v.get("reason") or "").strip() else bare
+            target.extend(_codes(v["code"], what))
+        else:
+            bare.extend(_codes(v, what))
+    return reasoned, bare
 
 
 def _severity(value: Any, what: str) -> str:
@@ -258,7 +285,10 @@ def settings_from(table: dict[str, Any], source: Path | None = None, text: str =
     if "select" in table:
         s.select = _codes(table["select"], "select")
     s.select += _codes(table.get("extend-select", []), "extend-select")
-    s.ignore = _codes(table.get("ignore", []), "ignore") + _codes(table.get("extend-ignore", []), "extend-ignore")
+    for key in ("ignore", "extend-ignore"):
+        reasoned, bare = _ignores(table.get(key, []), key)
+        s.ignore += reasoned
+        s.unreasoned += bare
     fail_on = table.get("fail-on", table.get("fail_on"))
     if fail_on is not None:
         s.fail_on = _severity(fail_on, "fail-on")

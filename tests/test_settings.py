@@ -50,8 +50,9 @@ def test_defaults_without_a_file(tmp_path: Path) -> None:
 
 
 def test_select_and_ignore_by_code_or_prefix_most_specific_wins(tmp_path: Path) -> None:
-    s = load_settings(tmp_path, _cfg(tmp_path, 'select = ["DIAG-C"]\nignore = ["c00", "X002"]\n'
-                                                'extend-select = ["DIAG-C005"]\n'))
+    s = load_settings(tmp_path, _cfg(tmp_path, 'select = ["DIAG-C"]\nextend-select = ["DIAG-C005"]\n'
+                                                'ignore = [{code = "c00", reason = "not our recipes"},\n'
+                                                '          {code = "X002", reason = "shared config"}]\n'))
     assert s.enabled("DIAG-C005") and s.enabled("DIAG-C010") and s.enabled("DIAG-C016")
     assert not s.enabled("DIAG-C001") and not s.enabled("DIAG-K001") and not s.enabled("DIAG-X002")
     kept = s.apply([_f("DIAG-C001"), _f("DIAG-C005"), _f("DIAG-C012"), _f("DIAG-K001")])
@@ -59,6 +60,17 @@ def test_select_and_ignore_by_code_or_prefix_most_specific_wins(tmp_path: Path) 
     cli = s.with_cli(select=["C0"], ignore=["C012"], fail_on="info")
     assert cli.enabled("DIAG-C001") is False and cli.enabled("DIAG-C012") is False and cli.fail_on == "info"
     assert normalize_code("c001") == "DIAG-C001" and normalize_code("all") == "ALL"
+
+
+def test_config_ignore_needs_a_reason(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, _cfg(tmp_path, 'ignore = ["DIAG-C009", {code = "C007", reason = ""}]\n'
+                                                'extend-ignore = [{code = "C008", reason = "latency not measured"}]\n'))
+    assert s.enabled("DIAG-C009") and s.enabled("DIAG-C007") and not s.enabled("DIAG-C008")
+    out = s.apply([_f("DIAG-C009"), _f("DIAG-C008")])
+    x001 = [f for f in out if f.code == "DIAG-X001"]
+    assert [f.evidence["code"] for f in x001] == ["DIAG-C009", "DIAG-C007"]
+    assert "DIAG-C009" in [f.code for f in out] and "DIAG-C008" not in [f.code for f in out]
+    assert "reason" in x001[0].fix
 
 
 def test_fail_on_threshold() -> None:
