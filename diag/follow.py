@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from parsers.ingest import ParsedLog, StreamParser
+from parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
 from parsers.layout import FileInfo, classify_path
 from parsers.records import Record
 
@@ -33,6 +33,7 @@ class Followed:
     gone: bool = False
     resets: int = 0
     quiet_since: float = 0.0
+    tz: int = 0
     new: list[Record] = field(default_factory=list)
 
 
@@ -59,8 +60,9 @@ class Follower:
         except OSError:
             return
         year = year_of(path, head, self.ref)
-        self.files[str(path)] = Followed(ParsedLog(str(path), info, year=year), StreamParser(year=year),
-                                         inode=st.st_ino)
+        tz = infer_tz_offset(head)
+        self.files[str(path)] = Followed(ParsedLog(str(path), info, year=year),
+                                         StreamParser(year=year, tz_offset_s=tz), inode=st.st_ino, tz=tz)
 
     def _rescan(self) -> list[str]:
         """Pick up worker files that appeared in the followed directories."""
@@ -79,7 +81,7 @@ class Follower:
 
     def _reset(self, f: Followed, inode: int | None) -> None:
         f.parser.finish()
-        f.parser = StreamParser(year=f.log.year)
+        f.parser = StreamParser(year=f.log.year, tz_offset_s=f.tz)
         f.offset = 0
         f.inode = inode
         f.resets += 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from parsers.ingest import ParsedLog, infer_year, parse_bulk
+from parsers.ingest import ParsedLog, infer_tz_offset, infer_year, parse_bulk
 from parsers.layout import FileInfo, classify_path
 
 BLOCK = 16 << 20
@@ -125,7 +125,8 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     head = head_b.decode("utf-8", errors="replace")
     src.year = year_of(path, head, ref)
     try:
-        src.records, src.counts = parse_bulk(read_blocks(path, on_bytes), year=src.year)
+        src.records, src.counts = parse_bulk(read_blocks(path, on_bytes), year=src.year,
+                                             tz_offset_s=infer_tz_offset(head))
     except OSError as e:
         src.error = f"{path}: cannot read: {e.strerror or e}"
     return src

@@ -79,10 +79,12 @@ class ParsedLog:
 
 
 class _Stamper:
-    """Gives month-day records a year, in order, so a run over New Year stays ordered."""
+    """Gives month-day records a year, in order, so a run over New Year stays ordered, and moves
+    them from the node's local time to UTC by ``tz_offset_s`` (local minus UTC)."""
 
-    def __init__(self, year: int | None) -> None:
+    def __init__(self, year: int | None, tz_offset_s: int = 0) -> None:
         self._tracker = YearTracker(year) if year else None
+        self._offset = tz_offset_s
 
     def __call__(self, recs: list[Record]) -> list[Record]:
         if self._tracker is None:
@@ -90,7 +92,7 @@ class _Stamper:
         out = []
         for r in recs:
             if r.md is not None:
-                ts = self._tracker.resolve(r.md)
+                ts = self._tracker.resolve(r.md, self._offset)
                 if r.ts is None:
                     r = replace(r, ts=ts)
             out.append(r)
@@ -143,9 +145,10 @@ def blocks_of(data: bytes, size: int = 64 << 20) -> Iterator[bytes]:
         start = end
 
 
-def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None) -> tuple[list[Record], Counts]:
+def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
+               tz_offset_s: int = 0) -> tuple[list[Record], Counts]:
     """Records and counts of a whole log given as newline-aligned blocks."""
-    parser, stamp = LineParser(), _Stamper(year)
+    parser, stamp = LineParser(), _Stamper(year, tz_offset_s)
     records: list[Record] = []
     counts = Counts()
     it = iter(blocks)
@@ -190,9 +193,9 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None) -> tuple[lis
 class StreamParser:
     """Incremental parsing of appended bytes; ``feed`` returns the records completed so far."""
 
-    def __init__(self, *, year: int | None = None, first_line: int = 1) -> None:
+    def __init__(self, *, year: int | None = None, tz_offset_s: int = 0, first_line: int = 1) -> None:
         self._parser = LineParser()
-        self._stamp = _Stamper(year)
+        self._stamp = _Stamper(year, tz_offset_s)
         self._line = first_line          # number of the next complete line
         self._partial = b""              # bytes after the last newline
         self._pending: tuple[int, str, str | None] | None = None  # a candidate waiting for its successor
@@ -266,6 +269,24 @@ class StreamParser:
     @property
     def lines_done(self) -> int:
         return self._line - 1
+
+
+_DOCKER_VLLM = re.compile(r"^\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\]?\s+(?:\([^)]*\)\s*)*"
+                          r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)", re.M)
+
+
+def infer_tz_offset(head: str) -> int:
+    """Seconds the node's local time is ahead of UTC, from a line that carries both a container's UTC
+    stamp and vLLM's local month-day time (0 when no line does: vLLM times are then taken as UTC)."""
+    from .timestamps import tz_offset_from
+
+    m = _DOCKER_VLLM.search(head)
+    if not m:
+        return 0
+    try:
+        return tz_offset_from(m.group(1), m.group(2))
+    except ValueError:
+        return 0
 
 
 def infer_year(head: str, ref: datetime | None = None, first_md: str | None = None) -> int | None:

@@ -262,3 +262,13 @@ class AccuracyResult:
     line: int | None = None
 
     kind = "accuracy"
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixCacheRate(Record):
+    """V0's second stats line: ``Prefix cache hit rate: GPU: X%, CPU: Y%`` (percent)."""
+
+    gpu: float
+    cpu: float | None = None
+
+    kind = "prefix_cache"

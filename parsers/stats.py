@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .formats import declare, record_parser
-from .records import Header, Preemption, SpecDecode, StatsSample
+from .records import Header, Preemption, PrefixCacheRate, SpecDecode, StatsSample
 
 _F = r"(-?[\d.]+|nan)"
 
@@ -216,3 +216,20 @@ V0_PREEMPT = declare(
 @record_parser(V0_PREEMPT)
 def _v0_preempt(m: re.Match[str], line: int, hdr: Header, **kw: object) -> Preemption:
     return Preemption(line, mode=m["mode"].lower(), cumulative=_i(m["cum"]), **kw)  # type: ignore[arg-type]
+
+
+V0_PREFIX = declare(
+    "vllm-v0-prefix-cache", "record", r"Prefix cache hit rate: GPU: (?P<gpu>[\d.]+)%, CPU: (?P<cpu>[\d.]+)%",
+    samples=[
+        "INFO 08-12 10:31:07 metrics.py:471] Prefix cache hit rate: GPU: 38.46%, CPU: 0.00%",
+        "(VllmWorkerProcess pid=12) INFO 01-09 09:12:01 [metrics.py:472] Prefix cache hit rate: GPU: 0.00%, CPU: 0.00%",
+    ],
+    emits="prefix_cache",
+    triggers=("Prefix cache hit rate: GPU",),
+    doc="V0 logs the prefix-cache rates on a line of their own after each stats line",
+)
+
+
+@record_parser(V0_PREFIX)
+def _v0_prefix(m: re.Match[str], line: int, hdr: Header, **kw: object) -> PrefixCacheRate:
+    return PrefixCacheRate(line, gpu=float(m["gpu"]), cpu=float(m["cpu"]), **kw)  # type: ignore[arg-type]

@@ -77,3 +77,18 @@ def test_binary_and_empty_input() -> None:
     assert _assert_same(data, 1000, seed=3) == 0
     assert _assert_same(b"", 1000, seed=3) == 0
     assert _assert_same(b"\n\n\n", 1000, seed=3) == 0
+
+
+def test_local_time_moved_to_utc_by_the_container_stamp() -> None:
+    from parsers.ingest import infer_tz_offset
+
+    docker = ("2025-10-15T00:02:38.756689123Z (APIServer pid=1) INFO 10-14 17:02:38 [loggers.py:123] Engine 000: "
+              "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 843.6 tokens/s, Running: 38 reqs, "
+              "Waiting: 0 reqs, GPU KV cache usage: 88.5%, Prefix cache hit rate: 42.4%\n")
+    plain = docker.split("Z ", 1)[1].replace("17:02:38", "17:02:48")
+    data = (docker + plain).encode()
+    offset = infer_tz_offset(data.decode())
+    assert offset == -7 * 3600
+    recs, _ = parse_bulk(blocks_of(data), year=2025, tz_offset_s=offset)
+    assert [r.ts.isoformat() for r in recs] == ["2025-10-15T00:02:38.756689+00:00", "2025-10-15T00:02:48+00:00"]
+    assert infer_tz_offset(plain) == 0
