@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from .formats import declare
 from .records import Header
@@ -81,6 +82,19 @@ ORCHESTRATOR = declare(
     emits="orchestrator",
 )
 
+UCX = declare(
+    "ucx-record", "header",
+    r"^\[(?P<epoch>\d{10}\.\d{1,9})\]\s+\[(?P<src>[^\]]+)\]\s+(?P<msg>.*)$",
+    samples=[
+        "[1784621081.896649] [pod-0:537  :1]       srd_iface.c:221  UCX  ERROR send completion[0] with error on "
+        "rdmap132s0/0x55cf4425cfb0: Work Request Flushed Error, vendor_err 0x1",
+        "[1788408183.906419] [gb200-r05-n12:3673:0]          sock.c:334  UCX  ERROR recv(fd=180) failed: "
+        "Connection reset by remote peer",
+    ],
+    emits="ucx",
+    doc="UCX's own log lines (NIXL's transport): epoch-seconds time, host:pid:thread",
+)
+
 _LEVELS = {"WARN": "WARNING", "TRACE": "DEBUG"}
 
 
@@ -103,6 +117,11 @@ def parse_header(text: str) -> Header:
         m = SGLANG.regex.match(text)
         if m:
             return Header("sglang", None, iso=m["iso"], source=m["src"].strip() or None, msg=m["msg"])
+        m = UCX.regex.match(text)
+        if m:
+            iso = datetime.fromtimestamp(float(m["epoch"]), tz=UTC).isoformat()
+            lvl = "ERROR" if " ERROR " in m["msg"] else ("WARNING" if " WARN " in m["msg"] else None)
+            return Header("ucx", lvl, iso=iso, source=m["src"].strip(), msg=m["msg"].strip())
         m = VLLM_FILE_ONLY.regex.match(text)
         if m:
             return Header("vllm", None, source=m["src"], msg=m["msg"])

@@ -19,6 +19,7 @@ LINE_CLASSES = (
     "dynamo-jsonl",  # {"time": ..., "level": ..., "target": ..., "message": ...}
     "sglang",        # [2025-11-04 05:31:43 DP0 TP0 EP0] msg
     "orchestrator",  # 2026-04-21 14:10:37 [INFO] msg
+    "ucx",           # [1784621081.896649] [host:pid:tid]  file.c:221  UCX  ERROR msg
     "noise",         # request received/completed, http probes, selector, NCCL/Ray, progress bars
     "unknown",
 )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
+from datetime import timedelta
 
 from . import runtime
 from .catalog import Rule, by_scope
@@ -18,6 +20,26 @@ def runtime_rules() -> list[Rule]:
     return by_scope("run", "endpoint", "engine")
 
 
+CONSEQUENCES = ("DIAG-E002", "DIAG-E003", "DIAG-B004")
+
+
+def _correlate(findings: list[Finding]) -> list[Finding]:
+    """Mark KV-transfer failures, expiries and stalls that start after an engine died elsewhere as its
+    likely consequences (the peers of a dead engine fail their transfers): evidence and message say so."""
+    deaths = [f for f in findings if f.code == "DIAG-E001" and f.first_ts is not None]
+    out = []
+    for f in findings:
+        cause = next((d for d in deaths if f.code in CONSEQUENCES and f.endpoint != d.endpoint
+                      and f.first_ts is not None and f.first_ts >= d.first_ts - timedelta(seconds=5)), None)
+        if cause is not None:
+            ev = dict(f.evidence)
+            ev["after_engine_death"] = {"endpoint": cause.endpoint, "at": cause.first_ts.isoformat()}
+            f = replace(f, evidence=ev, message=f"{f.message} (after {cause.endpoint} died at "
+                        f"{cause.first_ts:%H:%M:%S}: likely a consequence)")
+        out.append(f)
+    return out
+
+
 def evaluate(run: Run, rules: Iterable[Rule] | None = None) -> list[Finding]:
     """Every finding of every runtime rule, most severe first, then by time and code."""
     out: list[Finding] = []
@@ -26,6 +48,7 @@ def evaluate(run: Run, rules: Iterable[Rule] | None = None) -> list[Finding]:
         if fn is None:
             raise RuleError(f"rule {rule.code} uses unknown template {rule.template!r}")
         out.extend(fn(rule, run))
+    out = _correlate(out)
     return sorted(out, key=lambda f: (-severity_rank(f.severity), f.first_ts is None,
                                       f.first_ts.isoformat() if f.first_ts else "", f.code, f.endpoint or ""))
 

@@ -83,6 +83,8 @@ def test_expected_findings(loaded) -> None:
         e001 = [f for f in findings if f.code == "DIAG-E001"]
         assert len(e001) == 1 and e001[0].evidence["root_cause"] == "oom" and "out of memory" in e001[0].message
         assert e001[0].endpoint == "decode-w0"
+        after = [f for f in findings if f.code in ("DIAG-E002", "DIAG-E003") and f.endpoint.startswith("prefill")]
+        assert after and all(f.evidence["after_engine_death"]["endpoint"] == "decode-w0" for f in after)
     if name == "stats-missing":
         l001 = [f for f in findings if f.code == "DIAG-L001"]
         assert l001 and all(f.evidence["cause"] == "api_server_count" for f in l001)
