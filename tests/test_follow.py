@@ -114,3 +114,24 @@ def test_follow_idle_uses_little_cpu(tmp_path: Path) -> None:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     assert cpu < 3.0 + 1.5  # startup (imports) plus a near-idle 3 s; a busy loop would burn ~3 s more
+
+
+def test_follow_survives_rotation_and_deletion(tmp_path: Path) -> None:
+    log = tmp_path / "nodeA_decode_w0.out"
+    log.write_text(stats(0))
+    f = Follow(str(tmp_path))
+    try:
+        f.wait_for(_is_stats(1000.0), 15)
+        log.rename(tmp_path / "nodeA_decode_w0.out.1")  # rotation: a new file under the old name
+        log.write_text(stats(1))
+        f.wait_for(_is_stats(1001.0), 5)
+        log.unlink()  # deletion: what was read stays, following goes on
+        time.sleep(0.6)
+        log.write_text(stats(2))
+        f.wait_for(_is_stats(1002.0), 5)
+    finally:
+        rc = f.stop()
+    assert rc == 0
+    got = [r["prompt_tps"] for r in f.seen if r.get("type") == "record" and r.get("kind") == "stats"]
+    assert sorted(got) == [1000.0, 1001.0, 1002.0]
+    assert f.seen[-1]["type"] == "summary" and f.seen[-1]["endpoints"][0]["samples"] == 3
