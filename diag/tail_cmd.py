@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -46,8 +47,9 @@ class ExportFmt(StrEnum):
 
 def console_for(stream=None) -> Console:
     """Colour only on a terminal and without NO_COLOR (rich reads NO_COLOR itself)."""
+    tty = (stream or sys.stdout).isatty()
     return Console(file=stream or sys.stdout, highlight=False, soft_wrap=False,
-                   width=None if (stream or sys.stdout).isatty() else 160)
+                   width=None if tty or "COLUMNS" in os.environ else 160)
 
 
 def settings_findings(run: Run, config: Path | None) -> list[Finding]:

@@ -46,7 +46,7 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
         parts = [f"{_num(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
         if "per_working_gpu" in tpg:
             parts.append(f"{_num(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
-        if "per_allocated_gpu" in tpg:
+        if "per_allocated_gpu" in tpg and tpg.get("allocated_gpus") != tpg.get("working_gpus"):
             parts.append(f"{_num(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
         rows.append(("throughput", "; ".join(parts)))
     return rows
@@ -60,7 +60,8 @@ def endpoint_table(summaries: list[S.EndpointSummary]) -> Table:
                       ("last seen", "left"), ("health", "left")):
         t.add_column(col, justify=just, no_wrap=col in ("endpoint", "health"))
     for s in summaries:
-        t.add_row(s.id, ",".join(s.nodes) or "-", str(s.engines), str(s.samples),
+        nodes = (s.nodes[0] + (f"+{len(s.nodes) - 1}" if len(s.nodes) > 1 else "")) if s.nodes else "-"
+        t.add_row(s.id, nodes, str(s.engines), str(s.samples),
                   f"{_num(s.prompt_tps_mean)}/{_num(s.prompt_tps_last)}", f"{_num(s.gen_tps_mean)}/{_num(s.gen_tps_last)}",
                   _num(s.running_last), _num(s.waiting_last), f"{_num(s.kv_last, 1)}/{_num(s.kv_max, 1)}",
                   str(s.preemptions), _ts(s.last_ts), Text(s.health, style=HEALTH_STYLE.get(s.health, "")))
