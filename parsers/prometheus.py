@@ -1,0 +1,381 @@
+"""Prometheus exposition text -> vLLM engine samples -> :class:`StatsSample` rows (pure, no I/O).
+
+* :func:`parse_exposition` parses ``/metrics`` text with ``prometheus_client``'s parser after
+  :func:`clean_exposition` has undone markdown pastes (``> `` quoting, the ``#`` of HELP/TYPE lost,
+  code fences). Bad text raises :class:`ExpositionError` (a ``ValueError``) with one line.
+* Metric names are handled as data: counters lose ``_total``, ``_created`` series are ignored
+  (they are creation timestamps, not counts), and :data:`ALIASES` maps renamed metrics to their
+  current names (vllm-formats.md §3.3). :data:`FIELDS` says which metric feeds which stats field.
+* :class:`StatsConverter` turns successive scrapes of one endpoint into one ``StatsSample(variant=
+  "prom")`` per engine (``engine`` label) per scrape: gauges as they are (KV 0..1 -> percent),
+  counters as per-interval rates (tok/s), deltas (preemptions) and hit ratios (prefix and external
+  prefix cache, percent of queried tokens in the interval), a counter that went down
+  counting as reset (the increase since the reset is its new value). A scrape only sets the
+  baseline for an engine whose counters have no previous value, so every row has its rates.
+* :func:`read_capture` reads srt-slurm's ``raw_prometheus.jsonl`` (srt-dynamo.md §3.1):
+  one scrape per line ``{timestamp_ns, endpoint_url, role, worker_id, text}``.
+* :func:`choose_step` and :func:`server_queries` hold the PromQL side (same FIELDS and ALIASES).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from .records import StatsSample
+
+__all__ = [
+    "ALIASES", "FIELDS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
+    "canonical", "choose_step", "clean_exposition", "engine_values", "hit_rate", "iter_capture", "parse_duration",
+    "parse_exposition", "read_capture", "role_from_samples", "role_of_label", "scrapes_to_stats", "server_queries", "worker_of",
+]
+
+VARIANT = "prom"
+MAX_POINTS = 11000  # Prometheus refuses a range query with more points per series
+
+# old name -> current name (vllm-formats.md §3.3); names without the counter suffix
+ALIASES: dict[str, str] = {
+    "vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc",
+    "vllm:gpu_prefix_cache_queries": "vllm:prefix_cache_queries",
+    "vllm:gpu_prefix_cache_hits": "vllm:prefix_cache_hits",
+    "vllm:time_per_output_token_seconds": "vllm:inter_token_latency_seconds",
+}
+
+# stats field -> (kind, sources in priority order: (current metric name, required label or None)).
+# Since 2026-02 the log's "Avg prompt throughput" counts locally computed tokens only: the
+# ``prompt_tokens_by_source{source="local_compute"}`` counter matches it; ``prompt_tokens`` counts all.
+FIELDS: dict[str, tuple[str, tuple[tuple[str, tuple[str, str] | None], ...]]] = {
+    "running": ("gauge", (("vllm:num_requests_running", None),)),
+    "waiting": ("gauge", (("vllm:num_requests_waiting", None),)),
+    "kv": ("gauge", (("vllm:kv_cache_usage_perc", None),)),
+    "prompt": ("counter", (("vllm:prompt_tokens_by_source", ("source", "local_compute")),
+                           ("vllm:prompt_tokens", None))),
+    "gen": ("counter", (("vllm:generation_tokens", None),)),
+    "preempt": ("counter", (("vllm:num_preemptions", None),)),
+    "prefix_q": ("counter", (("vllm:prefix_cache_queries", None),)),
+    "prefix_h": ("counter", (("vllm:prefix_cache_hits", None),)),
+    "ext_q": ("counter", (("vllm:external_prefix_cache_queries", None),)),
+    "ext_h": ("counter", (("vllm:external_prefix_cache_hits", None),)),
+}
+COUNTERS = tuple(k for k, (kind, _) in FIELDS.items() if kind == "counter")
+
+
+class ExpositionError(ValueError):
+    """Text that is not Prometheus exposition format; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromSample:
+    """One sample: ``name`` as exposed, ``metric`` its current name (no ``_total``, aliases applied),
+    ``legacy`` when ``metric`` came from an old alias."""
+
+    name: str
+    metric: str
+    labels: dict[str, str]
+    value: float
+    type: str
+    legacy: bool = False
+
+
+def canonical(name: str) -> tuple[str, bool] | None:
+    """(current metric name, renamed?) of a sample name; None for ``_created`` series."""
+    if name.endswith("_created"):
+        return None
+    base = name[:-6] if name.endswith("_total") else name
+    new = ALIASES.get(base)
+    return (new, True) if new else (base, False)
+
+
+_NEEDS_CLEAN = re.compile(r"^(?:[ \t]*>|[ \t]+\S|HELP |TYPE |```)", re.M)
+_QUOTE = re.compile(r"^(?:[ \t]*>[ \t]?)+")
+
+
+def clean_exposition(text: str) -> str:
+    """Undo markdown pastes: ``> `` quoting, ``HELP``/``TYPE`` without ``#``, fences, indentation, CR."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not _NEEDS_CLEAN.search(text):
+        return text
+    out = []
+    for line in text.split("\n"):
+        line = _QUOTE.sub("", line).strip()
+        if line.startswith("```"):
+            continue
+        if line.startswith(("HELP ", "TYPE ")):
+            line = "# " + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def _bad_line(text: str) -> tuple[int, str, str] | None:
+    """The first line the parser rejects on its own: (1-based number, line, error)."""
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            list(text_string_to_metric_families(line + "\n"))
+        except Exception as e:  # the parser raises ValueError, IndexError, KeyError...
+            return n, line, str(e).splitlines()[0] if str(e) else type(e).__name__
+    return None
+
+
+def _field_names() -> list[str]:
+    names = {m for _, srcs in FIELDS.values() for m, _ in srcs}
+    names |= {old for old, new in ALIASES.items() if new in names}
+    return sorted(names, key=len, reverse=True)
+
+
+_FIELD_LINES = re.compile(
+    r"^(?:# (?:HELP|TYPE) )?(?:" + "|".join(re.escape(n) for n in _field_names()) + r")(?:_total)?[{ \t].*$",
+    re.M)
+
+
+def parse_exposition(text: str, *, fields_only: bool = False) -> list[PromSample]:
+    """Every sample of an exposition (``_created`` series dropped). Raises ExpositionError.
+
+    ``fields_only`` keeps only the lines of the FIELDS metrics before parsing (a full vLLM scrape
+    is mostly histograms): much faster on large captures."""
+    clean = clean_exposition(text)
+    if fields_only:
+        clean = "\n".join(m.group() for m in _FIELD_LINES.finditer(clean)) + "\n"
+    try:
+        families = list(text_string_to_metric_families(clean))
+    except Exception as e:
+        bad = _bad_line(clean)
+        if bad:
+            n, line, why = bad
+            raise ExpositionError(f"not Prometheus text: line {n} {line[:80]!r}: {why}") from None
+        raise ExpositionError(f"not Prometheus text: {str(e).splitlines()[0] if str(e) else e!r}") from None
+    out = []
+    for fam in families:
+        for s in fam.samples:
+            canon = canonical(s.name)
+            if canon is None:
+                continue
+            out.append(PromSample(s.name, canon[0], dict(s.labels), float(s.value), fam.type, canon[1]))
+    return out
+
+
+def engine_values(samples: Iterable[PromSample]) -> dict[str | None, dict[str, float]]:
+    """Per ``engine`` label (None when absent): the FIELDS values present, best source first."""
+    rank: dict[tuple[str | None, str], tuple[int, bool]] = {}
+    out: dict[str | None, dict[str, float]] = {}
+    for s in samples:
+        for fname, (_, sources) in FIELDS.items():
+            for pos, (metric, need) in enumerate(sources):
+                if s.metric != metric or (need and s.labels.get(need[0]) != need[1]):
+                    continue
+                eng = s.labels.get("engine")
+                r = (pos, s.legacy)
+                if rank.get((eng, fname), (99, True)) > r:
+                    rank[(eng, fname)] = r
+                    out.setdefault(eng, {})[fname] = s.value
+    return out
+
+
+def role_of_label(value: str | None) -> str | None:
+    """A Dynamo component / worker type / job name -> prefill | decode | agg | frontend (None: unknown).
+    Dynamo's vLLM decode worker registers as component ``backend``."""
+    v = (value or "").lower()
+    for key, role in (("prefill", "prefill"), ("decode", "decode"), ("frontend", "frontend"), ("agg", "agg")):
+        if key in v:
+            return role
+    return "decode" if v == "backend" else None
+
+
+def role_from_samples(samples: Iterable[PromSample]) -> str | None:
+    """An endpoint's role from its labels: ``dynamo_component``, then Dynamo frontend metrics, then a
+    single ``worker_type`` (a frontend exposes per-worker gauges of both types)."""
+    comps, types, frontend = set(), set(), False
+    for s in samples:
+        if "dynamo_component" in s.labels:
+            comps.add(s.labels["dynamo_component"])
+        if "worker_type" in s.labels:
+            types.add(s.labels["worker_type"])
+        frontend = frontend or s.name.startswith("dynamo_frontend_")
+    roles = {r for c in comps if (r := role_of_label(c))}
+    if len(roles) == 1:
+        return roles.pop()
+    if frontend:
+        return "frontend"
+    roles = {r for t in types if (r := role_of_label(t))}
+    return roles.pop() if len(roles) == 1 else None
+
+
+def _engine_int(label: str | None) -> int | None:
+    m = re.search(r"\d+", label or "")
+    return int(m.group()) if m else None
+
+
+@dataclass
+class StatsConverter:
+    """Successive scrapes of one endpoint -> ``StatsSample`` rows (see the module docstring)."""
+
+    resets: int = 0
+    _prev: dict[str | None, tuple[datetime, dict[str, float]]] = field(default_factory=dict)
+
+    def add(self, ts: datetime, samples: Iterable[PromSample], line: int) -> list[StatsSample]:
+        out = []
+        for eng, vals in sorted(engine_values(samples).items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
+            prev = self._prev.get(eng)
+            if prev is not None and (ts - prev[0]).total_seconds() <= 0:
+                continue  # a repeated or out-of-order scrape says nothing new
+            self._prev[eng] = (ts, vals)
+            counters = [c for c in COUNTERS if c in vals]
+            if counters and (prev is None or not any(c in prev[1] for c in counters)):
+                continue  # baseline only
+            rates: dict[str, float] = {}
+            if prev is not None:
+                dt = (ts - prev[0]).total_seconds()
+                for c in counters:
+                    if c in prev[1]:
+                        delta = vals[c] - prev[1][c]
+                        if delta < 0:
+                            self.resets += 1
+                            delta = vals[c]
+                        rates[c] = delta if c == "preempt" else delta / dt
+            out.append(StatsSample(
+                line, variant=VARIANT, engine=_engine_int(eng), ts=ts,
+                prompt_tps=rates.get("prompt"), gen_tps=rates.get("gen"),
+                running=_int(vals.get("running")), waiting=_int(vals.get("waiting")),
+                preemptions=_int(rates.get("preempt")),
+                kv_usage=None if "kv" not in vals else vals["kv"] * 100.0,
+                prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext")))
+        return out
+
+
+def hit_rate(rates: dict[str, float], which: str) -> float | None:
+    """Percent of queried tokens that hit in the interval (``prefix`` or ``ext``); None without queries."""
+    q, h = rates.get(f"{which}_q"), rates.get(f"{which}_h")
+    return None if not q or h is None else 100.0 * h / q
+
+
+def _int(x: float | None) -> int | None:
+    return None if x is None or math.isnan(x) else round(x)
+
+
+def scrapes_to_stats(scrapes: Iterable[tuple[datetime, int, list[PromSample]]]) -> list[StatsSample]:
+    """Rows of one endpoint's scrapes ``(ts, line, samples)``, taken in time order."""
+    conv = StatsConverter()
+    out: list[StatsSample] = []
+    for ts, line, samples in sorted(scrapes, key=lambda t: (t[0], t[1])):
+        out.extend(conv.add(ts, samples, line))
+    return out
+
+
+# ---------------------------------------------------------------- raw_prometheus.jsonl
+
+@dataclass(frozen=True, slots=True)
+class CaptureRow:
+    """One scrape of srt-slurm's capture; ``line`` is its 1-based line in the file."""
+
+    line: int
+    timestamp_ns: int
+    endpoint_url: str
+    role: str | None
+    worker_id: str | None
+    text: str
+
+    @property
+    def ts(self) -> datetime:
+        return datetime.fromtimestamp(self.timestamp_ns / 1e9, tz=UTC)
+
+
+def read_capture(lines: Iterable[str | bytes]) -> tuple[list[CaptureRow], list[str]]:
+    """Rows of a capture, and one problem line per line that is not a scrape (torn, not JSON...)."""
+    rows: list[CaptureRow] = []
+    problems: list[str] = []
+    for item in iter_capture(lines):
+        (rows if isinstance(item, CaptureRow) else problems).append(item)  # type: ignore[arg-type]
+    return rows, problems
+
+
+def iter_capture(lines: Iterable[str | bytes]) -> Iterator[CaptureRow | str]:
+    """Streaming :func:`read_capture`: a row, or a problem line, per non-blank line."""
+    for n, raw in enumerate(lines, 1):
+        line = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            ts = int(d["timestamp_ns"])
+            text = d["text"]
+            if not isinstance(text, str):
+                raise TypeError("text is not a string")
+        except (ValueError, KeyError, TypeError) as e:
+            yield f"line {n}: not a scrape record ({type(e).__name__}: {str(e)[:60]})"
+            continue
+        yield CaptureRow(n, ts, str(d.get("endpoint_url") or ""), d.get("role") or None,
+                         d.get("worker_id") or None, text)
+
+
+_WORKER_ID = re.compile(r"^(?P<role>[A-Za-z]+)_(?P<idx>\d+)(?:_(?P<node>.+))?$")
+
+
+def worker_of(row: CaptureRow) -> tuple[str | None, int | None, str | None]:
+    """(role, worker index, node) of a capture row: ``prefill_0_gb200-r09-n12``, ``frontend_0``; the
+    node falls back to the endpoint URL's host."""
+    m = _WORKER_ID.match(row.worker_id or "")
+    role = role_of_label(row.role) or (role_of_label(m["role"]) if m else None) or row.role
+    host = urlsplit(row.endpoint_url).hostname if row.endpoint_url else None
+    return role, int(m["idx"]) if m else None, (m["node"] if m and m["node"] else host)
+
+
+# ---------------------------------------------------------------- PromQL side
+
+_DUR = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Prometheus duration (``15s``, ``1m30s``, ``500ms``) or a plain number."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DUR.findall(text)
+    if not parts or "".join(a + b for a, b in parts) != text.strip():
+        raise ValueError(f"not a duration: {text!r}")
+    return sum(float(a) * _UNIT[b] for a, b in parts)
+
+
+def choose_step(span_s: float, min_step_s: float, max_points: int = MAX_POINTS) -> float:
+    """The smallest step >= ``min_step_s`` that keeps a range query within ``max_points`` per series."""
+    need = span_s / max_points if span_s > 0 else 0.0
+    step = max(min_step_s, need, 0.001)
+    if step == need:  # whole milliseconds, rounded up, so (end-start)/step stays within the limit
+        step = math.ceil(step * 1000) / 1000
+    return step
+
+
+def _dur(seconds: float) -> str:
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
+def server_queries(window_s: float) -> dict[str, str]:
+    """PromQL per stats field: gauges with old names as ``or`` fallbacks, counters as ``rate()`` over
+    ``window_s`` (per second; preemptions are turned into per-step counts by the caller)."""
+    old_of: dict[str, list[str]] = {}
+    for old, new in ALIASES.items():
+        old_of.setdefault(new, []).append(old)
+    w = _dur(window_s)
+    out = {}
+    for fname, (kind, sources) in FIELDS.items():
+        parts = []
+        for metric, need in sources:
+            for name in (metric, *old_of.get(metric, [])):
+                sel = f'{{{need[0]}="{need[1]}"}}' if need else ""
+                if kind == "gauge":
+                    parts.append(f"{name}{sel}")
+                elif need:
+                    parts.append(f"sum without({need[0]}) (rate({name}_total{sel}[{w}]))")
+                else:
+                    parts.append(f"rate({name}_total[{w}])")
+        out[fname] = " or ".join(parts)
+    return out
