@@ -19,6 +19,7 @@ from parsers.layout import FileInfo, role_from_content, sniff_kind
 from parsers.records import Fault, Lifecycle
 from rules.runmodel import Run, build_endpoints
 
+from .prom import capture_logs
 from .sources import Skipped, discover, parse_log
 
 
@@ -74,7 +75,9 @@ def load_run(paths: list[str], *, on_bytes: Callable[[int], None] | None = None,
         src.records = [r for r in src.records if r.task is not None or isinstance(r, (Lifecycle, Fault))]
     ref = _run_start(orch)
     workers = [parse_log(p, i, ref=ref, on_bytes=on_bytes) for p, i in files if i.kind in ("worker", "frontend")]
-    sources = orch + workers
+    # Prometheus captures (observability.enabled): stats per endpoint even when logs have none
+    prom = [lg for p, i in files if i.kind == "prometheus-capture" for lg in capture_logs(p)]
+    sources = orch + workers + prom
     errors = [s.error for s in sources if s.error]
     endpoints, lifecycle, quoted = build_endpoints(sources)
     roots = {Path(a) for a in paths if Path(a).is_dir()}

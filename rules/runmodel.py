@@ -232,7 +232,7 @@ def _finish(ep: Endpoint) -> None:
     for file, r in ep.records:
         if isinstance(r, StatsSample):
             key = _engine_key(r)
-            if owners.setdefault(key, file) != file:
+            if r.variant != "prom" and owners.setdefault(key, file) != file:  # Prometheus rows name engines
                 clash = True
             stats_rows.append((key, file, r))
         elif isinstance(r, StartupFact):
@@ -245,8 +245,8 @@ def _finish(ep: Endpoint) -> None:
             ep.dp_ranks.add(str(int(m.group(1))))
     if clash:  # each file numbers its engines from 0: keep them apart by node
         node_of = dict.fromkeys(ep.files)
-        stats_rows = [(f"{Path(file).name.split('_')[0]}/{key}" if len(node_of) > 1 else key, file, r)
-                      for key, file, r in stats_rows]
+        stats_rows = [(f"{Path(file).name.split('_')[0]}/{key}" if len(node_of) > 1 and r.variant != "prom"
+                       else key, file, r) for key, file, r in stats_rows]
         ep.dp_ranks = set()
     ep.stats = _stats_frame(stats_rows)
     ep.kv = _kv_frame([(f, r) for f, r in ep.of(KVTransfer)])  # type: ignore[misc]
@@ -276,7 +276,9 @@ def _attach_launches(endpoints: dict[str, Endpoint], lifecycle: list[tuple[str, 
 
 def build_endpoints(sources: list[ParsedLog]) -> tuple[dict[str, Endpoint], list[tuple[str, Lifecycle]],
                                                     list[tuple[str, Fault]]]:
-    """Group worker records into endpoints; keep orchestrator lifecycle and quoted faults apart."""
+    """Group worker records into endpoints; keep orchestrator lifecycle and quoted faults apart.
+    Prometheus sources (kind ``prometheus``, diag.prom) join their role/index's endpoint like a worker
+    log; a frontend's are not an endpoint, like its log."""
     endpoints: dict[str, Endpoint] = {}
     lifecycle: list[tuple[str, Lifecycle]] = []
     quoted: list[tuple[str, Fault]] = []
@@ -292,7 +294,9 @@ def build_endpoints(sources: list[ParsedLog]) -> tuple[dict[str, Endpoint], list
         ep.records.extend((file, r) for r in recs)
 
     for src in sources:
-        if src.error or src.kind not in ("worker", "orchestrator"):
+        if src.error or src.kind not in ("worker", "orchestrator", "prometheus"):
+            continue
+        if src.kind == "prometheus" and src.info.role == "frontend":
             continue
         name = src.path
         info = src.info

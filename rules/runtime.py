@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
+from parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption, StatsSample
 
 from .catalog import Rule
 from .finding import Finding, Location
@@ -323,7 +323,9 @@ def presence(rule: Rule, run: Run) -> list[Finding]:
 def absence(rule: Rule, run: Run) -> list[Finding]:
     out = []
     for ep in run.endpoints.values():
-        if ep.role not in rule.params.get("roles", ("prefill", "decode", "agg")) or ep.samples:
+        variants = Counter(r.variant for _, r in ep.records if isinstance(r, StatsSample))
+        prom = variants.pop("prom", 0)  # L001 is about the log: Prometheus samples do not count
+        if ep.role not in rule.params.get("roles", ("prefill", "decode", "agg")) or variants:
             continue
         facts = ep.facts
         cause, why = "unknown", "no stats lines and no reason printed (idle endpoint, or logging above INFO)"
@@ -334,10 +336,11 @@ def absence(rule: Rule, run: Run) -> list[Finding]:
         elif facts.get("stats_disabled") == "disable_log_stats":
             cause, why = "disable_log_stats", "stats logging is disabled (--disable-log-stats)"
         where = ep.fact_lines.get("stats_disabled") or ep.fact_lines.get("api_server_count")
-        out.append(_finding(rule, f"{ep.id} has no stats lines: {why}", endpoint=ep.id,
+        also = f"; Prometheus has {prom} samples for it" if prom else ""
+        out.append(_finding(rule, f"{ep.id} has no stats lines: {why}{also}", endpoint=ep.id,
                             location=_loc(*where) if where else _loc(ep.files[0] if ep.files else None, None),
-                            evidence={"cause": cause, "engines": len(ep.engines)}, first_ts=ep.first_ts,
-                            last_ts=ep.last_ts))
+                            evidence={"cause": cause, "engines": len(ep.engines), "prometheus_samples": prom},
+                            first_ts=ep.first_ts, last_ts=ep.last_ts))
     return out
 
 

@@ -1,0 +1,267 @@
+"""Prometheus exposition -> StatsSample: real pasted scrapes, aliases, counter resets, the
+stats-missing sample's raw_prometheus.jsonl (values checked against the file) and `diag tail` on it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from diag.load import load_run
+from diag.prom import capture_logs
+from parsers.prometheus import (
+    ALIASES,
+    FIELDS,
+    ExpositionError,
+    StatsConverter,
+    canonical,
+    choose_step,
+    engine_values,
+    parse_duration,
+    parse_exposition,
+    read_capture,
+    role_from_samples,
+    scrapes_to_stats,
+    server_queries,
+    worker_of,
+)
+from parsers.records import StatsSample
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "samples" / "runs" / "stats-missing"
+CAPTURE = RUN / "logs" / "raw_prometheus.jsonl"
+T0 = datetime(2026, 8, 20, 9, 0, tzinfo=UTC)
+
+
+def _expo(prompt: float, gen: float, pre: float, kv: float = 0.5, running: int = 3, engine: str = "0") -> str:
+    lab = f'{{engine="{engine}",model_name="m"}}'
+    return "\n".join([
+        "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{lab} {running}",
+        "# TYPE vllm:num_requests_waiting gauge", f"vllm:num_requests_waiting{lab} 1",
+        "# TYPE vllm:kv_cache_usage_perc gauge", f"vllm:kv_cache_usage_perc{lab} {kv}",
+        "# TYPE vllm:prompt_tokens counter", f"vllm:prompt_tokens_total{lab} {prompt}",
+        f"vllm:prompt_tokens_created{lab} 1.7e9",
+        "# TYPE vllm:generation_tokens counter", f"vllm:generation_tokens_total{lab} {gen}",
+        "# TYPE vllm:num_preemptions counter", f"vllm:num_preemptions_total{lab} {pre}", ""])
+
+
+# ---------------------------------------------------------------- real pasted scrapes
+
+def test_f01_old_names_map_to_current(real_logs: Path) -> None:
+    samples = parse_exposition((real_logs / "f-01.log").read_text())
+    by = {s.name: s for s in samples}
+    assert by["process_cpu_seconds_total"].value == pytest.approx(439.72)
+    assert by["process_max_fds"].value == 1048576.0
+    kv = by["vllm:gpu_cache_usage_perc"]
+    assert (kv.metric, kv.legacy, kv.value) == ("vllm:kv_cache_usage_perc", True, 0.0)
+    assert kv.labels == {"model_name": "Qwen/Qwen2.5-Coder-32B-Instruct"}
+    assert engine_values(samples) == {None: {"running": 0.0, "waiting": 0.0, "kv": 0.0}}
+    (row,) = StatsConverter().add(T0, samples, 7)  # gauges only: no baseline needed
+    assert (row.variant, row.engine, row.running, row.waiting, row.kv_usage, row.prompt_tps, row.line) == (
+        "prom", None, 0, 0, 0.0, None, 7)
+
+
+def test_f03_markdown_quoted_paste(real_logs: Path) -> None:
+    raw = (real_logs / "f-03.log").read_text()
+    with pytest.raises(ValueError):  # as pasted, the parser cannot read it ...
+        list(text_string_to_metric_families(raw))
+    samples = parse_exposition(raw)  # ... cleaned, it can
+    by = {(s.name, tuple(sorted(s.labels.items()))): s.value for s in samples}
+    assert by[("python_gc_objects_collected_total", (("generation", "0"),))] == 7902.0
+    assert by[("python_gc_collections_total", (("generation", "2"),))] == 79.0
+    assert by[("process_virtual_memory_bytes", ())] == 1.0322907136e11
+    assert {s.type for s in samples if s.name == "python_gc_collections_total"} == {"counter"}
+    assert len(samples) == 11
+    assert engine_values(samples) == {}  # the issue: no vllm:* series in this scrape
+    assert StatsConverter().add(T0, samples, 1) == []
+
+
+def test_f05_current_names_created_ignored(real_logs: Path) -> None:
+    samples = parse_exposition((real_logs / "f-05.log").read_text())
+    assert not [s for s in samples if s.name.endswith("_created")]
+    by = {s.name: s for s in samples}
+    assert set(by) == {"vllm:gpu_prefix_cache_hits_total", "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total"}
+    assert by["vllm:kv_cache_usage_perc"].value == 9.75010481363281e-06
+    assert by["vllm:kv_cache_usage_perc"].labels == {"engine": "0", "model_name": "zai-org/GLM-4.5"}
+    assert (by["vllm:gpu_prefix_cache_hits_total"].metric, by["vllm:gpu_prefix_cache_hits_total"].legacy) == (
+        "vllm:prefix_cache_hits", True)
+    assert by["vllm:prefix_cache_queries_total"].value == 32.0
+    assert parse_exposition((real_logs / "f-05.log").read_text(), fields_only=True) == samples
+    conv = StatsConverter()
+    assert conv.add(T0, samples, 1) == []  # prefix-cache counters: the first scrape is the baseline
+    (row,) = conv.add(T0 + timedelta(seconds=10), samples, 2)
+    assert row.engine == 0 and row.kv_usage == pytest.approx(9.75010481363281e-04)
+    assert row.prefix_hit is None  # no new queries in the interval: no hit rate
+    assert row.prompt_tps is None and row.running is None
+
+
+def test_bad_text_is_one_line_value_error() -> None:
+    with pytest.raises(ExpositionError) as e:
+        parse_exposition("vllm:num_requests_running 1\nvllm:num_requests_waiting{engine} 2\n")
+    assert isinstance(e.value, ValueError)
+    assert "\n" not in str(e.value) and "line 2" in str(e.value)
+    with pytest.raises(ExpositionError, match="line 1 'hello world'"):
+        parse_exposition("hello world")
+
+
+# ---------------------------------------------------------------- names, counters, resets
+
+def test_aliases_and_fields_are_consistent() -> None:
+    assert canonical("vllm:gpu_cache_usage_perc") == ("vllm:kv_cache_usage_perc", True)
+    assert canonical("vllm:prompt_tokens_total") == ("vllm:prompt_tokens", False)
+    assert canonical("vllm:prompt_tokens_created") is None
+    assert set(ALIASES.values()).isdisjoint(ALIASES)
+    for _, sources in FIELDS.values():
+        for metric, _ in sources:
+            assert metric not in ALIASES, f"{metric}: FIELDS names current metrics only"
+    both = ('vllm:gpu_cache_usage_perc{engine="0"} 0.9\nvllm:kv_cache_usage_perc{engine="0"} 0.25\n'
+            'vllm:gpu_cache_usage_perc{engine="1"} 0.7\n')
+    assert engine_values(parse_exposition(both)) == {"0": {"kv": 0.25}, "1": {"kv": 0.7}}
+
+
+def test_counters_become_rates_with_reset() -> None:
+    scrapes = [(T0, 1, _expo(1000, 100, 2)), (T0 + timedelta(seconds=10), 2, _expo(3000, 600, 5, kv=0.75)),
+               (T0 + timedelta(seconds=20), 3, _expo(500, 40, 1)),     # engine restarted: counters reset
+               (T0 + timedelta(seconds=20), 4, _expo(9e9, 9e9, 9))]    # same instant again: ignored
+    rows = scrapes_to_stats([(ts, n, parse_exposition(t)) for ts, n, t in scrapes])
+    assert [(r.line, r.prompt_tps, r.gen_tps, r.preemptions, r.kv_usage, r.running, r.waiting) for r in rows] == [
+        (2, 200.0, 50.0, 3, 75.0, 3, 1), (3, 50.0, 4.0, 1, 50.0, 3, 1)]
+    conv = StatsConverter()
+    for ts, n, t in scrapes[:3]:
+        conv.add(ts, parse_exposition(t), n)
+    assert conv.resets == 3
+
+
+def test_local_compute_prompt_tokens_preferred() -> None:
+    text = ('vllm:prompt_tokens_total{engine="0"} 5000\n'
+            'vllm:prompt_tokens_by_source_total{engine="0",source="local_compute"} 1200\n'
+            'vllm:prompt_tokens_by_source_total{engine="0",source="external_kv_transfer"} 3800\n')
+    assert engine_values(parse_exposition(text)) == {"0": {"prompt": 1200.0}}
+
+
+def test_roles_from_labels() -> None:
+    def role(text: str) -> str | None:
+        return role_from_samples(parse_exposition(text))
+
+    assert role('dynamo_component_requests_total{dynamo_component="prefill"} 1\n') == "prefill"
+    assert role('dynamo_component_uptime_seconds{dynamo_component="backend"} 1\n') == "decode"
+    assert role('dynamo_frontend_worker_active_prefill_tokens{worker_type="prefill"} 1\n'
+                'dynamo_frontend_worker_active_decode_blocks{worker_type="decode"} 1\n') == "frontend"
+    assert role('x{worker_type="decode"} 1\n') == "decode"
+    assert role('vllm:num_requests_running{engine="0"} 1\n') is None
+
+
+def test_promql_side() -> None:
+    q = server_queries(60)
+    assert q["kv"] == "vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc"
+    assert q["gen"] == "rate(vllm:generation_tokens_total[60000ms])"
+    assert q["prompt"].startswith('sum without(source) (rate(vllm:prompt_tokens_by_source_total{source="local_compute"}')
+    assert q["prompt"].endswith(" or rate(vllm:prompt_tokens_total[60000ms])")
+    assert choose_step(600, 15) == 15
+    week = 7 * 86400
+    step = choose_step(week, 15)
+    assert week / step <= 11000 and step == pytest.approx(week / 11000, abs=0.001)
+    assert (parse_duration("15s"), parse_duration("1m30s"), parse_duration("500ms"), parse_duration("2")) == (
+        15, 90, 0.5, 2)
+    with pytest.raises(ValueError):
+        parse_duration("soon")
+
+
+# ---------------------------------------------------------------- the stats-missing capture
+
+def _file_values() -> dict[str, list[tuple[int, dict[tuple[str, str], float]]]]:
+    """Independently of the parser: per worker, (timestamp_ns, {(metric, engine): value}) per scrape."""
+    out: dict[str, list[tuple[int, dict[tuple[str, str], float]]]] = {}
+    rx = re.compile(r'^(vllm:\w+)\{engine="(\d+)",[^}]*\} (\S+)$', re.M)
+    for line in CAPTURE.read_text().splitlines():
+        d = json.loads(line)
+        vals = {(m, e): float(v) for m, e, v in rx.findall(d["text"])}
+        out.setdefault(d["worker_id"], []).append((d["timestamp_ns"], vals))
+    return out
+
+
+def test_capture_rows_and_workers() -> None:
+    rows, problems = read_capture(CAPTURE.read_text().splitlines())
+    assert len(rows) == 35 and problems == []
+    assert {worker_of(r) for r in rows} == {
+        ("prefill", 0, "gb200-r09-n12"), ("prefill", 1, "gb200-r09-n12"), ("prefill", 2, "gb200-r09-n13"),
+        ("prefill", 3, "gb200-r09-n13"), ("decode", 0, "gb200-r09-n14"), ("decode", 0, "gb200-r09-n15"),
+        ("frontend", 0, "gb200-r09-n12")}
+    torn = [*CAPTURE.read_text().splitlines()[:2], '{"timestamp_ns": 17872187', "", "[1, 2]"]
+    rows, problems = read_capture(torn)
+    assert len(rows) == 2 and [p.split(":")[0] for p in problems] == ["line 3", "line 5"]
+
+
+def test_capture_values_match_the_file() -> None:
+    want = _file_values()
+    logs = {lg.path.split("#")[1]: lg for lg in capture_logs(CAPTURE)}
+    assert set(logs) == set(want)
+    assert logs["frontend_0"].records == [] and logs["frontend_0"].info.role == "frontend"
+    for wid, scrapes in want.items():
+        if wid == "frontend_0":
+            continue
+        engines = sorted({e for _, vals in scrapes for _, e in vals})
+        got = {(r.engine, r.ts): r for r in logs[wid].records}
+        assert len(got) == len(logs[wid].records) == (len(scrapes) - 1) * len(engines), wid
+        for (t0, v0), (t1, v1) in pairwise(scrapes):
+            dt = (t1 - t0) / 1e9
+            for e in engines:
+                r = got[(int(e), datetime.fromtimestamp(t1 / 1e9, tz=UTC))]
+                assert isinstance(r, StatsSample) and r.variant == "prom"
+                assert r.running == v1[("vllm:num_requests_running", e)]
+                assert r.waiting == v1[("vllm:num_requests_waiting", e)]
+                assert r.kv_usage == pytest.approx(100 * v1[("vllm:kv_cache_usage_perc", e)])
+                d_prompt = v1[("vllm:prompt_tokens_total", e)] - v0[("vllm:prompt_tokens_total", e)]
+                d_gen = v1[("vllm:generation_tokens_total", e)] - v0[("vllm:generation_tokens_total", e)]
+                assert r.prompt_tps == pytest.approx(d_prompt / dt, rel=1e-5)
+                assert r.gen_tps == pytest.approx(d_gen / dt, rel=1e-5)
+                assert r.preemptions == v1[("vllm:num_preemptions_total", e)] - v0[("vllm:num_preemptions_total", e)]
+    # one row spelled out: decode_0 on n14, engine 2, second scrape (file lines 5 and 12)
+    r = next(r for r in logs["decode_0_gb200-r09-n14"].records if r.engine == 2)
+    dt = (1787218824825710347 - 1787218704112631952) / 1e9
+    assert (r.line, r.running, r.waiting, r.preemptions) == (12, 62, 0, 0)
+    assert r.kv_usage == pytest.approx(28.2)
+    assert r.prompt_tps == pytest.approx((1378159 - 294808) / dt) and r.prompt_tps == pytest.approx(8974.6, abs=0.1)
+    assert r.gen_tps == pytest.approx((172340 - 36866) / dt)
+
+
+def test_run_endpoints_get_prometheus_samples_and_l001_stays() -> None:
+    from rules.engine import evaluate
+
+    run = load_run([str(RUN)])
+    assert {eid: ep.samples for eid, ep in run.endpoints.items()} == {
+        "prefill-w0": 8, "prefill-w1": 8, "prefill-w2": 8, "prefill-w3": 8, "decode-w0": 32}
+    assert run.endpoints["decode-w0"].engines == [str(e) for e in range(8)]
+    assert "frontend-w0" not in run.endpoints
+    pre = run.endpoints["prefill-w0"].stats
+    assert pre["file"].str.ends_with("raw_prometheus.jsonl#prefill_0_gb200-r09-n12").all()
+    l001 = {f.endpoint: f for f in evaluate(run) if f.code == "DIAG-L001"}
+    assert set(l001) == set(run.endpoints)
+    for eid, f in l001.items():
+        n = run.endpoints[eid].samples
+        assert f.evidence["cause"] == "api_server_count" and f.evidence["prometheus_samples"] == n
+        assert "API server" in f.message and f"Prometheus has {n} samples" in f.message
+        assert f.location is not None and f.location.path.endswith(".out")
+
+
+def test_tail_json_shows_prometheus_samples() -> None:
+    res = subprocess.run([sys.executable, "-m", "diag", "tail", str(RUN), "--format", "json"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert res.returncode in (0, 1), res.stderr
+    doc = json.loads(res.stdout)
+    eps = {e["id"]: e for e in doc["endpoints"]}
+    assert eps["decode-w0"]["samples"] == 32 and eps["prefill-w3"]["samples"] == 8
+    assert eps["decode-w0"]["stats"]["kv_usage_last"] is not None and eps["decode-w0"]["stats"]["running_last"] > 0
+    assert eps["prefill-w0"]["stats"]["prompt_tps_last"] > 0
+    l001 = [f for f in doc["findings"] if f["code"] == "DIAG-L001"]
+    assert len(l001) == 5
+    assert all("more than one API server" in f["message"] and "Prometheus has" in f["message"] for f in l001)
+    kinds = [s["kind"] for s in doc["sources"]]
+    assert kinds.count("prometheus") == 7
