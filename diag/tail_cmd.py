@@ -121,13 +121,25 @@ def tail(
     export: Path | None = typer.Option(None, "--export", help="Write the time series to this directory."),
     export_format: ExportFmt = typer.Option(ExportFmt.parquet, "--export-format"),
     config: Path | None = typer.Option(None, "--config", help="diag.toml to use instead of the one found."),
+    scrape: list[str] = typer.Option([], "--scrape", metavar="URL",
+                                     help="Also scrape this /metrics URL now (twice, 1 s apart); URL or "
+                                          "ROLE-wN=URL to name its endpoint. Repeatable."),
+    prom: str | None = typer.Option(None, "--prom", metavar="URL",
+                                    help="Also query this Prometheus server for the engines' vLLM metrics."),
+    prom_start: str | None = typer.Option(None, "--prom-start", help="--prom from this ISO time (default: run start)."),
+    prom_end: str | None = typer.Option(None, "--prom-end", help="--prom until this ISO time (default: run end)."),
 ) -> None:
     """Per-endpoint health of a run from its logs: throughput, queues, KV, faults, findings."""
     try:
         if follow:
+            if scrape or prom:
+                raise InputError("--scrape/--prom read once; they do not combine with --follow")
             code = follow_run(paths, fmt, fail_on, heartbeat, poll, config)
             raise typer.Exit(code)
+        window = _when(prom_start, "--prom-start"), _when(prom_end, "--prom-end")
         run = _load_with_progress(paths)
+        if scrape or prom:
+            _add_metric_sources(run, scrape, prom, *window)
     except (InputError, SettingsError) as e:
         typer.echo(f"diag tail: {e}", err=True)
         raise typer.Exit(2) from None
@@ -163,6 +175,29 @@ def tail(
     for e in run.errors:
         typer.echo(f"diag tail: {e}", err=True)
     raise typer.Exit(2 if run.errors else exit_code(findings, fail_on))
+
+
+def _when(text: str | None, flag: str) -> datetime | None:
+    if not text:
+        return None
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{flag} {text!r}: not an ISO time (2026-08-20T09:30:00Z)") from None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def _add_metric_sources(run: Run, scrape: list[str], prom: str | None, start: datetime | None,
+                        end: datetime | None) -> None:
+    """Live /metrics scrapes and Prometheus server series join the run's endpoints (diag.prom);
+    the server is queried over the run's time span unless --prom-start/--prom-end say otherwise."""
+    from .prom import PromSourceError, attach, extra_sources
+
+    try:
+        logs = extra_sources(scrape, prom, start=start or run.start, end=end or run.end)
+    except PromSourceError as e:
+        raise InputError(str(e)) from None
+    attach(run, logs)
 
 
 def _record_dict(path: str, r) -> dict:
