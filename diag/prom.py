@@ -94,7 +94,8 @@ def capture_logs(path: Path) -> list[ParsedLog]:
                 key = item.worker_id or item.endpoint_url or "?"
                 if key not in logs:
                     role, idx, node = worker_of(item)
-                    logs[key] = (ParsedLog(f"{path}#{key}", _info(str(path), role, idx, node)), StatsConverter())
+                    src = ParsedLog(f"{path}#{key}", _info(str(path), role, idx, node))
+                    logs[key] = (src, StatsConverter())
                 src, conv = logs[key]
                 src.counts.lines += 1
                 try:
@@ -149,7 +150,8 @@ def fetch(url: str, *, timeout_s: float = TIMEOUT_S, max_bytes: int = MAX_BODY) 
     except urllib.error.HTTPError as e:
         raise PromSourceError(f"{url}: HTTP {e.code} {e.reason}") from None
     except urllib.error.URLError as e:
-        raise PromSourceError(f"{url}: cannot connect: {getattr(e.reason, 'strerror', None) or e.reason}") from None
+        why = getattr(e.reason, "strerror", None) or e.reason
+        raise PromSourceError(f"{url}: cannot connect: {why}") from None
     except TimeoutError:
         raise PromSourceError(f"{url}: no response within {timeout_s:g} s") from None
     except OSError as e:
@@ -324,10 +326,10 @@ def _row_sample(row: dict[str, Any], line: int, step: float) -> StatsSample:
     m = re.search(r"\d+", row.get("engine") or "")
     kv = get("kv")
     return StatsSample(line, variant="prom", engine=int(m.group()) if m else None,
-                       ts=datetime.fromtimestamp(row["ts"], tz=UTC), prompt_tps=get("prompt"), gen_tps=get("gen"),
-                       running=as_int("running"), waiting=as_int("waiting"), preemptions=as_int("preempt", step),
-                       kv_usage=None if kv is None else kv * 100.0, prefix_hit=hit_rate(rates, "prefix"),
-                       ext_hit=hit_rate(rates, "ext"))
+                       ts=datetime.fromtimestamp(row["ts"], tz=UTC), prompt_tps=get("prompt"),
+                       gen_tps=get("gen"), running=as_int("running"), waiting=as_int("waiting"),
+                       preemptions=as_int("preempt", step), kv_usage=None if kv is None else kv * 100.0,
+                       prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"))
 
 
 # ---------------------------------------------------------------- entry points
@@ -363,7 +365,8 @@ class ScrapeSource:
     """``diag watch --scrape``: the follower's interface (``poll``/``logs``/``flush``) over a
     :class:`Scraper`; scrapes at most every ``min_interval_s``; ``errors`` holds the last poll's."""
 
-    def __init__(self, specs: list[str], *, min_interval_s: float = 1.0, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(self, specs: list[str], *, min_interval_s: float = 1.0,
+                 timeout_s: float = TIMEOUT_S) -> None:
         self.scraper = Scraper(specs, timeout_s=timeout_s)
         self.label = "scraping " + " ".join(t.url for t in self.scraper.targets)
         self.min_interval_s = min_interval_s
@@ -439,7 +442,8 @@ class ServerSource:
         return []
 
 
-def watch_sources(scrape: list[str] | None = None, prom: str | None = None) -> list[ScrapeSource | ServerSource]:
+def watch_sources(scrape: list[str] | None = None,
+                  prom: str | None = None) -> list[ScrapeSource | ServerSource]:
     """The live sources of ``diag watch``. Raises PromSourceError for a malformed URL."""
     out: list[ScrapeSource | ServerSource] = []
     if scrape:

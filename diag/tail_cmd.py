@@ -126,8 +126,10 @@ def tail(
                                           "ROLE-wN=URL to name its endpoint. Repeatable."),
     prom: str | None = typer.Option(None, "--prom", metavar="URL",
                                     help="Also query this Prometheus server for the engines' vLLM metrics."),
-    prom_start: str | None = typer.Option(None, "--prom-start", help="--prom from this ISO time (default: run start)."),
-    prom_end: str | None = typer.Option(None, "--prom-end", help="--prom until this ISO time (default: run end)."),
+    prom_start: str | None = typer.Option(None, "--prom-start",
+                                          help="--prom from this ISO time (default: run start)."),
+    prom_end: str | None = typer.Option(None, "--prom-end",
+                                        help="--prom until this ISO time (default: run end)."),
 ) -> None:
     """Per-endpoint health of a run from its logs: throughput, queues, KV, faults, findings."""
     try:

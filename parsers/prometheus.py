@@ -33,8 +33,9 @@ from .records import StatsSample
 
 __all__ = [
     "ALIASES", "FIELDS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
-    "canonical", "choose_step", "clean_exposition", "engine_values", "hit_rate", "iter_capture", "parse_duration",
-    "parse_exposition", "read_capture", "role_from_samples", "role_of_label", "scrapes_to_stats", "server_queries", "worker_of",
+    "canonical", "choose_step", "clean_exposition", "engine_values", "hit_rate", "iter_capture",
+    "parse_duration", "parse_exposition", "read_capture", "role_from_samples", "role_of_label",
+    "scrapes_to_stats", "server_queries", "worker_of",
 ]
 
 VARIANT = "prom"

@@ -87,7 +87,8 @@ def test_f05_current_names_created_ignored(real_logs: Path) -> None:
     samples = parse_exposition((real_logs / "f-05.log").read_text())
     assert not [s for s in samples if s.name.endswith("_created")]
     by = {s.name: s for s in samples}
-    assert set(by) == {"vllm:gpu_prefix_cache_hits_total", "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total"}
+    assert set(by) == {"vllm:gpu_prefix_cache_hits_total", "vllm:kv_cache_usage_perc",
+                       "vllm:prefix_cache_queries_total"}
     assert by["vllm:kv_cache_usage_perc"].value == 9.75010481363281e-06
     assert by["vllm:kv_cache_usage_perc"].labels == {"engine": "0", "model_name": "zai-org/GLM-4.5"}
     assert (by["vllm:gpu_prefix_cache_hits_total"].metric, by["vllm:gpu_prefix_cache_hits_total"].legacy) == (
@@ -131,8 +132,8 @@ def test_counters_become_rates_with_reset() -> None:
                (T0 + timedelta(seconds=20), 3, _expo(500, 40, 1)),     # engine restarted: counters reset
                (T0 + timedelta(seconds=20), 4, _expo(9e9, 9e9, 9))]    # same instant again: ignored
     rows = scrapes_to_stats([(ts, n, parse_exposition(t)) for ts, n, t in scrapes])
-    assert [(r.line, r.prompt_tps, r.gen_tps, r.preemptions, r.kv_usage, r.running, r.waiting) for r in rows] == [
-        (2, 200.0, 50.0, 3, 75.0, 3, 1), (3, 50.0, 4.0, 1, 50.0, 3, 1)]
+    got = [(r.line, r.prompt_tps, r.gen_tps, r.preemptions, r.kv_usage, r.running, r.waiting) for r in rows]
+    assert got == [(2, 200.0, 50.0, 3, 75.0, 3, 1), (3, 50.0, 4.0, 1, 50.0, 3, 1)]
     conv = StatsConverter()
     for ts, n, t in scrapes[:3]:
         conv.add(ts, parse_exposition(t), n)
@@ -162,7 +163,8 @@ def test_promql_side() -> None:
     q = server_queries(60)
     assert q["kv"] == "vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc"
     assert q["gen"] == "rate(vllm:generation_tokens_total[60000ms])"
-    assert q["prompt"].startswith('sum without(source) (rate(vllm:prompt_tokens_by_source_total{source="local_compute"}')
+    assert q["prompt"].startswith(
+        'sum without(source) (rate(vllm:prompt_tokens_by_source_total{source="local_compute"}[60000ms]))')
     assert q["prompt"].endswith(" or rate(vllm:prompt_tokens_total[60000ms])")
     assert choose_step(600, 15) == 15
     week = 7 * 86400
@@ -222,13 +224,15 @@ def test_capture_values_match_the_file() -> None:
                 d_gen = v1[("vllm:generation_tokens_total", e)] - v0[("vllm:generation_tokens_total", e)]
                 assert r.prompt_tps == pytest.approx(d_prompt / dt, rel=1e-5)
                 assert r.gen_tps == pytest.approx(d_gen / dt, rel=1e-5)
-                assert r.preemptions == v1[("vllm:num_preemptions_total", e)] - v0[("vllm:num_preemptions_total", e)]
+                pre = "vllm:num_preemptions_total", e
+                assert r.preemptions == v1[pre] - v0[pre]
     # one row spelled out: decode_0 on n14, engine 2, second scrape (file lines 5 and 12)
     r = next(r for r in logs["decode_0_gb200-r09-n14"].records if r.engine == 2)
     dt = (1787218824825710347 - 1787218704112631952) / 1e9
     assert (r.line, r.running, r.waiting, r.preemptions) == (12, 62, 0, 0)
     assert r.kv_usage == pytest.approx(28.2)
-    assert r.prompt_tps == pytest.approx((1378159 - 294808) / dt) and r.prompt_tps == pytest.approx(8974.6, abs=0.1)
+    assert r.prompt_tps == pytest.approx((1378159 - 294808) / dt)
+    assert r.prompt_tps == pytest.approx(8974.6, abs=0.1)
     assert r.gen_tps == pytest.approx((172340 - 36866) / dt)
 
 
@@ -252,13 +256,14 @@ def test_run_endpoints_get_prometheus_samples_and_l001_stays() -> None:
 
 
 def test_tail_json_shows_prometheus_samples() -> None:
-    res = subprocess.run([sys.executable, "-m", "diag", "tail", str(RUN), "--format", "json"], capture_output=True,
-                         text=True, cwd=ROOT, timeout=120)
+    res = subprocess.run([sys.executable, "-m", "diag", "tail", str(RUN), "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
     eps = {e["id"]: e for e in doc["endpoints"]}
     assert eps["decode-w0"]["samples"] == 32 and eps["prefill-w3"]["samples"] == 8
-    assert eps["decode-w0"]["stats"]["kv_usage_last"] is not None and eps["decode-w0"]["stats"]["running_last"] > 0
+    dec = eps["decode-w0"]["stats"]
+    assert dec["kv_usage_last"] is not None and dec["running_last"] > 0
     assert eps["prefill-w0"]["stats"]["prompt_tps_last"] > 0
     l001 = [f for f in doc["findings"] if f["code"] == "DIAG-L001"]
     assert len(l001) == 5

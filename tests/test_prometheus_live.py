@@ -25,7 +25,17 @@ from statistics import median
 
 import pytest
 
-from diag.prom import PromSourceError, Scraper, Target, extra_sources, query_server, series_endpoint
+from diag.prom import (
+    PromSourceError,
+    Scraper,
+    ScrapeSource,
+    ServerSource,
+    Target,
+    extra_sources,
+    query_server,
+    series_endpoint,
+    watch_sources,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -116,7 +126,8 @@ def test_scrape_named_and_labelled_targets(exporter) -> None:
     time.sleep(0.2)
     assert sc.poll() == []
     named, pre = sc.logs()
-    assert (named.kind, named.info.role, named.info.index, named.info.node) == ("prometheus", "decode", 3, "127.0.0.1")
+    info = named.info
+    assert (named.kind, info.role, info.index, info.node) == ("prometheus", "decode", 3, "127.0.0.1")
     assert (pre.info.role, pre.info.index) == ("prefill", 0)
     for log in (named, pre):
         assert [r.engine for r in log.records] == [0, 1]  # the first poll is the counters' baseline
@@ -151,7 +162,8 @@ def test_scrape_failures_are_one_line_errors(exporter) -> None:
 
 
 def _diag(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
 
 
 def test_tail_scrape_adds_a_live_endpoint(exporter) -> None:
@@ -167,9 +179,28 @@ def test_tail_scrape_adds_a_live_endpoint(exporter) -> None:
     assert [s["path"] for s in doc["sources"] if s["kind"] == "prometheus"] == [f"{base}/metrics"]
     one_log = str(ROOT / "samples" / "runs" / "stats-missing" / "logs" / "gb200-r09-n12_prefill_w0.out")
     bad = _diag("tail", one_log, "--scrape", f"http://127.0.0.1:{_free_port()}/metrics")
-    assert bad.returncode == 2 and "cannot connect" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert bad.returncode == 2 and "cannot connect" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
     bad = _diag("tail", one_log, "--prom", "http://127.0.0.1:9/", "--prom-start", "yesterday")
     assert bad.returncode == 2 and "--prom-start 'yesterday': not an ISO time" in bad.stderr
+
+
+def test_watch_sources_follow_the_follower_interface(exporter) -> None:
+    base, routes = exporter
+    routes["/metrics"] = _counting_route()
+    (src,) = watch_sources([f"prefill-w1={base}/metrics"], None)
+    assert isinstance(src, ScrapeSource) and src.label == f"scraping {base}/metrics"
+    assert src.poll() == ([], [f"{base}/metrics"])  # the baseline scrape: a new source, no rows yet
+    assert src.poll() == ([], [])                    # within min_interval_s: nothing is fetched
+    time.sleep(src.min_interval_s)
+    new, added = src.poll()
+    assert added == []
+    url = f"{base}/metrics"
+    assert [(p, r.engine, r.running) for p, r in new] == [(url, 0, 4), (url, 1, 5)]
+    (log,) = src.logs()
+    assert (log.info.role, log.info.index, len(log.records)) == ("prefill", 1, 2) and src.flush() == []
+    with pytest.raises(PromSourceError):
+        watch_sources(None, "127.0.0.1:9090")
 
 
 def test_series_endpoint_labels() -> None:
@@ -211,9 +242,9 @@ def test_real_prometheus_server(exporter, tmp_path: Path) -> None:
     t0 = time.time()
     # decode: job "decode-w0" names it; counters grow 1000/250/2 per second
     routes["/decode"] = _timed_route(t0, lambda t: _engines(VLLM, {
-        e: {"vllm:num_requests_running": run, "vllm:num_requests_waiting": 3.0, "vllm:kv_cache_usage_perc": 0.42,
-            "vllm:prompt_tokens_total": 1000 * t, "vllm:generation_tokens_total": 250 * t,
-            "vllm:num_preemptions_total": 2 * t} for e, run in (("0", 7.0), ("1", 9.0))}))
+        e: {"vllm:num_requests_running": run, "vllm:num_requests_waiting": 3.0,
+            "vllm:kv_cache_usage_perc": 0.42, "vllm:prompt_tokens_total": 1000 * t,
+            "vllm:generation_tokens_total": 250 * t, "vllm:num_preemptions_total": 2 * t} for e, run in (("0", 7.0), ("1", 9.0))}))
     # prefill: an old vLLM's KV name, a dynamo_component target label, local-compute prompt tokens
     routes["/prefill"] = _timed_route(t0, lambda t: _engines(VLLM, {"0": {
         "vllm:num_requests_running": 1.0, "vllm:num_requests_waiting": 6.0, "vllm:gpu_cache_usage_perc": 0.25,
@@ -222,21 +253,25 @@ def test_real_prometheus_server(exporter, tmp_path: Path) -> None:
     target = base.removeprefix("http://")
     (tmp_path / "prometheus.yml").write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
-        f"  - job_name: decode-w0\n    metrics_path: /decode\n    static_configs:\n      - targets: ['{target}']\n"
-        f"  - job_name: vllm\n    metrics_path: /prefill\n    static_configs:\n      - targets: ['{target}']\n"
+        f"  - job_name: decode-w0\n    metrics_path: /decode\n"
+        f"    static_configs:\n      - targets: ['{target}']\n"
+        f"  - job_name: vllm\n    metrics_path: /prefill\n"
+        f"    static_configs:\n      - targets: ['{target}']\n"
         "        labels:\n          dynamo_component: prefill\n")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "prometheus.log").open("w")
     proc = subprocess.Popen([binary, f"--config.file={tmp_path / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                             f"--storage.tsdb.path={tmp_path / 'data'}",
+                             f"--web.listen-address=127.0.0.1:{port}"],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
         query = f"{url}/api/v1/query?query=min(count_over_time(vllm:num_requests_running%5B1m%5D))"
         while time.monotonic() < deadline:  # ready, and at least 6 scrapes of both targets ingested
             status, body = _get(query)
-            if status == 200 and (res := json.loads(body)["data"]["result"]) and float(res[0]["value"][1]) >= 6:
+            res = json.loads(body)["data"]["result"] if status == 200 else []
+            if res and float(res[0]["value"][1]) >= 6:
                 break
             assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
             time.sleep(0.25)
@@ -265,7 +300,14 @@ def test_real_prometheus_server(exporter, tmp_path: Path) -> None:
         ts0 = [r.ts for r in dec if r.engine == 0]
         steps = sorted({(b - a).total_seconds() for a, b in pairwise(ts0)})
         assert steps == [1.0]  # the 1 s scrape interval, read from the targets API, is the step
-        res = _diag("tail", str(ROOT / "samples" / "runs" / "stats-missing"), "--prom", url, "--format", "json",
+        live = ServerSource(url, window=timedelta(seconds=60), min_interval_s=0)
+        first, added = live.poll()
+        assert sorted(added) == sorted(lg.path for lg in logs) and len(first) >= len(dec)
+        time.sleep(1.2)
+        again, added = live.poll()  # only samples newer than those already passed on
+        assert added == [] and all(r.ts > max(r0.ts for _, r0 in first) for _, r in again)
+        res = _diag("tail", str(ROOT / "samples" / "runs" / "stats-missing"), "--prom", url,
+                    "--format", "json",
                     "--prom-start", (end - timedelta(seconds=30)).isoformat(), "--prom-end", end.isoformat())
         assert res.returncode in (0, 1), res.stderr
         eps = {e["id"]: e for e in json.loads(res.stdout)["endpoints"]}

@@ -64,7 +64,8 @@ def test_endpoints_match_manifest(loaded) -> None:
         assert ep.role == w["role"]
         assert len(ep.engines) == w["engines"], eid
         # the manifest describes the logs; a raw_prometheus.jsonl capture adds "prom" samples and sources
-        assert sum(isinstance(r, StatsSample) and r.variant != "prom" for _, r in ep.records) == w["stats_samples"]
+        log_samples = sum(isinstance(r, StatsSample) and r.variant != "prom" for _, r in ep.records)
+        assert log_samples == w["stats_samples"], eid
         logs = [f for f in ep.files if "raw_prometheus.jsonl#" not in f]
         assert sorted(Path(f).resolve() for f in logs) == sorted((run_dir / f).resolve() for f in w["files"])
 
