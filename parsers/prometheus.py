@@ -216,8 +216,10 @@ def _engine_int(label: str | None) -> int | None:
 
 @dataclass
 class StatsConverter:
-    """Successive scrapes of one endpoint -> ``StatsSample`` rows (see the module docstring)."""
+    """Successive scrapes of one endpoint -> ``StatsSample`` rows (see the module docstring).
+    ``baseline_rows``: a baseline scrape still yields its gauges (rates None), for single snapshots."""
 
+    baseline_rows: bool = False
     resets: int = 0
     _prev: dict[str | None, tuple[datetime, dict[str, float]]] = field(default_factory=dict)
 
@@ -229,7 +231,8 @@ class StatsConverter:
                 continue  # a repeated or out-of-order scrape says nothing new
             self._prev[eng] = (ts, vals)
             counters = [c for c in COUNTERS if c in vals]
-            if counters and (prev is None or not any(c in prev[1] for c in counters)):
+            baseline = counters and (prev is None or not any(c in prev[1] for c in counters))
+            if baseline and not self.baseline_rows:
                 continue  # baseline only
             rates: dict[str, float] = {}
             if prev is not None:

@@ -138,6 +138,8 @@ def test_counters_become_rates_with_reset() -> None:
     for ts, n, t in scrapes[:3]:
         conv.add(ts, parse_exposition(t), n)
     assert conv.resets == 3
+    (snap,) = StatsConverter(baseline_rows=True).add(T0, parse_exposition(scrapes[0][2]), 1)  # one snapshot
+    assert (snap.running, snap.kv_usage, snap.prompt_tps, snap.preemptions) == (3, 50.0, None, None)
 
 
 def test_local_compute_prompt_tokens_preferred() -> None:
