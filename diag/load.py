@@ -19,7 +19,7 @@ from parsers.layout import FileInfo, role_from_content, sniff_kind
 from parsers.records import Fault, Lifecycle
 from rules.runmodel import Run, build_endpoints
 
-from .prom import capture_logs
+from .prom import capture_logs, exposition_log
 from .sources import Skipped, discover, parse_log
 
 
@@ -63,13 +63,49 @@ def _run_start(orchestrators: list[Any]) -> datetime | None:
     return min(stamps) if stamps else None
 
 
-def load_run(paths: list[str], *, on_bytes: Callable[[int], None] | None = None,
-             on_total: Callable[[int], None] | None = None) -> Run:
-    """Everything diag knows about the run(s) at ``paths``. Raises InputError on a bad path."""
+def run_root(path: Path) -> Path:
+    """The run directory a file belongs to: the parent of its ``logs/`` folder, or its own folder."""
+    d = path.resolve().parent
+    for cand in (d, *d.parents[:3]):
+        if cand.name == "logs":
+            return cand.parent
+        if (cand / "logs").is_dir():
+            return cand
+    return d
+
+
+def load_runs(paths: list[str], *, on_bytes: Callable[[int], None] | None = None,
+              on_total: Callable[[int], None] | None = None) -> list[Run]:
+    """One run per run directory among ``paths`` (files of different runs never share endpoints)."""
     files, skipped = discover(paths)
     files = _reclassify(files, skipped)
     if on_total:
         on_total(sum(p.stat().st_size for p, i in files if i.kind in ("worker", "frontend", "orchestrator")))
+    groups: dict[Path, list[tuple[Path, FileInfo]]] = {}
+    for p, i in files:
+        groups.setdefault(run_root(p), []).append((p, i))
+    if not groups:
+        return [_build(None, [], skipped, on_bytes)]
+    runs = []
+    for n, (root, group) in enumerate(groups.items()):
+        mine = [s for s in skipped if run_root(s.path) == root or (n == 0 and s.path.is_dir())]
+        runs.append(_build(root, group, mine, on_bytes))
+    return runs
+
+
+def load_run(paths: list[str], *, on_bytes: Callable[[int], None] | None = None,
+             on_total: Callable[[int], None] | None = None) -> Run:
+    """Everything diag knows about the run at ``paths``, as one run. Raises InputError on a bad path."""
+    files, skipped = discover(paths)
+    files = _reclassify(files, skipped)
+    if on_total:
+        on_total(sum(p.stat().st_size for p, i in files if i.kind in ("worker", "frontend", "orchestrator")))
+    roots = {run_root(p) for p, _ in files}
+    return _build(next(iter(roots)) if len(roots) == 1 else None, files, skipped, on_bytes)
+
+
+def _build(root: Path | None, files: list[tuple[Path, FileInfo]], skipped: list[Skipped],
+           on_bytes: Callable[[int], None] | None) -> Run:
     orch = [parse_log(p, i, on_bytes=on_bytes) for p, i in files if i.kind == "orchestrator"]
     for src in orch:  # worker lines quoted in FAILURE DETAILS are not the orchestrator's own records
         src.records = [r for r in src.records if r.task is not None or isinstance(r, (Lifecycle, Fault))]
@@ -77,13 +113,11 @@ def load_run(paths: list[str], *, on_bytes: Callable[[int], None] | None = None,
     workers = [parse_log(p, i, ref=ref, on_bytes=on_bytes) for p, i in files if i.kind in ("worker", "frontend")]
     # Prometheus captures (observability.enabled): stats per endpoint even when logs have none
     prom = [lg for p, i in files if i.kind == "prometheus-capture" for lg in capture_logs(p)]
+    prom += [exposition_log(p) for p, i in files if i.kind == "prometheus-text"]
     sources = orch + workers + prom
-    errors = [s.error for s in sources if s.error]
     endpoints, lifecycle, quoted = build_endpoints(sources)
-    roots = {Path(a) for a in paths if Path(a).is_dir()}
-    run = Run(next(iter(roots)) if len(roots) == 1 else None, sources,
-              [(str(s.path), s.reason) for s in skipped], endpoints, lifecycle, quoted)
-    run.errors = errors
+    run = Run(root, sources, [(str(s.path), s.reason) for s in skipped], endpoints, lifecycle, quoted)
+    run.errors = [s.error for s in sources if s.error]
     _side_files(run, files)
     return run
 

@@ -113,6 +113,25 @@ def capture_logs(path: Path) -> list[ParsedLog]:
     return [src for src, _ in logs.values()]
 
 
+def exposition_log(path: Path) -> ParsedLog:
+    """A saved ``/metrics`` response (or a pasted one): a single scrape, dated by the file's mtime."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    except OSError as e:
+        return error_log(str(path), f"{path}: cannot read: {e.strerror or e}")
+    try:
+        samples = parse_exposition(text, fields_only=True)
+    except ExpositionError as e:
+        return error_log(str(path), f"{path}: {e}")
+    src = ParsedLog(str(path), _info(str(path), role_from_samples(samples) or "unknown", 0, None),
+                    size=len(text))
+    src.counts.lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    src.counts.candidates = 1
+    src.records.extend(StatsConverter(baseline_rows=True).add(mtime, samples, 1))
+    return src
+
+
 # ---------------------------------------------------------------- live scrapes
 
 class Target:

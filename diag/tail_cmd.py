@@ -20,7 +20,7 @@ from rules.runmodel import Run, build_endpoints
 from rules.settings import SettingsError, load_settings
 
 from . import summary as S
-from .load import load_run
+from .load import load_runs
 from .sources import InputError
 from .view import dumps, render_text, run_dict
 
@@ -62,10 +62,10 @@ def settings_findings(run: Run, config: Path | None) -> list[Finding]:
     return settings.apply(evaluate(run, rules), report_unused=False)
 
 
-def _load_with_progress(paths: list[str]) -> Run:
+def _load_with_progress(paths: list[str]) -> list[Run]:
     err = sys.stderr
     if not err.isatty():
-        return load_run(paths)
+        return load_runs(paths)
     progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                         TransferSpeedColumn(), TimeRemainingColumn(), console=Console(file=err), transient=True)
     task = progress.add_task("reading logs", total=None)
@@ -78,7 +78,7 @@ def _load_with_progress(paths: list[str]) -> Run:
             state["started"] = True
 
     try:
-        return load_run(paths, on_total=on_total, on_bytes=lambda n: progress.advance(task, n))
+        return load_runs(paths, on_total=on_total, on_bytes=lambda n: progress.advance(task, n))
     finally:
         if state["started"]:
             progress.stop()
@@ -139,44 +139,58 @@ def tail(
             code = follow_run(paths, fmt, fail_on, heartbeat, poll, config)
             raise typer.Exit(code)
         window = _when(prom_start, "--prom-start"), _when(prom_end, "--prom-end")
-        run = _load_with_progress(paths)
+        runs = _load_with_progress(paths)
         if scrape or prom:
-            _add_metric_sources(run, scrape, prom, *window)
+            if len(runs) > 1:
+                raise InputError("--scrape/--prom add metrics to one run; name a single run directory")
+            _add_metric_sources(runs[0], scrape, prom, *window)
+        settings_findings_check(config)
     except (InputError, SettingsError) as e:
         typer.echo(f"diag tail: {e}", err=True)
         raise typer.Exit(2) from None
-    ok = [s for s in run.sources if not s.error]
-    if not ok and not run.benchmark:
-        for e in run.errors:
-            typer.echo(f"diag tail: {e}", err=True)
-        if not run.errors:
+    if not any(s for r in runs for s in r.sources if not s.error) and not any(r.benchmark for r in runs):
+        for r in runs:
+            for e in r.errors:
+                typer.echo(f"diag tail: {e}", err=True)
+        if not any(r.errors for r in runs):
             typer.echo("diag tail: no logs diag understands in " + ", ".join(paths), err=True)
-        for p, reason in run.skipped:
-            typer.echo(f"  skipped {p}: {reason}", err=True)
+        for r in runs:
+            for p, reason in r.skipped:
+                typer.echo(f"  skipped {p}: {reason}", err=True)
         raise typer.Exit(2)
-    try:
-        findings = settings_findings(run, config)
-    except SettingsError as e:
-        typer.echo(f"diag tail: {e}", err=True)
-        raise typer.Exit(2) from None
+    results = [(run, settings_findings(run, config)) for run in runs]
     if export:
-        for p in export_series(run, export, export_format):
-            typer.echo(f"wrote {p}", err=True)
+        for i, (run, _) in enumerate(results):
+            out = export if len(results) == 1 else export / (run.root.name if run.root else f"run{i}")
+            for p in export_series(run, out, export_format):
+                typer.echo(f"wrote {p}", err=True)
     if fmt is Fmt.json:
-        sys.stdout.write(dumps(run_dict(run, findings)) + "\n")
+        docs = [run_dict(run, findings) for run, findings in results]
+        sys.stdout.write(dumps(docs[0] if len(docs) == 1 else {"runs": docs}) + "\n")
     elif fmt is Fmt.jsonl:
-        for src in run.sources:
-            for r in src.records:
-                sys.stdout.write(dumps(_record_dict(src.path, r)) + "\n")
-        for ep in run_dict(run, findings)["endpoints"]:
-            sys.stdout.write(dumps({"type": "endpoint", **ep}) + "\n")
-        for f in findings:
-            sys.stdout.write(dumps({"type": "finding", **f.to_dict()}) + "\n")
+        for run, findings in results:
+            for src in run.sources:
+                for r in src.records:
+                    sys.stdout.write(dumps(_record_dict(src.path, r)) + "\n")
+            for ep in run_dict(run, findings)["endpoints"]:
+                sys.stdout.write(dumps({"type": "endpoint", **ep}) + "\n")
+            for f in findings:
+                sys.stdout.write(dumps({"type": "finding", **f.to_dict()}) + "\n")
     else:
-        render_text(run, findings, console_for())
-    for e in run.errors:
+        console = console_for()
+        for i, (run, findings) in enumerate(results):
+            if len(results) > 1:
+                console.rule(f"run {run.root or i}", style="dim")
+            render_text(run, findings, console)
+    errors = [e for run, _ in results for e in run.errors]
+    for e in errors:
         typer.echo(f"diag tail: {e}", err=True)
-    raise typer.Exit(2 if run.errors else exit_code(findings, fail_on))
+    raise typer.Exit(2 if errors else max(exit_code(f, fail_on) for _, f in results))
+
+
+def settings_findings_check(config: Path | None) -> None:
+    """Fail early (exit 2) on a broken configuration, before any output."""
+    load_settings(Path.cwd(), config)
 
 
 def _when(text: str | None, flag: str) -> datetime | None:

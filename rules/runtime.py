@@ -1,7 +1,8 @@
 """The coded templates behind the runtime rules. A template reads its thresholds from the rule.
 
-Templates: role_balance (prefill- vs decode-bound), engine_skew, stall_vs_median,
-window_threshold, presence, absence, capacity, noise_ratio, fault_incident, accuracy.
+Templates here: role_balance (prefill- vs decode-bound), engine_skew, stall_vs_median,
+window_threshold, presence, absence, capacity, noise_ratio; fault_incident and accuracy are in
+:mod:`rules.incidents`.
 """
 
 from __future__ import annotations
@@ -247,6 +248,10 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
 
 # ---------------------------------------------------------------- presence of records (K002, E002, E003)
 
+# a connector thread dying or a block-size mismatch breaks KV transfer: E002 reports them
+KV_FAULTS = ("kv_connector", "kv_block_size")
+
+
 def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, Any]]]:
     """Counts by type and the (file, record-or-row) items behind them."""
     counts: Counter[str] = Counter()
@@ -289,6 +294,14 @@ def _when(item: Any) -> tuple[datetime | None, int | None]:
     return item.ts, item.line
 
 
+_LABELS = {"stats": "preemptions (stats lines)", "v0-swap": "swap preemptions (V0 warnings)",
+           "v0-recompute": "recompute preemptions (V0 warnings)", "metrics_failed_transfers":
+           "failed transfers (KV Transfer metrics)", "kv_load_failure": "requests failed to load their KV",
+           "expired": "leases expired", "invalid": "invalid (expired) block reads", "force_freed": "force-freed requests",
+           "declined": "declined expired reads", "kv_connector": "KV connector crash(es)",
+           "kv_block_size": "block-size mismatch(es)"}
+
+
 @template("presence")
 def presence(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
@@ -300,7 +313,7 @@ def presence(rule: Rule, run: Run) -> list[Finding]:
             continue
         stamps = [t for t in (_when(i)[0] for _, i in items) if t is not None]
         file, first = items[0]
-        what = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.most_common())
+        what = ", ".join(f"{n} {_LABELS.get(k, k.replace('_', ' '))}" for k, n in counts.most_common())
         msg = f"{ep.id}: {what}"
         ev: dict[str, Any] = {"counts": dict(counts), "total": total}
         if p["signal"] == "kv_expiry" and run.async_scheduling(ep) and counts.get("invalid"):
@@ -393,125 +406,4 @@ def noise_ratio(rule: Rule, run: Run) -> list[Finding]:
                      evidence={"lines": lines, "noise_lines": noise, "ansi_lines": ansi, "noise": dict(kinds)})]
 
 
-# ---------------------------------------------------------------- fault incidents (E001, E004)
-
-CAUSE_RANK = ("oom", "no_kv_memory", "kv_too_small", "ds_layout", "mamba_blocks", "kv_block_size", "nccl",
-              "shm_hang", "rpc_timeout", "exception", "worker_died", "engine_failed_start", "engine_dead")
-DEATH = {"engine_dead", "worker_died", "engine_failed_start"}
-# a connector thread dying or a block-size mismatch breaks KV transfer: E002 reports them
-KV_FAULTS = ("kv_connector", "kv_block_size")
-FATAL = {"oom", "no_kv_memory", "kv_too_small", "ds_layout", "mamba_blocks"}
-CAUSE_TEXT = {
-    "oom": "CUDA out of memory", "no_kv_memory": "no GPU memory left for the KV cache blocks",
-    "kv_too_small": "KV cache too small for max-model-len", "ds_layout": "hybrid model without DS conv state layout",
-    "mamba_blocks": "max-num-seqs above the available Mamba cache blocks", "kv_block_size": "P/D block-size mismatch",
-    "nccl": "NCCL/collective failure", "kv_connector": "the KV connector crashed", "shm_hang": "a hung worker (shared-memory broadcast timeout)",
-    "rpc_timeout": "an RPC to the workers timed out", "exception": "an exception",
-    "worker_died": "a worker process died", "engine_failed_start": "engine failed to start",
-    "engine_dead": "engine died (root cause not in the logs read)",
-}
-
-
-STARTUP_CAUSES = {"engine_failed_start", "kv_too_small", "no_kv_memory", "mamba_blocks", "ds_layout"}
-RUNTIME_MARKERS = ("EngineDeadError", "output_handler", "execute_model", "RPC call", "serving_", "completion",
-                   "generate", "step", "process_input", "run_busy_loop")
-STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run", "initialize_kv_caches",
-                   "from_vllm_config", "__init__", "wait_for_engine_startup", "run_engine_core", "init_device",
-                   "initialization failed", "failed to start", "launch_core_engines", "make_async_mp_client")
-
-
-def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str:
-    """startup or runtime: the cause, then the traceback frames, then whether the endpoint had served."""
-    if any(f.cause in STARTUP_CAUSES for _, _, f in group):
-        return "startup"
-    texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
-    if any(m in t for t in texts for m in RUNTIME_MARKERS):
-        return "runtime"
-    if any(m in t for t in texts for m in STARTUP_MARKERS):
-        return "startup"
-    first = group[0][2].ts
-    if ready is not None and first is not None:
-        return "runtime" if first >= ready else "startup"
-    for eid, _, _ in group:
-        ep = run.endpoints.get(eid)
-        if ep is not None and ep.samples and (first is None or ep.stats["ts"].min() <= first):
-            return "runtime"
-        if ep is not None and any(s.path in ep.files and (s.counts.noise.get("request", 0) or
-                                                          s.counts.noise.get("access-log", 0))
-                                  for s in run.sources):
-            return "runtime"
-    return "startup"
-
-
-def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[list[tuple[str, str, Fault]]]:
-    groups: list[list[tuple[str, str, Fault]]] = []
-    for item in faults:
-        ts = item[2].ts
-        if groups and (ts is None or groups[-1][-1][2].ts is None
-                       or (ts - groups[-1][-1][2].ts).total_seconds() <= window_s):
-            groups[-1].append(item)
-        else:
-            groups.append([item])
-    return groups
-
-
-@template("fault_incident")
-def fault_incident(rule: Rule, run: Run) -> list[Finding]:
-    p = rule.params
-    faults = run.faults()
-    ready = run.ready_at()
-    out = []
-    for group in _incidents(faults, float(p["window_s"])):
-        causes = {f.cause for _, _, f in group}
-        if not causes & (DEATH | FATAL):
-            continue
-        root = min(group, key=lambda t: (CAUSE_RANK.index(t[2].cause) if t[2].cause in CAUSE_RANK else 99,
-                                          t[2].ts or datetime.min, t[2].line))
-        eid, file, fault = root
-        if _phase(run, group, ready) != p["phase"]:
-            continue
-        fan = Counter(f.cause for _, _, f in group)
-        endpoints = sorted({e for e, _, _ in group})
-        msg = f"{eid}: {CAUSE_TEXT.get(fault.cause, fault.cause)}"
-        if fault.exception:
-            msg += f" ({fault.exception[:160]})"
-        if len(group) > 1:
-            msg += f"; {len(group) - 1} follow-on error(s) folded in" + (
-                f" across {', '.join(endpoints)}" if len(endpoints) > 1 else "")
-        out.append(_finding(rule, msg, endpoint=eid, first_ts=group[0][2].ts, last_ts=group[-1][2].ts,
-                            location=_loc(file, fault.traceback_line or fault.line),
-                            evidence={"root_cause": fault.cause, "faults": dict(fan), "endpoints": endpoints,
-                                      "line": fault.message[:300]}))
-    if p["phase"] == "startup":
-        out.extend(_readiness_stall(rule, run))
-    return out
-
-
-def _readiness_stall(rule: Rule, run: Run) -> list[Finding]:
-    polls = [(f, r) for f, r in run.lifecycle if r.event == "not_ready"]
-    if run.ready_at() is not None or len(polls) < rule.params.get("stall_polls", 10):
-        return []
-    file, last = polls[-1]
-    missing = f"{last.get('waiting_prefill', '?')} prefill and {last.get('waiting_decode', '?')} decode"
-    return [_finding(rule, f"workers never became ready: still waiting for {missing} worker(s) after "
-                     f"{len(polls)} polls", first_ts=polls[0][1].ts, last_ts=last.ts, location=_loc(file, last.line),
-                     evidence={"polls": len(polls), "last": dict(last.fields)})]
-
-
-# ---------------------------------------------------------------- accuracy (A001)
-
-@template("accuracy")
-def accuracy(rule: Rule, run: Run) -> list[Finding]:
-    scores = run.accuracy_scores()
-    if not scores:
-        return []
-    med = median(s for _, s in scores)
-    out = []
-    for label, s in scores:
-        if s < rule.params["min_score"] or (len(scores) > 2 and s < rule.params["rel_drop"] * med):
-            msg = f"{label}: accuracy {s:.3f} (sweep median {med:.3f})"
-            hint = run.async_race_hint()
-            if hint:
-                msg += f"; {hint}"
-            out.append(_finding(rule, msg, evidence={"score": s, "median": med, "label": label}))
-    return out
+from . import incidents as _incidents  # noqa: E402,F401  (registers its templates)

@@ -78,10 +78,18 @@ def test_binary_file_is_reported_and_others_still_processed(tmp_path: Path) -> N
     res = diag("tail", str(binary), str(RUNS / "healthy" / "logs"), "--format", "json")
     assert res.returncode == 2
     assert "binary file" in res.stderr and "Traceback" not in res.stderr
-    doc = json.loads(res.stdout)
-    assert {e["id"] for e in doc["endpoints"]} >= {"prefill-w0", "decode-w0"}
-    bad = [s for s in doc["sources"] if s["path"] == str(binary)]
+    docs = json.loads(res.stdout)["runs"]  # two run directories: two runs
+    assert {e["id"] for d in docs for e in d["endpoints"]} >= {"prefill-w0", "decode-w0"}
+    bad = [s for d in docs for s in d["sources"] if s["path"] == str(binary)]
     assert bad and bad[0]["error"]
+
+
+def test_two_runs_never_share_endpoints() -> None:
+    res = diag("tail", str(RUNS / "kv-exhaustion"), str(RUNS / "healthy"), "--format", "json")
+    docs = json.loads(res.stdout)["runs"]
+    assert [len(d["endpoints"]) for d in docs] == [5, 5]
+    assert [d["endpoints"][4]["samples"] for d in docs] == [952, 984]
+    assert res.returncode == 1  # the worst run decides
 
 
 def test_fifty_megabyte_single_line(tmp_path: Path) -> None:
