@@ -8,6 +8,7 @@ from diag import __version__
 from diag.check_cmd import check
 from diag.rules_cmd import explain, rules_list
 from diag.tail_cmd import tail
+from diag.watch_cmd import watch
 
 app = typer.Typer(
     name="diag",
@@ -35,6 +36,7 @@ app.command("check")(check)
 app.command("tail")(tail)
 app.command("rules")(rules_list)
 app.command("explain")(explain)
+app.command("watch")(watch)
 
 
 def main() -> None:

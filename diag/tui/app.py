@@ -1,0 +1,175 @@
+"""The Textual app of `diag watch`: a collecting thread worker re-armed by one-shot timers, and
+screens that are thin views over the latest immutable :class:`Snapshot`.
+
+Flow: timer → ``_collect`` (thread worker, exclusive, group "collect") → ``WatchState.step()``
+→ Snapshot → ``on_worker_state_changed`` (UI thread) shows it on every live screen → next timer.
+Paused: the timer still re-arms but nothing is collected (a replay's clock stops too).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.worker import WorkerState
+
+from rules.finding import severity_rank
+
+from .screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, LiveScreen, MainScreen
+from .state import WINDOWS, FindingRow, Snapshot, WatchState
+
+COMBO_S = 1.0  # "1" then "5" within this many seconds is the 15-minute window
+
+
+class WatchApp(App[None]):
+    """`diag watch`: endpoints, findings, engines and records of a run, live."""
+
+    CSS_PATH = "watch.tcss"
+    TITLE = "diag watch"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "quit"),
+        Binding("question_mark", "help", "help", key_display="?"),
+    ]
+
+    def __init__(self, state: WatchState, *, interval: float = 1.0, window: int = 5) -> None:
+        super().__init__()
+        self.state = state
+        self.interval = interval
+        self.window = window if window in WINDOWS else 5
+        self.role_filter: str | None = None
+        self.min_severity: str | None = None
+        self.paused = False
+        self.snapshot: Snapshot | None = None
+        self.polls = 0
+        self._timer: Timer | None = None
+        self._last_digit: tuple[str, float] = ("", 0.0)
+        self._told_done = False
+
+    # ------------------------------------------------------------------ collection
+    def on_mount(self) -> None:
+        self.push_screen(MainScreen())
+        self._collect()
+
+    @work(thread=True, exclusive=True, group="collect", exit_on_error=False)
+    def _collect(self) -> Snapshot:
+        return self.state.step()
+
+    def on_worker_state_changed(self, event: Any) -> None:
+        worker = event.worker
+        if worker.group != "collect":
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.polls += 1
+            self._show(worker.result)
+            self._arm()
+        elif event.state == WorkerState.ERROR:
+            self.notify(f"collecting failed: {worker.error}", severity="error", timeout=10)
+            self._arm(max(5.0, self.interval))
+
+    def _arm(self, delay: float | None = None) -> None:
+        """One-shot: the next poll is scheduled only after this one finished (no overlap)."""
+        if delay is None:
+            delay = max(self.interval, 2 * self.state.last_step_s)
+        self._timer = self.set_timer(delay, self._tick, name="collect")
+
+    def _tick(self) -> None:
+        if self.paused:
+            self._arm()
+        else:
+            self._collect()
+
+    def _show(self, snap: Snapshot) -> None:
+        first = self.snapshot is None
+        self.snapshot = snap
+        if not first:
+            for f in snap.opened:
+                self.notify(f"{f.code} {f.name} [{f.endpoint or 'run'}]", title="finding opened",
+                            severity="error" if f.severity == "error" else "warning", timeout=6)
+        if snap.done and not self._told_done:
+            self._told_done = True
+            self.notify("replay finished", timeout=4)
+        self.refresh_views()
+
+    def refresh_views(self) -> None:
+        if self.snapshot is None:
+            return
+        for screen in self.screen_stack:
+            if isinstance(screen, LiveScreen):
+                screen.show(self.snapshot)
+
+    # ------------------------------------------------------------------ view state
+    def status(self) -> str:
+        parts = ["⏸ paused" if self.paused else "● live"]
+        if self.snapshot is not None and self.snapshot.label:
+            parts.append(self.snapshot.label)
+        parts.append(f"window {self.window} min")
+        filt = [f"role={self.role_filter}"] if self.role_filter else []
+        filt += [f"severity≥{self.min_severity}"] if self.min_severity else []
+        parts.append("filter " + " ".join(filt) if filt else "no filter")
+        return "  ·  ".join(parts)
+
+    def visible_endpoints(self, snap: Snapshot) -> list[Any]:
+        return [e for e in snap.endpoints if self.role_filter in (None, e.role)]
+
+    def visible_findings(self, snap: Snapshot) -> list[FindingRow]:
+        out = []
+        for fr in snap.findings:
+            if self.role_filter and fr.role not in (None, self.role_filter):
+                continue
+            if self.min_severity and severity_rank(fr.f.severity) < severity_rank(self.min_severity):
+                continue
+            out.append(fr)
+        return out
+
+    # ------------------------------------------------------------------ actions
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        src = self.state.source
+        hook = getattr(src, "pause" if self.paused else "resume", None)
+        if callable(hook):
+            hook()
+        self.refresh_views()
+
+    def action_window(self, minutes: int) -> None:
+        key, at = self._last_digit
+        now = time.monotonic()
+        if minutes == 5 and key == "1" and now - at <= COMBO_S:
+            minutes = 15
+        self._last_digit = (str(minutes), now)
+        self.window = minutes
+        self.refresh_views()
+
+    def action_filter(self) -> None:
+        roles = sorted({e.role for e in self.snapshot.endpoints}) if self.snapshot else []
+
+        def apply(choice: str | None) -> None:
+            if choice is None:
+                return
+            kind, _, value = choice.partition(":")
+            if kind == "all":
+                self.role_filter = self.min_severity = None
+            elif kind == "role":
+                self.role_filter = value or None
+            elif kind == "sev":
+                self.min_severity = value or None
+            self.refresh_views()
+
+        self.push_screen(FilterScreen(roles, self.role_filter, self.min_severity), apply)
+
+    def action_explain(self, row: FindingRow | None) -> None:
+        if row is None:
+            self.notify("no finding selected", severity="warning", timeout=3)
+            return
+        self.push_screen(ExplainScreen(row))
+
+    def action_open_endpoint(self, eid: str | None, search: bool = False) -> None:
+        self.push_screen(EndpointScreen(eid, search=search))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())

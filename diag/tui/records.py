@@ -1,0 +1,88 @@
+"""One-line descriptions of parsed records for the TUI's record pane (plain text; no Textual)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from parsers.records import (
+    Fault,
+    KVExpiry,
+    KVLoadFailure,
+    KVTransfer,
+    Lifecycle,
+    NixlFailure,
+    Preemption,
+    Record,
+    SpecDecode,
+    StartupFact,
+    StatsSample,
+)
+
+MAX_TEXT = 240
+
+
+@dataclass(frozen=True)
+class RecordLine:
+    ts: datetime | None
+    endpoint: str
+    file: str
+    line: int
+    kind: str
+    text: str
+    tone: str  # fault | warn | info | stats
+
+
+def _n(x: float | int | None, nd: int = 0) -> str:
+    return "-" if x is None else f"{x:,.{nd}f}"
+
+
+def _short(v: Any, n: int = 120) -> str:
+    s = str(v).replace("\n", " ")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def describe(r: Record) -> tuple[str, str]:
+    """(text, tone) of a record; tone is fault, warn, info or stats."""
+    if isinstance(r, StatsSample):
+        eng = f"engine {r.engine}: " if r.engine is not None else ""
+        return (f"{eng}prompt {_n(r.prompt_tps, 1)} gen {_n(r.gen_tps, 1)} tok/s, run {_n(r.running)} "
+                f"wait {_n(r.waiting)}, KV {_n(r.kv_usage, 1)} %", "stats")
+    if isinstance(r, Fault):
+        exc = f" ({_short(r.exception, 100)})" if r.exception else ""
+        return f"{r.cause}: {_short(r.message)}{exc}", "fault"
+    if isinstance(r, NixlFailure):
+        req = f" req {r.request_id}" if r.request_id else ""
+        return f"NIXL {r.ftype}{req}{': ' + _short(r.detail) if r.detail else ''}", "warn"
+    if isinstance(r, KVExpiry):
+        req = f" req {r.request_id}" if r.request_id else ""
+        return f"KV lease {r.event}{req}", "warn"
+    if isinstance(r, KVLoadFailure):
+        return (f"KV load failed: {r.n_requests} requests, {r.tokens:,} tokens "
+                f"({'recovered' if r.recovered else 'not recovered'})", "warn")
+    if isinstance(r, Preemption):
+        return f"preemption ({r.mode}){'' if r.cumulative is None else f', {r.cumulative} so far'}", "warn"
+    if isinstance(r, StartupFact):
+        return f"{r.key} = {_short(r.value)}", "info"
+    if isinstance(r, Lifecycle):
+        fields = ", ".join(f"{k}={_short(v, 40)}" for k, v in r.fields[:4])
+        return f"{r.event}{' ' + fields if fields else ''}", "info"
+    if isinstance(r, KVTransfer):
+        vals = ", ".join(f"{k} {v:g}" for k, v in r.values[:4])
+        return f"KV transfer: {vals}", "stats"
+    if isinstance(r, SpecDecode):
+        return f"spec decode: acceptance {_n(r.acceptance_rate, 2)}, mean len {_n(r.mean_acceptance_len, 2)}", "stats"
+    return r.kind, "info"
+
+
+def record_line(endpoint: str, file: str, r: Record) -> RecordLine:
+    text, tone = describe(r)
+    return RecordLine(r.ts, endpoint, file, r.line, r.kind, text[:MAX_TEXT], tone)
+
+
+def stats_line(endpoint: str, row: dict[str, Any]) -> RecordLine:
+    """A stats line from a row of the endpoint's stats frame."""
+    text = (f"engine {row['engine']}: prompt {_n(row['prompt_tps'], 1)} gen {_n(row['gen_tps'], 1)} tok/s, "
+            f"run {_n(row['running'])} wait {_n(row['waiting'])}, KV {_n(row['kv_usage'], 1)} %")
+    return RecordLine(row["ts"], endpoint, row["file"] or "", row["line"] or 0, "stats", text, "stats")

@@ -1,0 +1,397 @@
+"""Headless core of `diag watch`: a source's records → run model → findings → an immutable Snapshot.
+
+:class:`WatchState` lives in the collecting thread; each :meth:`WatchState.step` polls the source,
+rebuilds the run model when records arrived, evaluates the rules and returns a frozen
+:class:`Snapshot` that the widgets (or ``--once``) only read. Memory is bounded: per-endpoint
+sparkline series are ring buffers of 10 s points over 60 min, periodic samples older than the
+retention horizon are dropped from the model, other records are capped per log, and the snapshot
+keeps a fixed number of recent records per endpoint. No Textual here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import polars as pl
+
+from parsers.ingest import ParsedLog
+from parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
+from rules.engine import diff, key
+from rules.finding import Finding, severity_rank
+from rules.runmodel import Endpoint, Run, build_endpoints
+
+from .. import summary as S
+from ..view import header_lines
+from .records import RecordLine, record_line, stats_line
+
+WINDOWS = (1, 5, 15, 60)            # sparkline windows, minutes
+STEP_S = 10                         # one sparkline point per 10 s
+SERIES_POINTS = 60 * 60 // STEP_S   # 60 min of points per endpoint
+EVENTS_KEEP = 150                   # recent non-periodic records per endpoint in a snapshot
+STATS_KEEP = 24                     # recent stats lines per endpoint in a snapshot
+CLOSED_KEEP = 100                   # findings that closed during the session
+EVENTS_CAP = 5000                   # non-periodic records kept per log (startup facts, lifecycle: all)
+PERIODIC = (StatsSample, KVTransfer, SpecDecode)
+PINNED = (StartupFact, Lifecycle)
+TERMINAL_STAGES = ("completed", "failed", "killed", "timeout")
+RECENT_S = 120.0                    # a window that ended this close to the latest data is still open
+
+Point = tuple[float, float | None, float | None, float | None]  # (epoch s, prompt tok/s, gen tok/s, KV %)
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    engine: str
+    samples: int
+    last_ts: datetime | None
+    prompt_tps: float | None
+    gen_tps: float | None
+    running: int | None
+    waiting: int | None
+    kv: float | None
+    preemptions: int
+    age_s: float | None
+
+
+@dataclass(frozen=True)
+class EndpointRow:
+    s: S.EndpointSummary
+    age_s: float | None
+    series: tuple[Point, ...]
+
+    @property
+    def id(self) -> str:
+        return self.s.id
+
+    @property
+    def role(self) -> str:
+        return self.s.role
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    f: Finding
+    state: str          # open | closed
+    role: str | None    # role of the finding's endpoint (None: the whole run)
+
+    @property
+    def key(self) -> tuple[str, str | None, str]:
+        return key(self.f)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a frame shows; built in the collecting thread, never mutated."""
+
+    seq: int
+    now: datetime | None
+    label: str
+    header: tuple[tuple[str, str], ...]
+    endpoints: tuple[EndpointRow, ...]
+    findings: tuple[FindingRow, ...]
+    engines: Mapping[str, tuple[EngineRow, ...]]
+    records: Mapping[str, tuple[RecordLine, ...]]
+    opened: tuple[Finding, ...] = ()
+    closed: tuple[Finding, ...] = ()
+    errors: tuple[str, ...] = ()
+    done: bool = False
+
+    def endpoint(self, eid: str) -> EndpointRow | None:
+        return next((e for e in self.endpoints if e.id == eid), None)
+
+    def all_records(self) -> tuple[RecordLine, ...]:
+        return tuple(sorted((r for rs in self.records.values() for r in rs), key=_ts_key))
+
+
+def _ts_key(r: RecordLine) -> tuple[bool, datetime, int]:
+    return r.ts is None, r.ts or datetime.min.replace(tzinfo=UTC), r.line
+
+
+class Ring:
+    """One endpoint's sparkline series: 10 s points (engines' latest values summed, KV averaged)."""
+
+    def __init__(self, maxlen: int = SERIES_POINTS) -> None:
+        self.points: deque[Point] = deque(maxlen=maxlen)
+
+    def update(self, stats: pl.DataFrame) -> None:
+        df = stats.filter(pl.col("ts").is_not_null())
+        if self.points:  # the last few points may have been partial: recompute them
+            since = datetime.fromtimestamp(self.points[-1][0] - 3 * STEP_S, tz=UTC)
+            df = df.filter(pl.col("ts") > since - timedelta(seconds=2 * STEP_S))
+        else:
+            since = None
+        if df.is_empty():
+            return
+        lo = df["ts"].min().replace(microsecond=0)  # type: ignore[union-attr]
+        hi = df["ts"].max()
+        start = datetime.fromtimestamp((lo.timestamp() // STEP_S + 1) * STEP_S, tz=UTC)  # type: ignore[union-attr]
+        if since is not None:
+            start = max(start, since)
+        end = datetime.fromtimestamp((hi.timestamp() // STEP_S + 1) * STEP_S, tz=UTC)  # type: ignore[union-attr]
+        grid = pl.DataFrame({"b": pl.datetime_range(start, end, f"{STEP_S}s", time_zone="UTC", time_unit="us",
+                                                    eager=True)})
+        engines = df.select("engine").unique()
+        cols = ["ts", "engine", "prompt_tps", "gen_tps", "kv_usage"]
+        joined = (grid.join(engines, how="cross").sort("b")
+                  .join_asof(df.select(cols).sort("ts"), left_on="b", right_on="ts", by="engine",
+                             strategy="backward", tolerance=f"{2 * STEP_S}s", check_sortedness=False))
+        agg = (joined.group_by("b").agg(pl.col("ts").count().alias("n"), pl.col("prompt_tps").sum(),
+                                        pl.col("gen_tps").sum(), pl.col("kv_usage").mean()).sort("b"))
+        first = agg["b"][0].timestamp() if agg.height else None
+        while self.points and first is not None and self.points[-1][0] >= first:
+            self.points.pop()
+        for b, n, p, g, kv in agg.select("b", "n", "prompt_tps", "gen_tps", "kv_usage").iter_rows():
+            self.points.append((b.timestamp(), p if n else None, g if n else None, kv if n else None))
+
+
+def compact(logs: list[ParsedLog], horizon: datetime | None, cap: int | None = None) -> int:
+    """Drop periodic samples older than ``horizon`` and all but the last ``cap`` other records of
+    each log (startup facts and lifecycle events always stay). In place; returns records dropped."""
+    cap = EVENTS_CAP if cap is None else cap
+    dropped = 0
+    for log in logs:
+        recs = log.records
+        keep = [r for r in recs if not (horizon is not None and isinstance(r, PERIODIC) and r.ts is not None
+                                        and r.ts < horizon)]
+        events = [i for i, r in enumerate(keep) if not isinstance(r, (*PERIODIC, *PINNED))]
+        if len(events) > cap:
+            gone = set(events[: len(events) - cap])
+            keep = [r for i, r in enumerate(keep) if i not in gone]
+        if len(keep) != len(recs):
+            dropped += len(recs) - len(keep)
+            recs[:] = keep  # the follower appends to this same list
+    return dropped
+
+
+def _engines(ep: Endpoint) -> list[EngineRow]:
+    rows: dict[str, EngineRow] = {}
+    if ep.stats.height:
+        last = (ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True)
+                .agg(pl.len().alias("n"), pl.col("preemptions").fill_null(0).sum().alias("pre"),
+                     pl.col("ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").last()))
+        for e, n, pre, ts, p, g, run, wait, kv in last.select(
+                "engine", "n", "pre", "ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").iter_rows():
+            rows[e] = EngineRow(e, n, ts, p, g, run, wait, kv, int(pre), None)
+    for e in ep.engines:
+        rows.setdefault(e, EngineRow(e, 0, None, None, None, None, None, None, 0, None))
+    return [rows[e] for e in sorted(rows, key=lambda e: (len(e), e))]
+
+
+def recent_records(ep: Endpoint) -> tuple[RecordLine, ...]:
+    """The endpoint's last events and stats lines in time order (noise lines never become records)."""
+    events: list[RecordLine] = []
+    for file, r in reversed(ep.records):
+        if not isinstance(r, PERIODIC):
+            events.append(record_line(ep.id, file, r))
+            if len(events) >= EVENTS_KEEP:
+                break
+    stats = [stats_line(ep.id, row) for row in ep.stats.tail(STATS_KEEP).iter_rows(named=True)]
+    return tuple(sorted(events + stats, key=_ts_key))
+
+
+def fmt_duration(s: float) -> str:
+    s = max(0, int(s))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s"
+
+
+def _short_build(b: str) -> str:
+    parts = b.split()
+    return " ".join(p[:12] if len(p) > 16 and all(c in "0123456789abcdef" for c in p) else p for p in parts)
+
+
+def header(run: Run, summaries: list[S.EndpointSummary], now: datetime | None) -> tuple[tuple[str, str], ...]:
+    """Job, model, topology, build, stage, elapsed, live tok/s (and per GPU), rate match, benchmark."""
+    base = dict(header_lines(run))
+    stage = base.get("stage", "unknown")
+    rows = [("job", base.get("job", "-")), ("model", base.get("model", "-")),
+            ("topology", base.get("topology", "-")), ("build", _short_build(base.get("vLLM build", "unknown"))),
+            ("stage", stage)]
+    end = run.end if stage in TERMINAL_STAGES or now is None else now
+    if run.start and end:
+        rows.append(("elapsed", fmt_duration((end - run.start).total_seconds())))
+    total = sum((s.prompt_tps_last or 0.0) + (s.gen_tps_last or 0.0) for s in summaries)
+    gpus = S.gpu_counts(run)
+    working = gpus.get("working_gpus") or gpus.get("working")
+    tps = f"{total:,.0f}"
+    if working:
+        tps += f" · {total / working:,.0f}/GPU ({working} GPUs)"
+    rows.append(("tok/s", tps))
+    rm = S.rate_match(run)
+    if rm and rm.get("ratio") is not None:
+        r = rm["ratio"]
+        verdict = "prefill short" if r < 0.9 else "decode short" if r > 1.1 else "balanced"
+        rows.append(("rate P/D", f"{r:.2f} {verdict} ({rm['prefill_req_s']:.1f} vs {rm['decode_req_s']:.1f} req/s)"))
+    tpg = S.tokens_per_gpu(run)
+    if tpg:
+        bench = f"{tpg['total_token_throughput']:,.0f} tok/s @{tpg['concurrency']}"
+        if "per_working_gpu" in tpg:
+            bench += f" · {tpg['per_working_gpu']:,.0f}/GPU"
+        rows.append(("bench", bench))
+    return tuple(rows)
+
+
+def _wall(_: Run) -> datetime:
+    return datetime.now(tz=UTC)
+
+
+def default_evaluate(config: Path | None) -> Callable[[Run], list[Finding]]:
+    from ..tail_cmd import settings_findings
+
+    return lambda run: settings_findings(run, config)
+
+
+class WatchState:
+    """The mutable side of the TUI, owned by the collecting thread; :meth:`step` is serialized."""
+
+    def __init__(self, source: Any, *, evaluate: Callable[[Run], list[Finding]] | None = None,
+                 config: Path | None = None, clock: Callable[[Run], datetime | None] | None = None,
+                 retain_s: float | None = 3600.0) -> None:
+        self.source = source
+        self.evaluate = evaluate or default_evaluate(config)
+        if clock is None:
+            clock = (lambda _run: source.now()) if hasattr(source, "now") else _wall
+        self.clock = clock
+        self.retain_s = retain_s
+        self.lock = threading.Lock()
+        self.rings: dict[str, Ring] = {}
+        self.findings: list[Finding] = []
+        self.closed: dict[tuple[str, str | None, str], Finding] = {}
+        self.run: Run | None = None
+        self.latest: datetime | None = None
+        self.records: dict[str, tuple[RecordLine, ...]] = {}
+        self.engine_rows: dict[str, list[EngineRow]] = {}
+        self.seq = 0
+        self.last_step_s = 0.0
+        self._pending: tuple[list[Finding], list[Finding]] = ([], [])
+
+    def step(self) -> Snapshot:
+        """Poll the source once; rebuild the model when records arrived; return a new snapshot."""
+        with self.lock:
+            t0 = time.monotonic()
+            recs, added = self.source.poll()
+            for _, r in recs:
+                if r.ts is not None and (self.latest is None or r.ts > self.latest):
+                    self.latest = r.ts
+            if recs or added or self.run is None:
+                self._rebuild()
+            snap = self._snapshot()
+            self.last_step_s = time.monotonic() - t0
+            return snap
+
+    def _rebuild(self) -> None:
+        logs = self.source.logs()
+        if self.retain_s is not None and self.latest is not None:
+            now = self.source.now() if hasattr(self.source, "now") else datetime.now(tz=UTC)
+            ref = min(self.latest, now)  # a future-dated log moves nothing
+            compact(logs, ref - timedelta(seconds=self.retain_s))
+        endpoints, lifecycle, quoted = build_endpoints(logs)
+        run = Run(None, logs, list(getattr(self.source, "skipped", [])), endpoints, lifecycle, quoted)
+        side = self.source.side()
+        side.apply(run)
+        run.errors = [*side.errors, *(s.error for s in logs if s.error)]
+        findings = self.evaluate(run)
+        if self.run is not None:
+            opened, closed = diff(self.findings, findings)
+            rekeyed = {(c.code, c.endpoint) for c in closed if _superseded(c, findings)}
+            opened = [f for f in opened if (f.code, f.endpoint) not in rekeyed]
+            closed = [c for c in closed if (c.code, c.endpoint) not in rekeyed]
+            self._pending = (self._pending[0] + opened, self._pending[1] + closed)
+            now_keys = {key(f) for f in findings}
+            for f in closed:
+                if key(f) not in now_keys:
+                    self.closed[key(f)] = f
+            for k in now_keys:
+                self.closed.pop(k, None)
+            while len(self.closed) > CLOSED_KEEP:
+                self.closed.pop(next(iter(self.closed)))
+        self.findings, self.run = findings, run
+        for gone in set(self.rings) - set(endpoints):
+            del self.rings[gone]
+        for ep in endpoints.values():
+            self.rings.setdefault(ep.id, Ring()).update(ep.stats)
+        self.records = {ep.id: recent_records(ep) for ep in endpoints.values()}
+        self.engine_rows = {ep.id: _engines(ep) for ep in endpoints.values()}
+
+    def _finding_rows(self, run: Run) -> tuple[FindingRow, ...]:
+        """Open first (firing at the end of the data, a standing condition, or ended less than
+        RECENT_S before its endpoint's, or the run's, latest record), then closed (the data moved on,
+        or no longer reported); each most severe first."""
+        role = {e.id: e.role for e in run.endpoints.values()}
+        latest = {e.id: e.last_ts for e in run.endpoints.values()}
+        run_end = run.end
+
+        def is_open(f: Finding) -> bool:
+            ref = latest.get(f.endpoint or "") or run_end
+            if f.open or f.last_ts is None or ref is None:
+                return True
+            return (ref - f.last_ts).total_seconds() <= RECENT_S
+
+        live = [FindingRow(f, "open" if is_open(f) else "closed", role.get(f.endpoint or "")) for f in self.findings]
+        gone = [FindingRow(f, "closed", role.get(f.endpoint or "")) for f in self.closed.values()]
+        rows = live + gone
+        epoch = datetime.min.replace(tzinfo=UTC)
+        rows.sort(key=lambda r: (r.state != "open", -severity_rank(r.f.severity),
+                                 -(r.f.last_ts or epoch).timestamp() if r.state == "closed" else 0.0))
+        return tuple(rows)
+
+    def _snapshot(self) -> Snapshot:
+        run = self.run
+        assert run is not None
+        now = self.clock(run)
+        summaries = [S.endpoint_summary(ep, self.findings, now) for ep in run.endpoints.values()]
+        rows = []
+        for s in summaries:
+            last = run.endpoints[s.id].stats["ts"].max() if s.samples else None
+            age = (now - last).total_seconds() if now is not None and last is not None else None  # type: ignore[operator]
+            rows.append(EndpointRow(s, None if age is None else max(0.0, age), tuple(self.rings[s.id].points)))
+        engines = {eid: tuple(_aged(r, now) for r in rs) for eid, rs in self.engine_rows.items()}
+        self.seq += 1
+        opened, closed = self._pending
+        self._pending = ([], [])
+        return Snapshot(
+            seq=self.seq, now=now, label=getattr(self.source, "label", ""), header=header(run, summaries, now),
+            endpoints=tuple(rows), findings=self._finding_rows(run), engines=MappingProxyType(engines),
+            records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
+            errors=(*run.errors, *(getattr(self.source, "errors", None) or [])), done=bool(getattr(self.source, "done", False)))
+
+
+def _superseded(f: Finding, current: list[Finding]) -> bool:
+    """The same condition re-reported (new figures, or an earlier / first known start): not a closure."""
+    for g in current:
+        if g.code != f.code or g.endpoint != f.endpoint:
+            continue
+        if g.first_ts is None and f.first_ts is None:
+            return True
+        if g.first_ts is not None and (f.first_ts is None or g.first_ts <= f.first_ts):
+            return True
+    return False
+
+
+def _aged(r: EngineRow, now: datetime | None) -> EngineRow:
+    if now is None or r.last_ts is None:
+        return r
+    return EngineRow(r.engine, r.samples, r.last_ts, r.prompt_tps, r.gen_tps, r.running, r.waiting, r.kv,
+                     r.preemptions, max(0.0, (now - r.last_ts).total_seconds()))
+
+
+def memory_footprint(state: WatchState) -> dict[str, int]:
+    """Sizes of everything that grows with time (the bound test checks these)."""
+    return {"ring_points": sum(len(r.points) for r in state.rings.values()),
+            "max_ring": max((len(r.points) for r in state.rings.values()), default=0),
+            "model_records": sum(len(s.records) for s in state.source.logs()),
+            "snapshot_records": sum(len(v) for v in state.records.values()),
+            "closed": len(state.closed)}
+
+
+__all__ = ["WINDOWS", "EndpointRow", "EngineRow", "FindingRow", "RecordLine", "Ring", "Snapshot",
+           "WatchState", "compact", "memory_footprint"]

@@ -1,0 +1,341 @@
+"""`diag watch` driven headless with Textual's Pilot: rows, badges, a finding appearing while the
+run grows, pause, windows, filter, explain, drill-down, search, help, replay, NO_COLOR, quit."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import shutil
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Input, Markdown, OptionList, Static
+
+from diag.load import load_run
+from diag.tui.app import WatchApp
+from diag.tui.screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, MainScreen
+from diag.tui.sources import FollowSource, ReplaySource
+from diag.tui.state import WatchState
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "samples" / "runs"
+STAMP = re.compile(rb"(\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
+
+
+def sync(fn):
+    """Run an async test without a pytest asyncio plugin."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+def make_app(run: Path, *, interval: float = 3600.0, clock=lambda r: r.end) -> WatchApp:
+    src = FollowSource([str(run)])
+    src.label = f"following {run.name}"
+    return WatchApp(WatchState(src, clock=clock), interval=interval)
+
+
+async def until(pilot, cond, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out waiting for the app"
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+async def ready(pilot) -> None:
+    await until(pilot, lambda: pilot.app.snapshot is not None and isinstance(pilot.app.screen, MainScreen))
+
+
+def rows(app: WatchApp) -> dict[str, dict[str, str]]:
+    table = app.screen.query_one("#endpoints", DataTable)
+    keys = [str(c.key.value) for c in table.ordered_columns]
+    return {str(rk.value): {k: getattr(v, "plain", str(v)).strip() for k, v in zip(keys, table.get_row(rk),
+                                                                                 strict=True)}
+            for rk in table.rows}
+
+
+def finding_codes(app: WatchApp) -> list[str]:
+    ol = app.screen.query_one("#findings", OptionList)
+    return [ol.get_option_at_index(i).prompt.plain.split()[3] for i in range(ol.option_count)]
+
+
+def status(app: WatchApp) -> str:
+    return str(app.screen.query_one("#status", Static).render())
+
+
+def split_run(src: Path, dst: Path, cut: bytes) -> dict[Path, bytes]:
+    """Copy a run, keep each log's lines before ``cut`` (MM-DD HH:MM:SS); return the rest per file."""
+    shutil.copytree(src, dst)
+    rest = {}
+    for f in sorted((dst / "logs").iterdir()):
+        if f.suffix not in (".out", ".log"):
+            continue
+        lines = f.read_bytes().splitlines(keepends=True)
+        idx = next((i for i, line in enumerate(lines)
+                    if (m := STAMP.search(line)) and m[1] + b" " + m[2] >= cut), len(lines))
+        f.write_bytes(b"".join(lines[:idx]))
+        rest[f] = b"".join(lines[idx:])
+    return rest
+
+
+EXPECTED = {
+    "prefill-bound": {"prefill-w0": "OK", "prefill-w1": "OK", "prefill-w2": "OK", "prefill-w3": "OK",
+                      "decode-w0": "WARN"},
+    "engine-crash": {"prefill-w0": "CRIT", "prefill-w1": "CRIT", "prefill-w2": "CRIT", "prefill-w3": "CRIT",
+                     "decode-w0": "DOWN"},
+    "kv-exhaustion": {"prefill-w0": "OK", "prefill-w1": "OK", "prefill-w2": "OK", "prefill-w3": "OK",
+                      "decode-w0": "CRIT"},
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+@sync
+async def test_one_row_per_endpoint_with_health_badges(scenario: str) -> None:
+    app = make_app(RUNS / scenario)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        got = rows(app)
+        assert {k: v["health"] for k, v in got.items()} == EXPECTED[scenario]
+        assert got["decode-w0"]["role"] == "decode" and got["decode-w0"]["eng"] == "8"
+        assert got["decode-w0"]["nodes"] == "n14,n15" if scenario == "prefill-bound" else True
+        assert "job" in str(app.screen.query_one("#header", Static).render())
+
+
+@sync
+async def test_finding_appears_while_the_run_grows_and_pause_holds_it(tmp_path: Path) -> None:
+    run = tmp_path / "engine-crash"
+    rest = split_run(RUNS / "engine-crash", run, b"09-03 04:02:50")
+    app = make_app(run, interval=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert "DIAG-E001" not in finding_codes(app)
+        assert rows(app)["decode-w0"]["health"] == "OK"
+        await pilot.press("space")
+        assert app.paused and "paused" in status(app)
+        polls = app.polls
+        for f, data in rest.items():
+            with f.open("ab") as fh:
+                fh.write(data)
+        await pilot.pause(0.8)
+        assert app.polls == polls, "paused: nothing is collected"
+        assert "DIAG-E001" not in finding_codes(app)
+        await pilot.press("space")
+        assert not app.paused and "live" in status(app)
+        await until(pilot, lambda: "DIAG-E001" in finding_codes(app))
+        await until(pilot, lambda: rows(app)["decode-w0"]["health"] == "DOWN")
+        assert app.polls > polls
+        assert any("DIAG-E001" in str(n.message) for n in app._notifications), "a toast announces it"
+
+
+@sync
+async def test_window_keys_filter_and_explain() -> None:
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert "window 5 min" in status(app)
+        before = rows(app)["decode-w0"]["tps_spark"]
+        await pilot.press("1")
+        assert app.window == 1 and "window 1 min" in status(app)
+        await pilot.press("5")
+        assert app.window == 15
+        await pilot.press("6")
+        assert app.window == 60 and rows(app)["decode-w0"]["tps_spark"] != before
+        await pilot.pause(1.1)
+        await pilot.press("5")
+        assert app.window == 5
+
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+        ol = app.screen.query_one(OptionList)
+        ids = [ol.get_option_at_index(i).id for i in range(ol.option_count)]
+        ol.highlighted = ids.index("role:decode")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert list(rows(app)) == ["decode-w0"] and "role=decode" in status(app)
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+        ol = app.screen.query_one(OptionList)
+        ol.highlighted = ids.index("sev:error")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert finding_codes(app) == ["DIAG-K001"]
+        assert "filtered out" in str(app.screen.query_one("#findings-title", Static).render())
+
+        await pilot.press("tab")
+        assert app.focused is app.screen.query_one("#findings", OptionList)
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, ExplainScreen))
+        md = app.screen.markdown()
+        assert "DIAG-K001" in md and "## Why" in md and "What to change" in md and "This finding" in md
+        assert app.screen.query_one(Markdown)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+        app.screen.query_one(OptionList).highlighted = 0  # show everything
+        await pilot.press("enter")
+        await until(pilot, lambda: len(rows(app)) == 5)
+        assert "no filter" in status(app)
+
+
+@sync
+async def test_endpoint_drilldown_search_help_and_quit() -> None:
+    app = make_app(RUNS / "prefill-bound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        table = app.screen.query_one("#endpoints", DataTable)
+        assert app.focused is table
+        await pilot.press("down", "down", "down", "down", "enter")
+        await until(pilot, lambda: isinstance(app.screen, EndpointScreen))
+        screen = app.screen
+        assert screen.endpoint == "decode-w0"
+        engines = screen.query_one("#engines", DataTable)
+        assert engines.row_count == 8
+        assert "decode-w0" in str(screen.query_one("#ep-title", Static).render())
+        await pilot.press("slash")
+        assert app.focused is screen.query_one("#search", Input)
+        await pilot.press(*"kv_role")
+        await until(pilot, lambda: screen.query_text == "kv_role")
+        body = str(screen.query_one("#records", Static).render())
+        assert "kv_role = kv_consumer" in body and "engine 3" not in body
+        await pilot.press("escape")  # clears the search first
+        assert screen.query_one("#search", Input).value == ""
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+
+        await pilot.press("slash")  # search across every endpoint
+        await until(pilot, lambda: isinstance(app.screen, EndpointScreen) and app.screen.endpoint is None)
+        await pilot.press(*"architecture")
+        await until(pilot, lambda: "prefill-w0" in str(app.screen.query_one("#records", Static).render()))
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0 and not app.is_running
+
+
+@sync
+async def test_click_opens_an_endpoint() -> None:
+    app = make_app(RUNS / "prefill-bound")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        table = app.screen.query_one("#endpoints", DataTable)
+        await pilot.click(table, offset=(3, 2))  # row 1 (prefill-w1): highlight, then select
+        await pilot.click(table, offset=(3, 2))
+        await until(pilot, lambda: isinstance(app.screen, EndpointScreen))
+        assert app.screen.endpoint == "prefill-w1"
+
+
+@sync
+async def test_replay_plays_a_finished_run_through_the_same_screen() -> None:
+    run = load_run([str(RUNS / "kv-exhaustion")])
+    src = ReplaySource(run, speed=1200)
+    app = WatchApp(WatchState(src), interval=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert "replay" in status(app)
+        await until(pilot, lambda: app.snapshot is not None and app.snapshot.done, timeout=30)
+        await until(pilot, lambda: "DIAG-K001" in finding_codes(app))
+        assert rows(app)["decode-w0"]["health"] == "CRIT"
+        await pilot.press("space")
+        assert src.clock.paused_at is not None, "pausing stops the replay clock"
+
+
+@sync
+async def test_no_color_turns_the_screen_monochrome(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(RUNS / "healthy")
+    assert app.no_color
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        assert any(type(f).__name__ in ("Monochrome", "NoColor") for f in app.get_line_filters())
+
+
+@sync
+async def test_collection_runs_in_a_thread_worker_and_never_overlaps() -> None:
+    app = make_app(RUNS / "healthy", interval=0.02)
+    step = app.state.step
+    calls = {"now": 0, "max": 0, "ui_thread": 0}
+    ui = threading.get_ident()
+
+    def traced(**kw):
+        calls["now"] += 1
+        calls["max"] = max(calls["max"], calls["now"])
+        calls["ui_thread"] += threading.get_ident() == ui
+        time.sleep(0.05)  # slower than the interval: a periodic timer would overlap
+        try:
+            return step(**kw)
+        finally:
+            calls["now"] -= 1
+
+    app.state.step = traced  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await until(pilot, lambda: app.polls >= 8)
+    assert calls["max"] == 1 and calls["ui_thread"] == 0
+
+
+class _Metrics(BaseHTTPRequestHandler):
+    """A vLLM-like /metrics: two engines whose token counters grow on every scrape."""
+
+    hits = 0
+
+    def do_GET(self) -> None:
+        type(self).hits += 1
+        k = type(self).hits
+        lines = []
+        for name, typ, val in (("vllm:num_requests_running", "gauge", 3), ("vllm:num_requests_waiting", "gauge", 1),
+                               ("vllm:kv_cache_usage_perc", "gauge", 0.4),
+                               ("vllm:prompt_tokens_total", "counter", 500.0 * k),
+                               ("vllm:generation_tokens_total", "counter", 2000.0 * k)):
+            lines.append(f"# TYPE {name.removesuffix('_total')} {typ}")
+            lines += [f'{name}{{engine="{e}",model_name="m"}} {val}' for e in ("0", "1")]
+        body = ("\n".join(lines) + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@sync
+async def test_scrape_sources_plug_in_beside_the_logs() -> None:
+    from diag.tui.sources import MultiSource
+    from diag.watch_cmd import extra_sources
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        extras = extra_sources([f"decode-w7={url}", "http://127.0.0.1:9/metrics"], None)
+        if not extras:
+            pytest.skip("the Prometheus source (diag.prom) is not available")
+        logs = FollowSource([str(RUNS / "healthy")])
+        app = WatchApp(WatchState(MultiSource([logs, *extras])), interval=0.2)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await ready(pilot)
+            await until(pilot, lambda: "decode-w7" in rows(app) and rows(app)["decode-w7"]["gen"] not in ("-", "0"))
+            assert rows(app)["decode-w7"]["eng"] == "2"
+            errors = app.screen.query_one("#errors", Static)
+            assert errors.display and "127.0.0.1:9" in str(errors.render())
+            assert "prefill-w0" in rows(app), "the log endpoints are still there"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,39 @@
+"""SVG snapshots of the `diag watch` main screen (pytest-textual-snapshot).
+
+Deterministic: "now" is pinned to the end of the run, the run is read through a relative path from
+the repository root, no poll happens after the first (interval 1 h), and the main screen has no
+blinking cursor and no clock. Regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diag.tui.app import WatchApp
+from diag.tui.screens import MainScreen
+from diag.tui.sources import FollowSource
+from diag.tui.state import WatchState
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _app(scenario: str) -> WatchApp:
+    src = FollowSource([f"samples/runs/{scenario}"])
+    src.label = f"following {scenario}"
+    return WatchApp(WatchState(src, clock=lambda run: run.end), interval=3600.0)
+
+
+async def _loaded(pilot) -> None:
+    while pilot.app.snapshot is None or not isinstance(pilot.app.screen, MainScreen):
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+@pytest.mark.parametrize("scenario", ["prefill-bound", "kv-exhaustion"])
+def test_main_screen(snap_compare, monkeypatch: pytest.MonkeyPatch, scenario: str, size: tuple[int, int]) -> None:
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert snap_compare(_app(scenario), terminal_size=size, run_before=_loaded)

@@ -1,0 +1,306 @@
+"""`diag watch` headless core: snapshot builder, ring buffers, retention, replay, renderers, --once.
+
+None of these tests start Textual; the core must work (and --once must print) without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+import types
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from diag.load import load_run
+from diag.tui import state as st
+from diag.tui.records import describe
+from diag.tui.render import header_text, kv_bar, node_prefix, spark, window_values
+from diag.tui.sources import FollowSource, ReplaySource, Side
+from diag.watch_cmd import extra_sources
+from parsers.ingest import ParsedLog
+from parsers.layout import FileInfo
+from parsers.records import Fault, NixlFailure, StartupFact, StatsSample
+from rules.finding import Finding
+from rules.runmodel import STATS_SCHEMA
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "samples" / "runs"
+T0 = datetime(2026, 8, 1, tzinfo=UTC)
+
+
+def at_end(run):
+    return run.end
+
+
+@pytest.fixture(scope="module")
+def prefill_snapshot() -> st.Snapshot:
+    return st.WatchState(FollowSource([str(RUNS / "prefill-bound")]), clock=at_end).step()
+
+
+# ------------------------------------------------------------------ snapshot content
+def test_snapshot_has_every_endpoint_header_and_findings(prefill_snapshot: st.Snapshot) -> None:
+    snap = prefill_snapshot
+    assert [e.id for e in snap.endpoints] == ["prefill-w0", "prefill-w1", "prefill-w2", "prefill-w3", "decode-w0"]
+    assert {e.id: e.s.health for e in snap.endpoints}["decode-w0"] == "WARN"
+    keys = [k for k, _ in snap.header]
+    for k in ("job", "model", "topology", "build", "stage", "elapsed", "tok/s", "rate P/D"):
+        assert k in keys, k
+    head = dict(snap.header)
+    assert head["elapsed"] == "20m19s" and "GPUs" in head["tok/s"] and head["stage"] == "completed"
+    codes = [(fr.state, fr.f.code) for fr in snap.findings]
+    assert ("open", "DIAG-B001") in codes
+    states = [s for s, _ in codes]
+    assert states == sorted(states, key=lambda s: s != "open"), "open findings come first"
+    assert snap.engines["decode-w0"] and len(snap.engines["decode-w0"]) == 8
+    assert all(r.kind != "noise" for r in snap.records["decode-w0"])
+    assert any(r.kind == "startup" for r in snap.records["decode-w0"])
+
+
+def test_snapshot_is_immutable(prefill_snapshot: st.Snapshot) -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prefill_snapshot.seq = 99  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        prefill_snapshot.records["x"] = ()  # type: ignore[index]
+    assert isinstance(prefill_snapshot.endpoints, tuple) and isinstance(prefill_snapshot.findings, tuple)
+
+
+def test_header_packs_and_drops_for_narrow_widths(prefill_snapshot: st.Snapshot) -> None:
+    wide = header_text(prefill_snapshot, 118, 4).plain
+    narrow = header_text(prefill_snapshot, 78, 4).plain
+    assert "bench" in wide and len(wide.splitlines()) <= 4
+    assert len(narrow.splitlines()) <= 4 and all(len(line) <= 78 for line in narrow.splitlines())
+    assert "job" in narrow and "stage" in narrow and "rate P/D" in narrow
+
+
+# ------------------------------------------------------------------ ring buffers and sparklines
+def _stats(rows: list[tuple[int, str, float, float]]) -> pl.DataFrame:
+    data = {k: [] for k in STATS_SCHEMA}
+    for sec, eng, tps, kv in rows:
+        vals = {"ts": T0 + timedelta(seconds=sec), "engine": eng, "file": "f", "line": 1, "prompt_tps": tps,
+                "gen_tps": 0.0, "running": 1, "waiting": 0, "deferred": None, "preemptions": 0, "kv_usage": kv,
+                "prefix_hit": None, "ext_hit": None}
+        for k in STATS_SCHEMA:
+            data[k].append(vals[k])
+    return pl.DataFrame(data, schema=STATS_SCHEMA)
+
+
+def test_ring_sums_each_engines_latest_value_without_sawtooth() -> None:
+    rows = [(s, "0", 100.0, 10.0) for s in range(0, 300, 10)] + [(s + 7, "1", 50.0, 30.0) for s in range(0, 300, 10)]
+    ring = st.Ring()
+    ring.update(_stats(sorted(rows)))
+    inner = list(ring.points)[2:-2]
+    assert inner and all(p[1] == 150.0 and p[3] == 20.0 for p in inner)
+    assert all(p[0] % st.STEP_S == 0 for p in ring.points)
+
+
+def test_ring_is_bounded_and_incremental() -> None:
+    ring = st.Ring()
+    rows: list[tuple[int, str, float, float]] = []
+    for hour in range(3):
+        rows += [(hour * 3600 + s, "0", float(s % 100), 50.0) for s in range(0, 3600, 10)]
+        ring.update(_stats(rows))
+        assert len(ring.points) <= st.SERIES_POINTS
+    assert len(ring.points) == st.SERIES_POINTS
+    last = ring.points[-1][0]
+    assert last == (T0 + timedelta(seconds=3 * 3600)).timestamp()
+    ts = [p[0] for p in ring.points]
+    assert ts == sorted(set(ts)), "no duplicate or out-of-order points after incremental updates"
+
+
+def test_spark_window_and_bar() -> None:
+    assert spark([0, 1, 2, 3, 4, 5, 6, 7], 8) == "▁▂▃▄▅▆▇█"
+    assert spark([None, 0.0, None, 8.0], 4) == " ▁ █"
+    assert spark([None] * 5, 5) == "     "
+    assert len(spark(list(range(360)), 10)) == 10
+    pts = [((T0 + timedelta(seconds=s)).timestamp(), 1.0, 1.0, 5.0) for s in range(10, 610, 10)]
+    vals = window_values(pts, pts[-1][0], 60, lambda p: p[3])
+    assert vals == [5.0] * 6
+    assert window_values(pts, pts[-1][0] + 3600, 60, lambda p: p[3]) == [None] * 6
+    assert kv_bar(50.0).plain.startswith("50.0 ") and kv_bar(None).plain == "-"
+
+
+def test_node_prefix_and_record_descriptions(prefill_snapshot: st.Snapshot) -> None:
+    assert node_prefix(prefill_snapshot) == "gb200-r03-"
+    text, tone = describe(Fault(line=3, cause="oom", message="CUDA out of memory"))
+    assert tone == "fault" and "oom" in text
+    assert describe(NixlFailure(line=1, ftype="transfer_failed", request_id="r1"))[1] == "warn"
+
+
+# ------------------------------------------------------------------ retention and the 24 h bound
+def test_compact_drops_old_periodic_keeps_pinned_and_caps_events() -> None:
+    log = ParsedLog("x.out", FileInfo(Path("x.out"), "worker", "decode", 0))
+    log.records += [StartupFact(line=1, ts=T0, key="version", value="0.26.1")]
+    log.records += [StatsSample(line=i, ts=T0 + timedelta(seconds=10 * i), variant="v1") for i in range(100)]
+    log.records += [NixlFailure(line=200 + i, ts=T0 + timedelta(seconds=i), ftype="x") for i in range(50)]
+    same = log.records
+    dropped = st.compact([log], T0 + timedelta(seconds=500), cap=20)
+    assert log.records is same, "compacted in place (the follower appends to this list)"
+    assert dropped == 50 + 30
+    assert sum(isinstance(r, StatsSample) for r in log.records) == 50
+    assert sum(isinstance(r, NixlFailure) for r in log.records) == 20
+    assert isinstance(log.records[0], StartupFact)
+
+
+class Synthetic:
+    """64 decode endpoints, one stats line a minute each and a few NIXL failures; one hour a poll."""
+
+    label = "synthetic"
+
+    def __init__(self, endpoints: int = 64) -> None:
+        self._logs = [ParsedLog(f"/x/n{i:02d}_decode_w{i}.out",
+                                FileInfo(Path(f"/x/n{i:02d}_decode_w{i}.out"), "worker", "decode", i, f"n{i:02d}"))
+                      for i in range(endpoints)]
+        for log in self._logs:
+            log.records.append(StartupFact(line=1, ts=T0, key="version", value="0.26.1"))
+        self.hour = 0
+        self.line = 2
+
+    def poll(self):
+        out = []
+        base = T0 + timedelta(hours=self.hour)
+        for i, log in enumerate(self._logs):
+            new = [StatsSample(line=self.line + k, ts=base + timedelta(seconds=60 * k + i % 60), variant="v1", engine=0,
+                               prompt_tps=100.0, gen_tps=float(k), running=4, waiting=0, kv_usage=40.0, preemptions=0)
+                   for k in range(60)]
+            new += [NixlFailure(line=self.line + 100 + k, ts=base + timedelta(seconds=k), ftype="transfer_failed")
+                    for k in range(5)]
+            log.records.extend(new)
+            out += [(log.path, r) for r in new]
+        self.line += 200
+        self.hour += 1
+        return out, []
+
+    def logs(self):
+        return self._logs
+
+    def flush(self):
+        return []
+
+    def side(self):
+        return Side()
+
+
+def test_memory_is_bounded_over_24h_with_64_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(st, "EVENTS_CAP", 20)
+
+    def findings_of(run):  # ten findings that change every hour: the closed list must stay bounded
+        hour = max(ep.last_ts for ep in run.endpoints.values())
+        return [Finding("DIAG-X001", "x", "warning", "m", endpoint=f"decode-w{i}", first_ts=hour, last_ts=hour)
+                for i in range(10)]
+
+    state = st.WatchState(Synthetic(), evaluate=findings_of, retain_s=1800, clock=lambda run: run.end)
+    sizes = []
+    started = time.monotonic()
+    for _ in range(24):
+        snap = state.step()
+        sizes.append(st.memory_footprint(state))
+    assert len(snap.endpoints) == 64
+    last = sizes[-1]
+    assert last["max_ring"] <= st.SERIES_POINTS
+    assert last["ring_points"] <= 64 * st.SERIES_POINTS
+    assert last["closed"] <= st.CLOSED_KEEP
+    assert last["snapshot_records"] <= 64 * (st.EVENTS_KEEP + st.STATS_KEEP)
+    assert last["model_records"] <= 64 * (1 + 31 + 20)  # pinned + 30 min of stats + capped events
+    assert sizes[23] == sizes[12], "no growth once the buffers are full"
+    assert time.monotonic() - started < 60
+
+
+# ------------------------------------------------------------------ replay
+def test_replay_releases_records_in_time_order_and_pauses() -> None:
+    run = load_run([str(RUNS / "kv-exhaustion")])
+    wall = [0.0]
+    src = ReplaySource(run, speed=60, monotonic=lambda: wall[0])
+    recs, added = src.poll()
+    start = src.now()
+    assert added and all(r.ts is None or r.ts <= start for _, r in recs)
+    wall[0] = 10.0  # 10 s of wall time = 10 min of the run
+    recs, _ = src.poll()
+    assert recs and src.now() == start + timedelta(minutes=10)
+    stamped = [r.ts for _, r in recs if r.ts]
+    assert stamped == sorted(stamped)
+    src.pause()
+    wall[0] = 100.0
+    assert src.now() == start + timedelta(minutes=10) and src.poll()[0] == []
+    src.resume()
+    wall[0] = 1000.0
+    src.poll()
+    assert src.done and src.now() == max(r.ts for s in run.sources for r in s.records if r.ts)
+    total = sum(len(s.records) for s in run.sources)
+    assert sum(len(log.records) for log in src.logs()) == total
+
+
+def test_replay_through_the_state_opens_kv_findings_midway() -> None:
+    run = load_run([str(RUNS / "kv-exhaustion")])
+    wall = [0.0]
+    state = st.WatchState(ReplaySource(run, speed=60, monotonic=lambda: wall[0]))
+    opened: list[str] = []
+    seen_ok = False
+    while True:
+        snap = state.step()
+        opened += [f.code for f in snap.opened]
+        seen_ok |= snap.endpoint("decode-w0") is not None and snap.endpoint("decode-w0").s.health == "WARN"
+        if snap.done:
+            break
+        wall[0] += 2.0
+    assert seen_ok and "DIAG-K001" in opened
+    assert snap.endpoint("decode-w0").s.health == "CRIT"
+    assert snap.label.startswith("replay")
+
+
+# ------------------------------------------------------------------ the command
+def test_extra_sources_plug_in_through_diag_prom(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert extra_sources([], None) == []
+    monkeypatch.setitem(sys.modules, "diag.prom", None)  # not importable
+    assert extra_sources(["http://h:8000/metrics"], None) == []
+    fake = types.ModuleType("diag.prom")
+    fake.watch_sources = lambda scrape, prom: [("src", tuple(scrape), prom)]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "diag.prom", fake)
+    assert extra_sources(["u1", "u2"], "http://prom:9090") == [("src", ("u1", "u2"), "http://prom:9090")]
+
+
+def test_watch_usage_errors_exit_2() -> None:
+    from diag.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["watch"])
+    assert r.exit_code == 2 and "give a run directory" in r.output
+    r = runner.invoke(app, ["watch", "--window", "7", str(RUNS / "healthy")])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["watch", str(RUNS / "no-such-run")])
+    assert r.exit_code == 2 and "no such file" in r.output
+    r = runner.invoke(app, ["watch", str(RUNS / "healthy")])  # CliRunner's stdin is not a terminal
+    assert r.exit_code == 2 and "--once" in r.output
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env["COLUMNS"] = "200"
+    return env
+
+
+def test_once_names_every_endpoint_and_b001() -> None:
+    p = subprocess.run([sys.executable, "-m", "diag", "watch", "--once", "samples/runs/prefill-bound"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=_env())
+    assert p.returncode == 0, p.stderr
+    for ep in ("prefill-w0", "prefill-w1", "prefill-w2", "prefill-w3", "decode-w0"):
+        assert ep in p.stdout
+    assert "DIAG-B001" in p.stdout and "\x1b[" not in p.stdout
+
+
+def test_once_runs_without_textual() -> None:
+    code = ("import sys; sys.modules['textual'] = None\n"
+            "from diag.cli import main; sys.argv = ['diag', 'watch', '--once', '--now', 'end', "
+            "'samples/runs/engine-crash']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "assert 'textual' not in [m.split('.')[0] for m in sys.modules if sys.modules[m] is not None]\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                       env=_env())
+    assert p.returncode == 0, p.stderr
+    assert "DOWN" in p.stdout and "DIAG-E001" in p.stdout

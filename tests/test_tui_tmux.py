@@ -1,0 +1,70 @@
+"""`diag watch` in a real terminal: a tmux session runs it, keys go in, capture-pane comes out.
+
+Skips when tmux is not installed, unless DIAG_REQUIRE_TMUX=1 makes it mandatory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENDPOINTS = ("prefill-w0", "prefill-w1", "prefill-w2", "prefill-w3", "decode-w0")
+
+
+@pytest.fixture
+def tmux():
+    exe = shutil.which("tmux")
+    if exe is None:
+        reason = "tmux is not installed (apt-get install -y tmux); this test drives diag watch in a real terminal"
+        if os.environ.get("DIAG_REQUIRE_TMUX") == "1":
+            pytest.fail(reason + " (DIAG_REQUIRE_TMUX=1: mandatory here)")
+        pytest.skip(reason)
+    sock = f"diag-watch-test-{os.getpid()}"
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([exe, "-L", sock, "-f", "/dev/null", *args], capture_output=True, text=True,
+                              check=check, timeout=20)
+
+    yield run
+    run("kill-server", check=False)
+
+
+def _wait(cond, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_watch_in_tmux_shows_endpoints_and_quits(tmux) -> None:
+    env = f"env -u NO_COLOR TERM=xterm-256color COLUMNS= LINES= {sys.executable}"
+    cmd = f"cd {ROOT} && {env} -m diag watch --now end samples/runs/prefill-bound"
+    tmux("new-session", "-d", "-s", "w", "-x", "120", "-y", "40", cmd)
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", "w", check=False).stdout
+
+    assert _wait(lambda: "decode-w0" in screen()), screen()
+    text = screen()
+    for ep in ENDPOINTS:
+        assert ep in text, text
+    assert "DIAG-B001" in text and "WARN" in text and "quit" in text
+
+    tmux("send-keys", "-t", "w", "1")
+    assert _wait(lambda: "window 1 min" in screen(), 10), screen()
+    tmux("send-keys", "-t", "w", "?")
+    assert _wait(lambda: "sparkline window" in screen(), 10), screen()
+    tmux("send-keys", "-t", "w", "Escape")
+    assert _wait(lambda: "sparkline window" not in screen(), 10), screen()
+
+    tmux("send-keys", "-t", "w", "q")
+    assert _wait(lambda: tmux("has-session", "-t", "w", check=False).returncode != 0, 15), "q did not quit"
