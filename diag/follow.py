@@ -21,6 +21,7 @@ from parsers.records import Record
 from .sources import InputError, Skipped, discover, year_of
 
 READ_MAX = 8 << 20
+FOLLOWED = ("worker", "orchestrator", "frontend")
 HOLD_S = 0.3  # how long a complete line may wait for a torn continuation before it is parsed alone
 
 
@@ -51,7 +52,7 @@ class Follower:
             self._add(path, info)
 
     def _add(self, path: Path, info: FileInfo) -> None:
-        if info.kind not in ("worker", "orchestrator"):
+        if info.kind not in FOLLOWED:
             return
         try:
             st = path.stat()
@@ -74,7 +75,7 @@ class Follower:
                     if str(p) in self.files:
                         continue
                     info = classify_path(p)
-                    if info.kind in ("worker", "orchestrator"):
+                    if info.kind in FOLLOWED:
                         self._add(p, info)
                         added.append(str(p))
         return added

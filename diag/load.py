@@ -118,11 +118,11 @@ def _build(root: Path | None, files: list[tuple[Path, FileInfo]], skipped: list[
     endpoints, lifecycle, quoted = build_endpoints(sources)
     run = Run(root, sources, [(str(s.path), s.reason) for s in skipped], endpoints, lifecycle, quoted)
     run.errors = [s.error for s in sources if s.error]
-    _side_files(run, files)
+    read_side_files(run, files)
     return run
 
 
-def _side_files(run: Run, files: list[tuple[Path, FileInfo]]) -> None:
+def read_side_files(run: Run, files: list[tuple[Path, FileInfo]]) -> None:
     """Job metadata, recipe, benchmark results; a broken side file is an error line, not a crash."""
     results = []
     for path, info in files:

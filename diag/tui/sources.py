@@ -62,11 +62,11 @@ class Source(Protocol):
 
 def load_side(paths: list[str]) -> Side:
     """Side files under ``paths`` (same readers as ``diag tail``); broken ones become error lines."""
-    from ..load import _side_files
+    from ..load import read_side_files
 
     files, _ = discover(paths)
     run = Run(None, [], [], {})
-    _side_files(run, [(p, i) for p, i in files if i.kind in SIDE_KINDS])
+    read_side_files(run, [(p, i) for p, i in files if i.kind in SIDE_KINDS])
     return Side.of(run)
 
 
