@@ -245,11 +245,16 @@ def render_once(snap: Snapshot, console: Console, window_min: int = 5) -> None:
     console.print(head)
     t = Table(title=f"endpoints (sparklines: last {window_min} min)", title_justify="left", pad_edge=False)
     prefix = node_prefix(snap)
-    for _, label, just in COLUMNS:
-        t.add_column(label, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    widest = max((len(r.id) for r in snap.endpoints), default=8)
+    # the endpoint name is never cut; on a narrow terminal the columns the name already implies go first
+    drop = {"role", "nodes", "eng"} if console.width < 120 else set()
+    cols = [c for c in COLUMNS if c[0] not in drop]
+    for key, label, just in cols:
+        t.add_column(label, justify=just, no_wrap=True,  # type: ignore[arg-type]
+                     min_width=widest if key == "endpoint" else None)
     for row in snap.endpoints:
         cells = endpoint_cells(row, snap, window_min, prefix)
-        t.add_row(*(cells[k] for k, _, _ in COLUMNS))
+        t.add_row(*(cells[k] for k, _, _ in cols))
     console.print(t if snap.endpoints else Text("no endpoints found in the logs read", style="yellow"))
     n_open = sum(fr.state == "open" for fr in snap.findings)
     console.print(Text(f"findings: {n_open} open, {len(snap.findings) - n_open} closed", style="bold"))
