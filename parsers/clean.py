@@ -18,7 +18,7 @@ _ANSI = re.compile(
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"      # OSC: titles, hyperlinks
     r"|\x1b[@-Z\\-_]"                          # two-byte escapes
     r"|(?:\^\[|#033|\ufffd|\\x1b|\\033|\\e)\[[0-9;]*[A-Za-z]"  # caret, syslog octal, U+FFFD, escaped text
-    r"|\[(?:\d{1,3}(?:;\d{1,3})*)?m"           # bare "[0;36m" with the ESC byte lost
+    r"|\[\d{1,3}(?:;\d{1,3})*m"               # bare "[0;36m" with the ESC byte lost ("[m" is too often text)
     r"|\x1b"                                   # stray ESC
 )
 # A record torn inside an escape sequence leaves "...\x1b[0;3" at one line's end and "6m(" at the next's start.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +25,6 @@ from .formats import REGISTRY
 from .lineparser import TRIGGER_PATTERN, TRIGGERS, LineParser
 from .noise import NOISE
 from .records import Record
-from .timestamps import YearTracker
 
 for _fmt in _benchmark.BENCH_OUT_FORMATS:  # whole-file formats: declared here so the format tests run them
     REGISTRY.setdefault(_fmt.name, _fmt)
@@ -78,27 +77,6 @@ class ParsedLog:
         return self.info.kind
 
 
-class _Stamper:
-    """Gives month-day records a year, in order, so a run over New Year stays ordered, and moves
-    them from the node's local time to UTC by ``tz_offset_s`` (local minus UTC)."""
-
-    def __init__(self, year: int | None, tz_offset_s: int = 0) -> None:
-        self._tracker = YearTracker(year) if year else None
-        self._offset = tz_offset_s
-
-    def __call__(self, recs: list[Record]) -> list[Record]:
-        if self._tracker is None:
-            return recs
-        out = []
-        for r in recs:
-            if r.md is not None:
-                ts = self._tracker.resolve(r.md, self._offset)
-                if r.ts is None:
-                    r = replace(r, ts=ts)
-            out.append(r)
-        return out
-
-
 def _noise_of(raw: str) -> str | None:
     for fmt in NOISE:
         if fmt.regex.search(raw):
@@ -106,31 +84,39 @@ def _noise_of(raw: str) -> str | None:
     return None
 
 
-def _block_frame(block: bytes, first_line: int) -> tuple[pl.DataFrame, Counts]:
-    """Candidate lines (with their successor) and the counts of one block, computed by polars."""
+def _block_frame(block: bytes, first_line: int) -> tuple[list[tuple[int, str, str | None, str | None]], Counts]:
+    """Candidate lines of one block (number, text, next line, previous non-candidate line) and the
+    block's counts. polars classifies every line; Python sees only the candidates and their neighbours."""
     try:
         block.decode("utf-8")
     except UnicodeDecodeError:
         block = _decode(block).encode("utf-8")
     col = pl.col("line")
-    lf = (pl.scan_lines(io.BytesIO(block)).with_row_index("n", offset=first_line)
-          .with_columns(nxt=col.shift(-1), prv=col.shift(1), cand=col.str.contains(TRIGGER_PATTERN))
-          .with_columns(prv_cand=pl.col("cand").shift(1).fill_null(False)))
-    seen = pl.col("cand")
-    sums = [pl.len().alias("lines"), seen.sum().alias("candidates"),
-            col.str.contains(ANSI_PATTERN).sum().alias("ansi")]
-    for fmt in NOISE:
-        hit = col.str.contains(fmt.regex.pattern) & ~seen
-        sums.append(hit.sum().alias(fmt.emits))
-        seen = seen | hit
-    cands, summary, tail = pl.collect_all([
-        lf.filter("cand").select("n", "line", "nxt", pl.when(pl.col("prv_cand")).then(None).otherwise("prv")),
-        lf.select(sums), lf.select("line", "cand").tail(1)])
-    row = summary.row(0, named=True)
-    counts = Counts(lines=row["lines"], candidates=row["candidates"] or 0, ansi_lines=row["ansi"] or 0,
-                    noise={f.emits: row[f.emits] or 0 for f in NOISE})
-    counts.last = tail.row(0) if tail.height else None
-    return cands, counts
+    cand = col.str.contains(TRIGGER_PATTERN)
+    noise: pl.Expr = pl.lit(None, dtype=pl.UInt8)
+    for i, fmt in reversed(list(enumerate(NOISE))):  # the first category that matches names the line
+        noise = pl.when(col.str.contains(fmt.regex.pattern)).then(pl.lit(i, dtype=pl.UInt8)).otherwise(noise)
+    df = pl.scan_lines(io.BytesIO(block)).select(
+        col, cand.alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
+        pl.when(cand).then(None).otherwise(noise).alias("noise")).collect()
+    n = df.height
+    counts = Counts(lines=n)
+    if n == 0:
+        return [], counts
+    lines, is_cand = df["line"], df["cand"]
+    idx = is_cand.arg_true()
+    counts.candidates = len(idx)
+    counts.ansi_lines = int(df["ansi"].sum() or 0)
+    for row in df["noise"].drop_nulls().value_counts().iter_rows():
+        counts.noise[NOISE[row[0]].emits] += row[1]
+    counts.last = (lines[n - 1], bool(is_cand[n - 1]))
+    nxt_i, prv_i = (idx + 1).clip(0, n - 1), (idx - 1).clip(0, n - 1)
+    nxt = pl.select(pl.when(idx == n - 1).then(None).otherwise(lines.gather(nxt_i))).to_series()
+    prv_ok = (idx > 0) & ~is_cand.gather(prv_i)
+    prv = pl.select(pl.when(prv_ok).then(lines.gather(prv_i)).otherwise(None)).to_series()
+    rows = list(zip((idx + first_line).to_list(), lines.gather(idx).to_list(), nxt.to_list(), prv.to_list(),
+                    strict=True))
+    return rows, counts
 
 
 def blocks_of(data: bytes, size: int = 64 << 20) -> Iterator[bytes]:
@@ -148,7 +134,7 @@ def blocks_of(data: bytes, size: int = 64 << 20) -> Iterator[bytes]:
 def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
                tz_offset_s: int = 0) -> tuple[list[Record], Counts]:
     """Records and counts of a whole log given as newline-aligned blocks."""
-    parser, stamp = LineParser(), _Stamper(year, tz_offset_s)
+    parser = LineParser(year, tz_offset_s)
     records: list[Record] = []
     counts = Counts()
     it = iter(blocks)
@@ -164,10 +150,10 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
         if pending is not None:
             first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
             recs, consumed = parser.feed(pending[0], pending[1], first_line, pending[2])
-            records.extend(stamp(recs))
+            records.extend(recs)
             skip = line0 if consumed else -1
             pending = None
-        for n, line, nxt, prv in frame.iter_rows():
+        for n, line, nxt, prv in frame:
             if n == skip:
                 continue
             if n == line0 and before is not None:
@@ -178,7 +164,7 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
                 pending = (n, line, prv)
                 continue
             recs, consumed = parser.feed(n, line, nxt, prv)
-            records.extend(stamp(recs))
+            records.extend(recs)
             if consumed:
                 skip = n + 1
         before = c.last
@@ -186,7 +172,7 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
         block = nxt_block
     if pending is not None:
         recs, _ = parser.feed(pending[0], pending[1], None, pending[2])
-        records.extend(stamp(recs))
+        records.extend(recs)
     return records, counts
 
 
@@ -194,8 +180,7 @@ class StreamParser:
     """Incremental parsing of appended bytes; ``feed`` returns the records completed so far."""
 
     def __init__(self, *, year: int | None = None, tz_offset_s: int = 0, first_line: int = 1) -> None:
-        self._parser = LineParser()
-        self._stamp = _Stamper(year, tz_offset_s)
+        self._parser = LineParser(year, tz_offset_s)
         self._line = first_line          # number of the next complete line
         self._partial = b""              # bytes after the last newline
         self._pending: tuple[int, str, str | None] | None = None  # a candidate waiting for its successor
@@ -222,7 +207,7 @@ class StreamParser:
             pn, praw, pprv = self._pending
             self._pending = None
             recs, consumed = self._parser.feed(pn, praw, raw, pprv)
-            out.extend(self._stamp(recs))
+            out.extend(recs)
             if consumed:
                 self._prev = (raw, True)  # used up: no record may join back onto it
                 return out
@@ -251,7 +236,7 @@ class StreamParser:
         pn, praw, pprv = self._pending
         self._pending = None
         recs, _ = self._parser.feed(pn, praw, None, pprv)
-        return self._stamp(recs)
+        return recs
 
     def finish(self) -> list[Record]:
         """Flush the last line (even without a trailing newline) and any waiting candidate."""
@@ -263,7 +248,7 @@ class StreamParser:
             pn, praw, pprv = self._pending
             self._pending = None
             recs, _ = self._parser.feed(pn, praw, None, pprv)
-            out.extend(self._stamp(recs))
+            out.extend(recs)
         return out
 
     @property

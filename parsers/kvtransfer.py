@@ -21,7 +21,6 @@ KV_METRICS = declare(
     triggers=("KV Transfer metrics",),
     doc="NixlConnector / Mooncake / MultiConnector stats; unknown keys are kept",
 )
-_FLAT_KV = re.compile(r"(?P<key>[A-Za-z][A-Za-z0-9 ()/_.-]*?)=(?P<val>-?[\d.]+(?:e[-+]?\d+)?|nan|inf)(?=,|$)")
 _MULTI = re.compile(r"(?P<name>\w+)=\{(?P<body>[^{}]*)\}")
 _DICT_KV = re.compile(r"'(?P<key>[^']+)':\s*(?P<val>-?[\d.]+(?:e[-+]?\d+)?|nan|inf)")
 
@@ -29,13 +28,20 @@ _DICT_KV = re.compile(r"'(?P<key>[^']+)':\s*(?P<val>-?[\d.]+(?:e[-+]?\d+)?|nan|i
 @record_parser(KV_METRICS)
 def _kv_metrics(m: re.Match[str], line: int, hdr: Header, **kw: object) -> KVTransfer | None:
     body = m["body"]
-    multi = list(_MULTI.finditer(body))
+    multi = list(_MULTI.finditer(body)) if "={" in body else []
     if multi:
         connector = multi[0]["name"]
         values = [(k["key"], float(k["val"])) for mm in multi for k in _DICT_KV.finditer(mm["body"])]
     else:
         connector = m["ctype"]
-        values = [(k["key"].strip(), float(k["val"])) for k in _FLAT_KV.finditer(body)]
+        values = []
+        for part in body.split(", "):  # "Key (unit)=1.5": keys hold no ", ", values are numbers
+            key, eq, val = part.rpartition("=")
+            if eq and key[:1].isalpha():
+                try:
+                    values.append((key.strip(), float(val)))
+                except ValueError:
+                    continue
     if not values:
         return None
     return KVTransfer(line, connector=connector, values=tuple(values), **kw)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
 from .headers import parse_header
 from .records import Fault, Header, Record
-from .timestamps import parse_iso
+from .timestamps import YearTracker, parse_iso
 
 for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: verdicts, srun errors
     REGISTRY.setdefault(_banner.name, _banner)
@@ -37,8 +37,18 @@ def _rx_escape(text: str) -> str:
     return "".join("\\" + c if c in r"\.^$|?*+()[]{}" else c for c in text)
 
 
+# Kinds a line holds at most one of: once one is parsed, no other format is tried on that line.
+# Startup facts are not among them (the one-line KV capacity form holds two facts).
+_ALONE = frozenset({"stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failure", "spec_decode",
+                    "preemption", "prefix_cache", "fault"})
+_ORDER = {"stats": 0, "kv_transfer": 1, "nixl_failure": 1, "kv_expiry": 1, "kv_load_failure": 1,
+          "spec_decode": 2, "preemption": 2, "prefix_cache": 2, "startup": 3, "fault": 4}
+
+
 def _record_formats() -> list[LineFormat]:
-    return [f for f in formats("record") if f.name not in _SPECIAL and f.emits != "lifecycle"]
+    """Record formats, the most frequent lines first (stats lines dominate a run's logs)."""
+    fmts = [f for f in formats("record") if f.name not in _SPECIAL and f.emits != "lifecycle"]
+    return sorted(fmts, key=lambda f: _ORDER.get(f.emits, 5))
 
 
 def trigger_literals() -> list[str]:
@@ -49,6 +59,15 @@ def trigger_literals() -> list[str]:
     return sorted(seen, key=lambda t: (-len(t), t))
 
 
+# The fast path: a whole physical line that is exactly one well-formed V1 stats record (real CSI
+# colours allowed, nothing else around it). It gives the same record as the general path, which
+# handles everything else (pastes, prefixes, glued and torn records).
+_CSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\[[0-?]*[ -/]*[@-~]")
+_FAST_STATS = re.compile(
+    r"(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\) ?)?(?:DEBUG|INFO|WARNING) (?P<md>\d\d-\d\d \d\d:\d\d:\d\d) "
+    r"\[[^\]\s]+:\d+\] " + stats.V1.regex.pattern + r"(?:, [A-Z][\w ]*: [\w./% ]*)*")
+_HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
+
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
 TRIGGERS = re.compile(TRIGGER_PATTERN)
 # Records worth rejoining when torn across two physical lines (structured, one line each).
@@ -58,24 +77,39 @@ JOIN_TRIGGERS = re.compile("|".join(
     _rx_escape(t) for f in formats("record") if f.emits in _JOINABLE for t in f.triggers))
 
 
-def _stamp(hdr: Header, ext_ts: str | None, task: int | None) -> dict[str, Any]:
-    iso = ext_ts or hdr.iso
-    ts: datetime | None = None
-    if iso:
-        try:
-            ts = parse_iso(iso)
-        except ValueError:
-            ts = None
-    return {"ts": ts, "md": hdr.md, "proc": hdr.proc, "task": task}
-
-
 class LineParser:
-    """Stateful per file: groups tracebacks with their exception line."""
+    """Stateful per file: groups tracebacks with their exception line, and gives vLLM's year-less
+    month-day times a year (in line order, so a run over New Year stays ordered) and UTC."""
 
-    def __init__(self) -> None:
+    def __init__(self, year: int | None = None, tz_offset_s: int = 0) -> None:
         self._formats = _record_formats()
+        self._tracker = YearTracker(year) if year else None
+        self._tz = tz_offset_s
+        self._last_md: tuple[str | None, datetime | None] = (None, None)  # engines share a second
         # per process key: [first line of the traceback, whether a frame ran in a KV connector, function names]
         self._tb_open: dict[tuple[str | None, int | None, int | None], list[Any]] = {}
+
+    def _resolve(self, md: str) -> datetime | None:
+        if md == self._last_md[0]:
+            return self._last_md[1]
+        try:
+            ts = self._tracker.resolve(md, self._tz) if self._tracker is not None else None
+        except ValueError:
+            ts = None
+        self._last_md = (md, ts)
+        return ts
+
+    def _stamp(self, hdr: Header, ext_ts: str | None, task: int | None) -> dict[str, Any]:
+        iso = ext_ts or hdr.iso
+        ts: datetime | None = None
+        if iso:
+            try:
+                ts = parse_iso(iso)
+            except ValueError:
+                ts = None
+        if hdr.md is not None and self._tracker is not None:
+            ts = ts or self._resolve(hdr.md)
+        return {"ts": ts, "md": hdr.md, "proc": hdr.proc, "task": task}
 
     def parse_message(self, msg: str, line: int, hdr: Header, stamp: dict[str, Any]) -> list[Record]:
         out: list[Record] = []
@@ -92,13 +126,14 @@ class LineParser:
                 out.extend(rec)
             else:
                 out.append(rec)
-            if fmt.emits == "fault":
-                break  # one fault per line: the first cause in priority order
+            if fmt.emits in _ALONE:
+                break  # e.g. one fault per line: the first cause in priority order
         return out
 
-    def _feed_piece(self, text: str, ext_ts: str | None, task: int | None, line: int) -> list[Record]:
-        hdr = parse_header(text)
-        stamp = _stamp(hdr, ext_ts, task)
+    def _feed_piece(self, text: str, ext_ts: str | None, task: int | None, line: int,
+                    hdr: Header | None = None) -> list[Record]:
+        hdr = hdr or parse_header(text)
+        stamp = self._stamp(hdr, ext_ts, task)
         if hdr.cls == "orchestrator":
             ev = _orchestrator.parse_lifecycle(hdr.msg, line, stamp["ts"])
             return [ev] if ev is not None else []
@@ -137,33 +172,51 @@ class LineParser:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs
 
+    def _fast(self, line: int, raw: str, nxt: str | None, prv: str | None) -> list[Record] | None:
+        """The one stats record of a clean stats line, or None to take the general path."""
+        if nxt and not _HEAD_START.match(nxt):
+            return None  # the next line may be the rest of this record (torn after an optional part)
+        text = _CSI.sub("", raw) if "\x1b" in raw else raw
+        m = _FAST_STATS.fullmatch(text.rstrip("\r"))
+        if m is None:
+            return None
+        ts = self._resolve(m["md"]) if self._tracker is not None else None
+        return [stats.v1_record(m, line, ts=ts, md=m["md"], proc=m["proc"], task=None)]
+
     def feed(self, line: int, raw: str, nxt: str | None = None, prv: str | None = None) -> tuple[list[Record], bool]:
         """Records of physical line ``line``; True when the next line was consumed (torn record).
 
         ``prv`` is the previous physical line when that line was not a candidate itself: a record
         torn before its trigger is rejoined from it.
         """
+        if "Avg prompt throughput" in raw and len(raw) < MAX_JOIN:
+            fast = self._fast(line, raw, nxt, prv)
+            if fast is not None:
+                return fast, False
         raw = raw[:MAX_LINE]
         if prv is not None and len(prv) > MAX_JOIN:
             prv = None
         if nxt is not None and len(nxt) > MAX_JOIN:
             nxt = None
-        pieces = logical_lines(raw)
+        simple = _simple_head(raw)
+        pieces = [(simple[0], None, None)] if simple is not None else logical_lines(raw)
         out: list[Record] = []
         consumed = False
         for i, (text, ext_ts, task) in enumerate(pieces):
-            if i == 0 and prv is not None and JOIN_TRIGGERS.search(text) and parse_header(text).cls == "unknown":
+            if (simple is None and i == 0 and prv is not None and JOIN_TRIGGERS.search(text)
+                    and parse_header(text).cls == "unknown"):
                 back = self._join_back(prv, raw, line - 1)
                 if back:
                     out.extend(back)
                     continue
-            recs = self._feed_piece(text, ext_ts, task, line)
+            recs = self._feed_piece(text, ext_ts, task, line, simple[1] if simple is not None else None)
             last = i == len(pieces) - 1
-            if last and nxt is not None and JOIN_TRIGGERS.search(text) and all(r.kind in _JOINABLE_KINDS for r in recs):
+            if (last and nxt and not _HEAD_START.match(nxt) and all(r.kind in _JOINABLE_KINDS for r in recs)
+                    and JOIN_TRIGGERS.search(text)):
                 joined = self._try_join(text, nxt, task)
                 if joined is not None:
                     hdr = parse_header(joined)
-                    more = self.parse_message(hdr.msg, line, hdr, _stamp(hdr, ext_ts, task))
+                    more = self.parse_message(hdr.msg, line, hdr, self._stamp(hdr, ext_ts, task))
                     if more and (not recs or _richer(more, recs)):
                         recs, consumed = more, True
             out.extend(recs)
@@ -181,7 +234,7 @@ class LineParser:
         hdr = parse_header(ptext + ctext)
         if hdr.cls == "unknown":
             return []
-        recs = self.parse_message(hdr.msg, line, hdr, _stamp(hdr, ext_ts, task))
+        recs = self.parse_message(hdr.msg, line, hdr, self._stamp(hdr, ext_ts, task))
         return [r for r in recs if r.kind in _JOINABLE_KINDS]
 
     @staticmethod
@@ -210,6 +263,39 @@ class LineParser:
             if consumed:
                 skip = idx + 1
         return out
+
+
+_SIMPLE = re.compile(
+    r"(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\) )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"(?P<md>\d\d-\d\d \d\d:\d\d:\d\d) \[(?P<src>[^\]\s]+:\d+)\] (?P<msg>[^\r\x1b]*)")
+# Anything the general path would have to undo: a second record glued on, a mangled escape, a ^M.
+_UNSIMPLE_LITERALS = ("pid=", "^[", "^M", "#033[", "\ufffd", "\\x1b", "\\033", "\\e[")
+_LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_GLUED_LEVEL = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d ")
+_GLUED_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+_BARE_SGR = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
+
+
+def _unsimple(msg: str) -> bool:
+    if any(s in msg for s in _UNSIMPLE_LITERALS):
+        return True
+    if any(w in msg for w in _LEVEL_WORDS) and _GLUED_LEVEL.search(msg):
+        return True
+    if "T" in msg and _GLUED_ISO.search(msg):
+        return True
+    return "[" in msg and bool(_BARE_SGR.search(msg))
+
+
+def _simple_head(raw: str) -> tuple[str, Header] | None:
+    """The head of a plain vLLM record (the common case: nothing to peel, split or unmangle), parsed in
+    one match; None sends the line through the general path. Both give the same head."""
+    text = _CSI.sub("", raw) if "\x1b" in raw else raw
+    text = text.removesuffix("\r")
+    m = _SIMPLE.fullmatch(text)
+    if m is None or _unsimple(m["msg"]):
+        return None
+    return text, Header("vllm", m["level"], md=m["md"], proc=m["proc"], pid=int(m["pid"]) if m["pid"] else None,
+                        source=m["src"], msg=m["msg"])
 
 
 def _continuation(raw: str, task: int | None) -> str | None:

@@ -2,8 +2,9 @@
 
 Every record carries ``line`` (1-based physical line in its source) and ``ts`` (a UTC
 ``datetime`` once the year is known, else ``None``; ``md`` keeps the raw month-day time of a
-vLLM header so the year can be filled in later). Records are frozen and comparable, so the bulk
-and streaming paths can be checked for identical output.
+vLLM header). Records are comparable, so the bulk and streaming paths can be checked for
+identical output, and treated as immutable; they are not ``frozen`` dataclasses only because a
+frozen ``__init__`` costs several microseconds per record on the hot path.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Header:
     msg: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Record:
     line: int
     ts: datetime | None = field(default=None, kw_only=True)
@@ -52,7 +53,7 @@ class Record:
     kind = "record"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StatsSample(Record):
     """One periodic engine stats line (vLLM V1/V0/Rust frontend, SGLang batch line)."""
 
@@ -76,7 +77,7 @@ class StatsSample(Record):
     kind = "stats"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KVTransfer(Record):
     """A ``KV Transfer metrics:`` line; ``values`` keeps every key, known or not."""
 
@@ -92,7 +93,7 @@ class KVTransfer(Record):
         return default
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NixlFailure(Record):
     ftype: str                  # handshake_failed, transfer_failed, ..., or legacy kinds
     request_id: str | None = None
@@ -102,7 +103,7 @@ class NixlFailure(Record):
     kind = "nixl_failure"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KVExpiry(Record):
     """P-side lease expiry / invalid-block / force-freed lines."""
 
@@ -113,7 +114,7 @@ class KVExpiry(Record):
     kind = "kv_expiry"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KVLoadFailure(Record):
     n_requests: int
     tokens: int
@@ -122,7 +123,7 @@ class KVLoadFailure(Record):
     kind = "kv_load_failure"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StartupFact(Record):
     """A fact printed at startup: key is one of STARTUP_KEYS."""
 
@@ -139,7 +140,7 @@ STARTUP_KEYS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Fault(Record):
     """Something went wrong. ``cause`` classifies it; ``exception`` is the exception line."""
 
@@ -160,7 +161,7 @@ FAULT_CAUSES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Lifecycle(Record):
     """An srt-slurm orchestrator event (worker start, readiness, benchmark, exit...)."""
 
@@ -176,7 +177,7 @@ class Lifecycle(Record):
         return default
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpecDecode(Record):
     mean_acceptance_len: float | None
     acceptance_rate: float | None
@@ -186,7 +187,7 @@ class SpecDecode(Record):
     kind = "spec_decode"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Preemption(Record):
     """A V0 per-event preemption warning (V1 reports preemptions in its stats line)."""
 
@@ -265,7 +266,7 @@ class AccuracyResult:
     kind = "accuracy"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PrefixCacheRate(Record):
     """V0's second stats line: ``Prefix cache hit rate: GPU: X%, CPU: Y%`` (percent)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from .formats import declare, record_parser
@@ -57,6 +58,7 @@ NON_DEFAULT = declare(
 )
 
 
+@lru_cache(maxsize=256)
 def _literal(text: str) -> Any:
     """Python-repr dict -> value; pyparsing grammar for reprs that ast cannot read."""
     import ast

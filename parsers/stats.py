@@ -47,6 +47,11 @@ def _i(v: str | None) -> int | None:
 
 @record_parser(V1)
 def _v1(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StatsSample:
+    return v1_record(m, line, **kw)
+
+
+def v1_record(m: re.Match[str], line: int, **kw: object) -> StatsSample:
+    """A V1 stats record from a match holding the V1 pattern's groups (also the line parser's fast path)."""
     return StatsSample(
         line, variant="v1", engine=_i(m["engine"]), n_aggregated=_i(m["n_agg"]),
         prompt_tps=float(m["prompt"]), gen_tps=float(m["gen"]), running=int(m["running"]),
