@@ -22,7 +22,7 @@ import polars as pl
 
 from . import benchmark as _benchmark
 from .formats import REGISTRY
-from .lineparser import TRIGGER_PATTERN, TRIGGERS, LineParser
+from .lineparser import TRIGGER_PATTERN, LineParser
 from .noise import NOISE
 from .records import Record
 
@@ -30,7 +30,6 @@ for _fmt in _benchmark.BENCH_OUT_FORMATS:  # whole-file formats: declared here s
     REGISTRY.setdefault(_fmt.name, _fmt)
 
 ANSI_PATTERN = r"\x1b\[|\^\[\[|#033\[|\[\d{1,3}(?:;\d{1,3})*m"
-_ANSI_RX = re.compile(ANSI_PATTERN)
 NOISE_NAMES = tuple(f.emits for f in NOISE)
 
 
@@ -77,11 +76,16 @@ class ParsedLog:
         return self.info.kind
 
 
-def _noise_of(raw: str) -> str | None:
-    for fmt in NOISE:
-        if fmt.regex.search(raw):
-            return fmt.emits
-    return None
+def _classify() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """Per line: holds a record trigger; carries ANSI; its noise category (index into NOISE) if not a
+    candidate. The bulk and the streaming path both classify lines with these expressions."""
+    col = pl.col("line")
+    cand = col.str.contains(TRIGGER_PATTERN)
+    noise: pl.Expr = pl.lit(None, dtype=pl.UInt8)
+    for i, fmt in reversed(list(enumerate(NOISE))):  # the first category that matches names the line
+        noise = pl.when(col.str.contains(fmt.regex.pattern)).then(pl.lit(i, dtype=pl.UInt8)).otherwise(noise)
+    return cand.alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"), \
+        pl.when(cand).then(None).otherwise(noise).alias("noise")
 
 
 def _block_frame(block: bytes, first_line: int) -> tuple[list[tuple[int, str, str | None, str | None]], Counts]:
@@ -91,14 +95,7 @@ def _block_frame(block: bytes, first_line: int) -> tuple[list[tuple[int, str, st
         block.decode("utf-8")
     except UnicodeDecodeError:
         block = _decode(block).encode("utf-8")
-    col = pl.col("line")
-    cand = col.str.contains(TRIGGER_PATTERN)
-    noise: pl.Expr = pl.lit(None, dtype=pl.UInt8)
-    for i, fmt in reversed(list(enumerate(NOISE))):  # the first category that matches names the line
-        noise = pl.when(col.str.contains(fmt.regex.pattern)).then(pl.lit(i, dtype=pl.UInt8)).otherwise(noise)
-    df = pl.scan_lines(io.BytesIO(block)).select(
-        col, cand.alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
-        pl.when(cand).then(None).otherwise(noise).alias("noise")).collect()
+    df = pl.scan_lines(io.BytesIO(block)).select(pl.col("line"), *_classify()).collect()
     n = df.height
     counts = Counts(lines=n)
     if n == 0:
@@ -187,21 +184,17 @@ class StreamParser:
         self._prev: tuple[str, bool] | None = None  # the previous line and whether it was a candidate
         self.counts = Counts()
 
-    def _line_in(self, raw: str) -> list[Record]:
+    def _line_in(self, raw: str, is_cand: bool, ansi: bool, noise: str | None) -> list[Record]:
         n = self._line
         self._line += 1
         c = self.counts
         c.lines += 1
-        if _ANSI_RX.search(raw):
-            c.ansi_lines += 1
-        is_cand = bool(TRIGGERS.search(raw))
+        c.ansi_lines += ansi
         prev, self._prev = self._prev, (raw, is_cand)
         if is_cand:
             c.candidates += 1
-        else:
-            noise = _noise_of(raw)
-            if noise:
-                c.noise[noise] += 1
+        elif noise:
+            c.noise[noise] += 1
         out: list[Record] = []
         if self._pending is not None:
             pn, praw, pprv = self._pending
@@ -215,14 +208,21 @@ class StreamParser:
             self._pending = (n, raw, None if prev is None or prev[1] else prev[0])
         return out
 
+    def _lines_in(self, lines: list[str]) -> list[Record]:
+        """Classify the lines with the bulk path's polars expressions, then parse the candidates."""
+        out: list[Record] = []
+        if not lines:
+            return out
+        flags = pl.DataFrame({"line": lines}).select(*_classify()).rows()
+        for raw, (is_cand, ansi, noise) in zip(lines, flags, strict=True):
+            out.extend(self._line_in(raw, bool(is_cand), bool(ansi), None if noise is None else NOISE_NAMES[noise]))
+        return out
+
     def feed(self, data: bytes) -> list[Record]:
         buf = self._partial + data
         lines = buf.split(b"\n")
         self._partial = lines.pop()
-        out: list[Record] = []
-        for raw in lines:
-            out.extend(self._line_in(_decode(raw).removesuffix("\r")))
-        return out
+        return self._lines_in([_decode(raw).removesuffix("\r") for raw in lines])
 
     @property
     def waiting(self) -> bool:
@@ -243,7 +243,7 @@ class StreamParser:
         out: list[Record] = []
         if self._partial:
             raw, self._partial = self._partial, b""
-            out.extend(self._line_in(_decode(raw).removesuffix("\r")))
+            out.extend(self._lines_in([_decode(raw).removesuffix("\r")]))
         if self._pending is not None:
             pn, praw, pprv = self._pending
             self._pending = None
