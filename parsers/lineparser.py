@@ -180,8 +180,10 @@ class LineParser:
         m = _FAST_STATS.fullmatch(text.rstrip("\r"))
         if m is None:
             return None
-        ts = self._resolve(m["md"]) if self._tracker is not None else None
-        return [stats.v1_record(m, line, ts=ts, md=m["md"], proc=m["proc"], task=None)]
+        g = m.groupdict()
+        md = g["md"]
+        ts = self._resolve(md) if self._tracker is not None else None
+        return [stats.v1_from_groups(g, line, ts, md, g["proc"])]
 
     def feed(self, line: int, raw: str, nxt: str | None = None, prv: str | None = None) -> tuple[list[Record], bool]:
         """Records of physical line ``line``; True when the next line was consumed (torn record).

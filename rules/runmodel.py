@@ -190,15 +190,12 @@ def _split_tasks(src: ParsedLog) -> tuple[dict[int, list[Record]], list[Record]]
 
 
 def _stats_frame(rows: list[tuple[str, str, StatsSample]]) -> pl.DataFrame:
-    data = {k: [] for k in STATS_SCHEMA}
-    for engine, file, s in rows:
-        data["ts"].append(s.ts)
-        data["engine"].append(engine)
-        data["file"].append(file)
-        data["line"].append(s.line)
-        for k in ("prompt_tps", "gen_tps", "running", "waiting", "deferred", "preemptions", "kv_usage",
-                  "prefix_hit", "ext_hit"):
-            data[k].append(getattr(s, k))
+    recs = [r for _, _, r in rows]
+    data: dict[str, list[Any]] = {"ts": [r.ts for r in recs], "engine": [e for e, _, _ in rows],
+                                  "file": [f for _, f, _ in rows], "line": [r.line for r in recs]}
+    for k in ("prompt_tps", "gen_tps", "running", "waiting", "deferred", "preemptions", "kv_usage",
+              "prefix_hit", "ext_hit"):
+        data[k] = [getattr(r, k) for r in recs]
     return pl.DataFrame(data, schema=STATS_SCHEMA).sort("ts", "engine", nulls_last=True, maintain_order=True)
 
 
@@ -229,8 +226,9 @@ def _finish(ep: Endpoint) -> None:
     stats_rows: list[tuple[str, str, StatsSample]] = []
     owners: dict[str, str] = {}
     clash = False
+    procs: set[str] = set()
     for file, r in ep.records:
-        if isinstance(r, StatsSample):
+        if type(r) is StatsSample:
             key = _engine_key(r)
             if r.variant != "prom" and owners.setdefault(key, file) != file:  # Prometheus rows name engines
                 clash = True
@@ -241,7 +239,10 @@ def _finish(ep: Endpoint) -> None:
             elif r.key not in ep.facts:
                 ep.facts[r.key] = r.value
                 ep.fact_lines[r.key] = (file, r.line)
-        if r.proc and (m := _DP_PROC.match(r.proc)):
+        if r.proc:
+            procs.add(r.proc)
+    for proc in procs:
+        if m := _DP_PROC.match(proc):
             ep.dp_ranks.add(str(int(m.group(1))))
     if clash:  # each file numbers its engines from 0: keep them apart by node
         node_of = dict.fromkeys(ep.files)
