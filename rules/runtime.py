@@ -136,13 +136,20 @@ def engine_skew(rule: Rule, run: Run) -> list[Finding]:
         wide = df.pivot(on="engine", index="bucket", values=metric).sort("bucket")
         engines = [c for c in wide.columns if c != "bucket"]
         ts = wide["bucket"].to_list()
+        # a bucket can hold a skewed engine only if its busiest engine is >= ratio x its least busy one
+        # and some sibling reaches min_load: only those buckets need the exact sibling median
+        hi, lo = pl.max_horizontal(engines), pl.min_horizontal(engines)
+        maybe = wide.select((hi >= p["ratio"] * lo) & (hi >= p["min_load"])).to_series().to_list()
         rows = wide.select(engines).rows()
         for ei, eng in enumerate(engines):
             cond = []
-            for row in rows:
+            for row, possible in zip(rows, maybe, strict=True):
                 mine = row[ei]
+                if not possible or mine is None:
+                    cond.append(False)
+                    continue
                 others = [v for j, v in enumerate(row) if j != ei and v is not None]
-                if mine is None or len(others) < 1:
+                if not others:
                     cond.append(False)
                     continue
                 med = median(others)
