@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from . import faults, kvtransfer, startup, stats  # noqa: F401  (register their formats)
@@ -86,16 +86,29 @@ class LineParser:
         self._tracker = YearTracker(year) if year else None
         self._tz = tz_offset_s
         self._last_md: tuple[str | None, datetime | None] = (None, None)  # engines share a second
+        self._month: tuple[str | None, int | None] = (None, None)        # the month last seen, its year
         # per process key: [first line of the traceback, whether a frame ran in a KV connector, function names]
         self._tb_open: dict[tuple[str | None, int | None, int | None], list[Any]] = {}
 
     def _resolve(self, md: str) -> datetime | None:
+        """UTC time of a month-day: the year tracker decides the year when the month changes (a
+        wrap needs a new month); within a month the time is computed directly."""
         if md == self._last_md[0]:
             return self._last_md[1]
-        try:
-            ts = self._tracker.resolve(md, self._tz) if self._tracker is not None else None
-        except ValueError:
-            ts = None
+        ts: datetime | None = None
+        if self._tracker is not None:
+            if md[:2] == self._month[0] and self._month[1] is not None and len(md) == 14:
+                try:
+                    ts = datetime(self._month[1], int(md[:2]), int(md[3:5]), int(md[6:8]), int(md[9:11]),
+                                  int(md[12:14]), tzinfo=UTC) - timedelta(seconds=self._tz)
+                except ValueError:
+                    ts = None
+            else:
+                try:
+                    ts = self._tracker.resolve(md, self._tz)
+                    self._month = (md[:2], (ts + timedelta(seconds=self._tz)).year)
+                except ValueError:
+                    ts = None
         self._last_md = (md, ts)
         return ts
 

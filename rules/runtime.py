@@ -205,9 +205,10 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
 
 # ---------------------------------------------------------------- threshold over a window (K001)
 
-def _forecast(ep: Endpoint, before: datetime, samples: int) -> dict[str, Any] | None:
-    df = (ep.stats.filter(pl.col("ts") < before).group_by("ts").agg(pl.col("kv_usage").max())
-          .sort("ts").tail(samples))
+def _forecast(kv: pl.DataFrame, before: datetime, samples: int) -> dict[str, Any] | None:
+    """Slope of the endpoint's KV usage over the last ``samples`` times before ``before``
+    (``kv``: max KV per timestamp, sorted)."""
+    df = kv.filter(pl.col("ts") < before).tail(samples)
     if df.height < 3:
         return None
     t0 = df["ts"][0]
@@ -236,13 +237,16 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
               .agg(kv=pl.col("kv_usage").max(), waiting=pl.col("waiting").sum(),
                    preempt=pl.col("preemptions").fill_null(0).sum()).sort("bucket"))
         cond = ((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list()
+        kv_by_ts = None
         for w in windows(df["bucket"].to_list(), cond, for_s=rule.for_s, interval_s=iv,
                          keep_firing_for_s=rule.keep_firing_for_s):
             sub = df[list(w.rows)]
             ev: dict[str, Any] = {"kv_pct_min": sub["kv"].min(), "kv_pct_max": sub["kv"].max(),
                                   "waiting_max": int(sub["waiting"].max()), "preemptions": int(sub["preempt"].sum()),
                                   "window_s": w.seconds}
-            fc = _forecast(ep, w.start, int(p.get("forecast_samples", 6)))
+            if kv_by_ts is None:
+                kv_by_ts = ep.stats.group_by("ts").agg(pl.col("kv_usage").max()).sort("ts")
+            fc = _forecast(kv_by_ts, w.start, int(p.get("forecast_samples", 6)))
             msg = (f"KV cache at {ev['kv_pct_min']:.1f}-{ev['kv_pct_max']:.1f} % for {w.seconds:.0f} s with up to "
                    f"{ev['waiting_max']} waiting and {ev['preemptions']} preemptions")
             if fc:
