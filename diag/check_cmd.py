@@ -144,6 +144,8 @@ def check(
         typer.echo(f"note: {note}", err=True)
     for err in result.errors:
         typer.echo(err, err=True)
+    if result.errors and not result.files and format.value == "text":
+        raise typer.Exit(2)  # nothing was checked: no "All checks passed" line under the errors
     typer.echo(render(format.value, result.findings, files=result.files, suppressed=result.suppressed,
                       notes=result.notes), nl=False)
     if result.errors:
