@@ -281,7 +281,7 @@ def infer_year(head: str, ref: datetime | None = None, first_md: str | None = No
     start, or the file's mtime). When the first month-day lies more than half a year from the
     reference month, the run crossed New Year between them.
     """
-    m = re.search(r"\b(20\d\d)-(\d\d)-\d\d[T ]\d\d:\d\d:\d\d", head)
+    m = re.search(r"(?<!\d)(20\d\d)-(\d\d)-\d\d[T ]\d\d:\d\d:\d\d", head)
     if m:
         year, month = int(m.group(1)), int(m.group(2))
     elif ref is not None:

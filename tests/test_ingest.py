@@ -92,3 +92,11 @@ def test_local_time_moved_to_utc_by_the_container_stamp() -> None:
     recs, _ = parse_bulk(blocks_of(data), year=2025, tz_offset_s=offset)
     assert [r.ts.isoformat() for r in recs] == ["2025-10-15T00:02:38.756689+00:00", "2025-10-15T00:02:48+00:00"]
     assert infer_tz_offset(plain) == 0
+
+
+def test_year_from_an_ansi_coloured_dynamo_stamp() -> None:
+    from parsers.ingest import infer_year
+
+    head = "\x1b[2m2027-01-01T00:00:05.100Z\x1b[0m \x1b[32m INFO\x1b[0m x: y\n(APIServer pid=1) INFO 12-31 23:59:58 [a.py:1] z"
+    assert infer_year(head) == 2026  # the vLLM line is still in December: the run crossed New Year
+    assert infer_year("\x1b[2m2026-08-06T12:34:56Z\x1b[0m INFO a: b\n") == 2026
