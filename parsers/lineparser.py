@@ -51,6 +51,15 @@ def _record_formats() -> list[LineFormat]:
     return sorted(fmts, key=lambda f: _ORDER.get(f.emits, 5))
 
 
+def _trigger_index(fmts: list[LineFormat]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Each distinct trigger with the positions of the formats it starts."""
+    index: dict[str, list[int]] = {}
+    for i, f in enumerate(fmts):
+        for t in f.triggers:
+            index.setdefault(t, []).append(i)
+    return tuple((t, tuple(ix)) for t, ix in index.items())
+
+
 def trigger_literals() -> list[str]:
     seen: dict[str, None] = {}
     for f in formats("record"):
@@ -83,6 +92,7 @@ class LineParser:
 
     def __init__(self, year: int | None = None, tz_offset_s: int = 0) -> None:
         self._formats = _record_formats()
+        self._trigger_index = _trigger_index(self._formats)
         self._tracker = YearTracker(year) if year else None
         self._tz = tz_offset_s
         self._last_md: tuple[str | None, datetime | None] = (None, None)  # engines share a second
@@ -125,10 +135,11 @@ class LineParser:
         return {"ts": ts, "md": hdr.md, "proc": hdr.proc, "task": task}
 
     def parse_message(self, msg: str, line: int, hdr: Header, stamp: dict[str, Any]) -> list[Record]:
+        # one pass over the distinct triggers tells which formats to try (in their usual order)
+        hit = sorted({i for t, idx in self._trigger_index if t in msg for i in idx})
         out: list[Record] = []
-        for fmt in self._formats:
-            if not any(t in msg for t in fmt.triggers):
-                continue
+        for i in hit:
+            fmt = self._formats[i]
             m = fmt.regex.search(msg)
             if m is None or fmt.parse is None:
                 continue
