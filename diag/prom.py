@@ -380,6 +380,15 @@ def extra_sources(scrape: list[str] | None, prom: str | None, *, start: datetime
 Polled = tuple[list[tuple[str, Record]], list[str]]
 
 
+def _due(src: ScrapeSource | ServerSource) -> bool:
+    """Whether a live source may poll again (at most every ``min_interval_s``); marks the poll."""
+    now = time.monotonic()
+    if src._last is not None and now - src._last < src.min_interval_s:
+        return False
+    src._last = now
+    return True
+
+
 class ScrapeSource:
     """``diag watch --scrape``: the follower's interface (``poll``/``logs``/``flush``) over a
     :class:`Scraper`; scrapes at most every ``min_interval_s``; ``errors`` holds the last poll's."""
@@ -393,10 +402,8 @@ class ScrapeSource:
         self._last: float | None = None
 
     def poll(self) -> Polled:
-        now = time.monotonic()
-        if self._last is not None and now - self._last < self.min_interval_s:
+        if not _due(self):
             return [], []
-        self._last = now
         before = {id(lg): len(lg.records) for lg in self.logs()}
         self.errors = self.scraper.poll()
         new: list[tuple[str, Record]] = []
@@ -427,10 +434,8 @@ class ServerSource:
         self._last: float | None = None
 
     def poll(self) -> Polled:
-        now = time.monotonic()
-        if self._last is not None and now - self._last < self.min_interval_s:
+        if not _due(self):
             return [], []
-        self._last = now
         end = datetime.now(tz=UTC)
         try:
             got = query_server(self.url, end - self.window, end, timeout_s=self.timeout_s)
