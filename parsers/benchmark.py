@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .formats import LineFormat
+from .jsonfile import read_json
 from .records import AccuracyResult, BenchResult
 
 __all__ = [
@@ -411,14 +412,7 @@ _ROLLUP_STAT = re.compile(r"^(?P<m>ttft|tpot|itl|e2el)_(?P<s>mean|median|p\d+|st
 
 def read_rollup(path: str | Path) -> Rollup:
     """Parse ``benchmark-rollup.json``; raises :class:`BenchmarkFormatError` when it is not one."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8", errors="replace"))
-    except OSError as e:
-        raise BenchmarkFormatError(f"{p.name}: cannot read ({e.strerror or e})") from None
-    except ValueError as e:
-        msg = getattr(e, "msg", str(e)).splitlines()[0]
-        raise BenchmarkFormatError(f"{p.name}: invalid JSON ({msg})") from None
+    p, data = read_json(path, BenchmarkFormatError)
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise BenchmarkFormatError(f"{p.name}: not a benchmark roll-up (no 'runs' list)")
     cfg = data.get("config") if isinstance(data.get("config"), dict) else {}

@@ -9,13 +9,14 @@ result file name and divides TPS by), *allocated* GPUs are ``nodes*gpus_per_node
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .jsonfile import read_json
 
 __all__ = ["JobMeta", "JobMetaError", "gpu_counts", "parse_env", "read_job_json"]
 
@@ -64,14 +65,7 @@ def _int(v: Any) -> int | None:
 
 def read_job_json(path: str | Path) -> JobMeta:
     """Read ``outputs/<jobid>/<jobid>.json``; :class:`JobMetaError` (one line) when it is not one."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8", errors="replace"))
-    except OSError as e:
-        raise JobMetaError(f"{p.name}: cannot read ({e.strerror or e})") from None
-    except ValueError as e:
-        msg = getattr(e, "msg", str(e)).splitlines()[0]
-        raise JobMetaError(f"{p.name}: invalid JSON ({msg})") from None
+    p, data = read_json(path, JobMetaError)
     if not isinstance(data, dict) or not any(k in data for k in ("job_id", "resources", "benchmark")):
         raise JobMetaError(f"{p.name}: not srtctl job metadata (no job_id/resources/benchmark)")
     model = data.get("model") if isinstance(data.get("model"), dict) else {}
