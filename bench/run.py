@@ -270,8 +270,9 @@ def _year(path: Path) -> int | None:
 
 
 def work_bulk(path: Path) -> dict:
+    from diag.parsers.ingest import parse_bulk
+
     from diag.sources import read_blocks
-    from parsers.ingest import parse_bulk
 
     year = _year(path)
     t0 = time.perf_counter()
@@ -281,7 +282,7 @@ def work_bulk(path: Path) -> dict:
 
 
 def work_stream(path: Path) -> dict:
-    from parsers.ingest import StreamParser
+    from diag.parsers.ingest import StreamParser
 
     year = _year(path)
     t0 = time.perf_counter()
@@ -514,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         name, file, out = args.worker
         sys.path.insert(0, os.environ.get("DIAG_BENCH_CODE") or str(ROOT))
         res = WORKERS[name](Path(file))
-        mod = sys.modules.get("parsers")
+        mod = sys.modules.get("diag.parsers")
         res["code"] = str(Path(mod.__file__).parent.parent) if mod and mod.__file__ else None
         Path(out).write_text(json.dumps(res))
         return 0
@@ -558,8 +559,8 @@ def _bench(args: argparse.Namespace, wanted: list[str], tools: dict[str, str | N
     log(f"diag's code (parsers/, diag/, rules/) copied to {code} at {info['diag_commit']}: every run uses that copy")
     env = {**os.environ, "HOME": str(work / "home"), "NO_COLOR": "1", "PYTHONPATH": str(code),
            "DIAG_BENCH_CODE": str(code)}
-    where = subprocess.run([py, "-c", "import diag, parsers, rules; print(diag.__file__, parsers.__file__, "
-                            "rules.__file__)"], env=env, cwd=work, capture_output=True, text=True).stdout.split()
+    where = subprocess.run([py, "-c", "import diag.parsers, diag.rules; print(diag.__file__, diag.parsers.__file__, "
+                            "diag.rules.__file__)"], env=env, cwd=work, capture_output=True, text=True).stdout.split()
     if len(where) != 3 or not all(w.startswith(str(code)) for w in where):
         raise SystemExit(f"bench: the copy of diag's code is not the one imported: {where}")
     (work / "home").mkdir(exist_ok=True)

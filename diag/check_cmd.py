@@ -16,11 +16,11 @@ from typing import Annotated
 
 import typer
 
-from parsers.recipe import NotARecipe, RecipeError, load_recipes
-from rules.catalog import Rule
-from rules.finding import Finding
-from rules.recipe_checks import run_checks
-from rules.settings import Settings, SettingsError, load_settings
+from diag.parsers.recipe import NotARecipe, RecipeError, load_recipes
+from diag.rules.catalog import Rule
+from diag.rules.finding import Finding
+from diag.rules.recipe_checks import run_checks
+from diag.rules.settings import Settings, SettingsError, load_settings
 
 from .reports import render
 

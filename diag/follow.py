@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
-from parsers.layout import FileInfo, classify_path
-from parsers.records import Record
+from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
+from diag.parsers.layout import FileInfo, classify_path
+from diag.parsers.records import Record
 
 from .sources import InputError, Skipped, discover, year_of
 

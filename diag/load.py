@@ -7,17 +7,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from parsers.benchmark import (
+from diag.parsers.benchmark import (
     BenchmarkFormatError,
     parse_accuracy,
     parse_benchmark_out,
     read_rollup,
     read_sa_bench_json,
 )
-from parsers.jobmeta import JobMetaError, read_job_json
-from parsers.layout import FileInfo, role_from_content, sniff_kind
-from parsers.records import Fault, Lifecycle
-from rules.runmodel import Run, build_endpoints
+from diag.parsers.jobmeta import JobMetaError, read_job_json
+from diag.parsers.layout import FileInfo, role_from_content, sniff_kind
+from diag.parsers.records import Fault, Lifecycle
+from diag.rules.runmodel import Run, build_endpoints
 
 from .prom import capture_logs, exposition_log
 from .sources import Skipped, discover, parse_log
@@ -158,7 +158,7 @@ def read_side_files(run: Run, files: list[tuple[Path, FileInfo]]) -> None:
 
 
 def _recipe(path: Path) -> Any:
-    from parsers.recipe import NotARecipe, load_recipes
+    from diag.parsers.recipe import NotARecipe, load_recipes
 
     try:
         recipes = load_recipes(path)

@@ -36,9 +36,9 @@ from urllib.parse import urlsplit
 import polars as pl
 
 from diag import __version__
-from parsers.ingest import ParsedLog
-from parsers.layout import ROLES, FileInfo
-from parsers.prometheus import (
+from diag.parsers.ingest import ParsedLog
+from diag.parsers.layout import ROLES, FileInfo
+from diag.parsers.prometheus import (
     ExpositionError,
     PromSample,
     StatsConverter,
@@ -52,8 +52,8 @@ from parsers.prometheus import (
     server_queries,
     worker_of,
 )
-from parsers.records import Record, StatsSample
-from rules.runmodel import Run, build_endpoints
+from diag.parsers.records import Record, StatsSample
+from diag.rules.runmodel import Run, build_endpoints
 
 KIND = "prometheus"
 TIMEOUT_S = 5.0

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from rules.catalog import CatalogError, catalog, get
+from diag.rules.catalog import CatalogError, catalog, get
 
 
 def rules_list(

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from parsers.ingest import ParsedLog, infer_tz_offset, infer_year, parse_bulk
-from parsers.layout import FileInfo, classify_path
+from diag.parsers.ingest import ParsedLog, infer_tz_offset, infer_year, parse_bulk
+from diag.parsers.layout import FileInfo, classify_path
 
 BLOCK = 16 << 20
 LOG_KINDS = ("worker", "frontend", "orchestrator")

@@ -11,9 +11,9 @@ from typing import Any
 
 import polars as pl
 
-from parsers.records import Fault
-from rules.finding import Finding
-from rules.runmodel import Endpoint, Run
+from diag.parsers.records import Fault
+from diag.rules.finding import Finding
+from diag.rules.runmodel import Endpoint, Run
 
 HEALTH_ORDER = ("DOWN", "CRIT", "WARN", "STALE", "NO STATS", "OK")
 
@@ -164,7 +164,7 @@ def rate_match(run: Run) -> dict[str, Any] | None:
 
 def gpu_counts(run: Run) -> dict[str, Any]:
     """Working and allocated GPUs, from the job json or the recipe."""
-    from parsers.jobmeta import gpu_counts as counts
+    from diag.parsers.jobmeta import gpu_counts as counts
 
     res = None
     if run.job is not None and getattr(run.job, "resources", None):
@@ -200,7 +200,7 @@ def tokens_per_gpu(run: Run) -> dict[str, Any] | None:
 
 def stage(run: Run) -> str:
     try:
-        from parsers.orchestrator import stage_of
+        from diag.parsers.orchestrator import stage_of
     except ImportError:  # pragma: no cover
         return "unknown"
     return stage_of([r for _, r in run.lifecycle]) if run.lifecycle else "unknown (no orchestrator log)"

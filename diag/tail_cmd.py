@@ -14,10 +14,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-from rules.engine import diff, evaluate
-from rules.finding import Finding, severity_rank
-from rules.runmodel import Run, build_endpoints
-from rules.settings import SettingsError, load_settings
+from diag.rules.engine import diff, evaluate
+from diag.rules.finding import Finding, severity_rank
+from diag.rules.runmodel import Run, build_endpoints
+from diag.rules.settings import SettingsError, load_settings
 
 from . import summary as S
 from .load import load_runs

@@ -10,8 +10,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from rules.finding import Finding
-from rules.runmodel import Run
+from diag.rules.finding import Finding
+from diag.rules.runmodel import Run
 
 from . import summary as S
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import typer
 
-from rules.runmodel import Run
-from rules.settings import SettingsError, load_settings
+from diag.rules.runmodel import Run
+from diag.rules.settings import SettingsError, load_settings
 
 from .sources import InputError
 

@@ -79,7 +79,7 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
 def catalog() -> dict[str, Rule]:
     """All rules of every catalog file, by code, in code order."""
     rules: dict[str, Rule] = {}
-    for res in sorted(resources.files("rules").joinpath("catalog").iterdir(), key=lambda r: r.name):
+    for res in sorted(resources.files("diag.rules").joinpath("catalog").iterdir(), key=lambda r: r.name):
         if not res.name.endswith(".toml"):
             continue
         data = tomllib.loads(res.read_text(encoding="utf-8"))

@@ -12,8 +12,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from parsers.ingest import Counts, ParsedLog
-from parsers.records import AccuracyResult, Fault, KVExpiry, NixlFailure, Record, StartupFact, StatsSample
+from diag.parsers.ingest import Counts, ParsedLog
+from diag.parsers.records import (
+    AccuracyResult,
+    Fault,
+    KVExpiry,
+    NixlFailure,
+    Record,
+    StartupFact,
+    StatsSample,
+)
 
 from .runmodel import Run, build_endpoints
 

@@ -11,7 +11,7 @@ from collections import Counter
 from datetime import datetime
 from statistics import median
 
-from parsers.records import Fault
+from diag.parsers.records import Fault
 
 from .catalog import Rule
 from .finding import Finding

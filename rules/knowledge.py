@@ -33,7 +33,7 @@ def fmt_version(v: Version | None) -> str:
 
 @cache
 def _data(name: str) -> dict[str, Any]:
-    text = resources.files("rules").joinpath("data", name).read_text(encoding="utf-8")
+    text = resources.files("diag.rules").joinpath("data", name).read_text(encoding="utf-8")
     return tomllib.loads(text)
 
 

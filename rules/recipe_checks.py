@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping
 
-from parsers.recipe import Recipe
+from diag.parsers.recipe import Recipe
 
 from . import recipe_checks_more  # noqa: F401  (registers C009..C016)
 from .catalog import Rule, by_scope

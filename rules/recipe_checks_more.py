@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from parsers import vllm_flags
-from parsers.recipe import Recipe, Role
+from diag.parsers import vllm_flags
+from diag.parsers.recipe import Recipe, Role
 
 from .catalog import Rule
 from .finding import Finding

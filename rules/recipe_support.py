@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from parsers.recipe import Recipe, Role
-from parsers.recipe_yaml import Mark, mark_of
+from diag.parsers.recipe import Recipe, Role
+from diag.parsers.recipe_yaml import Mark, mark_of
 
 from .catalog import Rule
 from .finding import Finding, Location

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-
-from parsers.ingest import ParsedLog
-from parsers.records import (
+from diag.parsers.ingest import ParsedLog
+from diag.parsers.records import (
     Fault,
     KVExpiry,
     KVLoadFailure,
@@ -256,7 +255,7 @@ def _finish(ep: Endpoint) -> None:
 def _attach_launches(endpoints: dict[str, Endpoint], lifecycle: list[tuple[str, Lifecycle]]) -> None:
     """The orchestrator's ``Starting <mode> worker <i> on <node>`` + ``Env:`` + ``Command:`` triplets:
     the flags and environment that actually ran, per endpoint process."""
-    from parsers.flags import parse_flag_string
+    from diag.parsers.flags import parse_flag_string
 
     cur: dict[str, Any] | None = None
     for _, ev in lifecycle:

@@ -14,8 +14,7 @@ from statistics import median
 from typing import Any
 
 import polars as pl
-
-from parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption, StatsSample
+from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption, StatsSample
 
 from .catalog import Rule
 from .finding import Finding, Location

@@ -7,8 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-
-from parsers.benchmark import (
+from diag.parsers.benchmark import (
     BENCH_OUT_FORMATS,
     BenchmarkFormatError,
     parse_accuracy,

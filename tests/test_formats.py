@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import diag.parsers.ingest  # noqa: F401  (imports every format module)
 import pytest
-
-import parsers.ingest  # noqa: F401  (imports every format module)
-from parsers.clean import logical_lines, peel
-from parsers.formats import REGISTRY, LineFormat
-from parsers.headers import parse_header
-from parsers.lineparser import TRIGGERS, LineParser, parse_text
-from parsers.noise import noise_class
+from diag.parsers.clean import logical_lines, peel
+from diag.parsers.formats import REGISTRY, LineFormat
+from diag.parsers.headers import parse_header
+from diag.parsers.lineparser import TRIGGERS, LineParser, parse_text
+from diag.parsers.noise import noise_class
 
 CASES = [(f, s) for f in REGISTRY.values() for s in f.samples]
 

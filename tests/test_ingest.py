@@ -7,10 +7,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
-from parsers.ingest import ANSI_PATTERN, StreamParser, blocks_of, parse_bulk
-from parsers.lineparser import TRIGGER_PATTERN
-from parsers.noise import NOISE
+from diag.parsers.ingest import ANSI_PATTERN, StreamParser, blocks_of, parse_bulk
+from diag.parsers.lineparser import TRIGGER_PATTERN
+from diag.parsers.noise import NOISE
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -80,7 +79,7 @@ def test_binary_and_empty_input() -> None:
 
 
 def test_local_time_moved_to_utc_by_the_container_stamp() -> None:
-    from parsers.ingest import infer_tz_offset
+    from diag.parsers.ingest import infer_tz_offset
 
     docker = ("2025-10-15T00:02:38.756689123Z (APIServer pid=1) INFO 10-14 17:02:38 [loggers.py:123] Engine 000: "
               "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 843.6 tokens/s, Running: 38 reqs, "
@@ -95,7 +94,7 @@ def test_local_time_moved_to_utc_by_the_container_stamp() -> None:
 
 
 def test_year_from_an_ansi_coloured_dynamo_stamp() -> None:
-    from parsers.ingest import infer_year
+    from diag.parsers.ingest import infer_year
 
     head = "\x1b[2m2027-01-01T00:00:05.100Z\x1b[0m \x1b[32m INFO\x1b[0m x: y\n(APIServer pid=1) INFO 12-31 23:59:58 [a.py:1] z"
     assert infer_year(head) == 2026  # the vLLM line is still in December: the run crossed New Year

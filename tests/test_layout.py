@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from parsers.jobmeta import JobMetaError, gpu_counts, read_job_json
-from parsers.layout import KINDS, classify_path, endpoint_id, role_from_content
+from diag.parsers.jobmeta import JobMetaError, gpu_counts, read_job_json
+from diag.parsers.layout import KINDS, classify_path, endpoint_id, role_from_content
 
 CASES = [
     (

@@ -6,10 +6,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
-from parsers.formats import REGISTRY
-from parsers.headers import parse_header
-from parsers.orchestrator import (
+from diag.parsers.formats import REGISTRY
+from diag.parsers.headers import parse_header
+from diag.parsers.orchestrator import (
     BANNER_FORMATS,
     EVENTS,
     parse_banner,

@@ -12,11 +12,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
-from diag.load import load_run
-from diag.prom import capture_logs
-from parsers.prometheus import (
+from diag.parsers.prometheus import (
     ALIASES,
     FIELDS,
     ExpositionError,
@@ -32,7 +28,11 @@ from parsers.prometheus import (
     server_queries,
     worker_of,
 )
-from parsers.records import StatsSample
+from diag.parsers.records import StatsSample
+from prometheus_client.parser import text_string_to_metric_families
+
+from diag.load import load_run
+from diag.prom import capture_logs
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "samples" / "runs" / "stats-missing"
@@ -239,7 +239,7 @@ def test_capture_values_match_the_file() -> None:
 
 
 def test_run_endpoints_get_prometheus_samples_and_l001_stays() -> None:
-    from rules.engine import evaluate
+    from diag.rules.engine import evaluate
 
     run = load_run([str(RUN)])
     assert {eid: ep.samples for eid, ep in run.endpoints.items()} == {

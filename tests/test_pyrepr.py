@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from parsers.pyrepr import parse_pyrepr
+from diag.parsers.pyrepr import parse_pyrepr
 
 PREFILL_ARGS = (
     "{'model_tag': '/model', 'model': '/model', 'served_model_name': ['nvidia/Qwen3.5-397B-A17B-NVFP4'], "

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from parsers.flags import (
+from diag.parsers.flags import (
     FlagSyntaxError,
     normalize_flag,
     parse_command,
@@ -15,11 +14,11 @@ from parsers.flags import (
     render_template,
     template_fields,
 )
-from parsers.recipe import NotARecipe, RecipeError, build_recipe, load_recipes, parse_build
-from parsers.recipe_variants import expand_jobs
-from parsers.recipe_yaml import MAX_ALIASES, deep_merge, load_yaml, mark_of
-from parsers.vllm_flags import classify
-from rules.knowledge import build_facts, family_for, fixes, nightly_fixes, parse_version
+from diag.parsers.recipe import NotARecipe, RecipeError, build_recipe, load_recipes, parse_build
+from diag.parsers.recipe_variants import expand_jobs
+from diag.parsers.recipe_yaml import MAX_ALIASES, deep_merge, load_yaml, mark_of
+from diag.parsers.vllm_flags import classify
+from diag.rules.knowledge import build_facts, family_for, fixes, nightly_fixes, parse_version
 
 QWEN = "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB200__8k1k__vllm__disagg__4xdep2-1xdep8.yaml"
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from rules import runtime
-from rules.catalog import catalog
-from rules.engine import evaluate, runtime_rules
-from rules.examples import build_example_run
+from diag.rules import runtime
+from diag.rules.catalog import catalog
+from diag.rules.engine import evaluate, runtime_rules
+from diag.rules.examples import build_example_run
 
 RULES = runtime_rules()
 CASES = [(r, i, ex) for r in RULES for i, ex in enumerate(r.examples)]

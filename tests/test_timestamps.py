@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-
-from parsers.timestamps import YearTracker, parse_iso, resolve_md, tz_offset_from, year_from_iso
+from diag.parsers.timestamps import YearTracker, parse_iso, resolve_md, tz_offset_from, year_from_iso
 
 
 def test_resolve_md() -> None:

@@ -16,6 +16,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from diag.parsers.ingest import ParsedLog
+from diag.parsers.layout import FileInfo
+from diag.parsers.records import Fault, NixlFailure, StartupFact, StatsSample
+from diag.rules.finding import Finding
+from diag.rules.runmodel import STATS_SCHEMA
 from typer.testing import CliRunner
 
 from diag.load import load_run
@@ -24,11 +29,6 @@ from diag.tui.records import describe
 from diag.tui.render import header_text, kv_bar, node_prefix, spark, window_values
 from diag.tui.sources import FollowSource, ReplaySource, Side
 from diag.watch_cmd import extra_sources
-from parsers.ingest import ParsedLog
-from parsers.layout import FileInfo
-from parsers.records import Fault, NixlFailure, StartupFact, StatsSample
-from rules.finding import Finding
-from rules.runmodel import STATS_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "samples" / "runs"

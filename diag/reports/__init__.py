@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rules.finding import Finding
+from diag.rules.finding import Finding
 
 from .common import Summary, sort_findings, summarize
 from .github import render_github

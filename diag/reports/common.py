@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rules.finding import SEVERITIES, Finding
+from diag.rules.finding import SEVERITIES, Finding
 
 
 def _key(f: Finding) -> tuple[str, int, int, str, str]:

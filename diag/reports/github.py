@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rules.finding import Finding
+from diag.rules.finding import Finding
 
 LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
 

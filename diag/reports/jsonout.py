@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 
 from diag import __version__
-from rules.finding import Finding
+from diag.rules.finding import Finding
 
 from .common import summarize
 

@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import quote
 
 from diag import __version__
-from rules.catalog import Rule, catalog
-from rules.finding import Finding
+from diag.rules.catalog import Rule, catalog
+from diag.rules.finding import Finding
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 

@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.worker import WorkerState
 
-from rules.finding import severity_rank
+from diag.rules.finding import severity_rank
 
 from .screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, LiveScreen, MainScreen
 from .state import WINDOWS, FindingRow, Snapshot, WatchState

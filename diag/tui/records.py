@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from parsers.records import (
+from diag.parsers.records import (
     Fault,
     KVExpiry,
     KVLoadFailure,

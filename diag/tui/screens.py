@@ -276,7 +276,7 @@ class ExplainScreen(ModalScreen[None]):
         self.row = row
 
     def markdown(self) -> str:
-        from rules.catalog import CatalogError
+        from diag.rules.catalog import CatalogError
 
         from ..rules_cmd import explain_text
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from parsers.ingest import ParsedLog
-from parsers.records import Record
-from rules.runmodel import Run
+from diag.parsers.ingest import ParsedLog
+from diag.parsers.records import Record
+from diag.rules.runmodel import Run
 
 from ..follow import Follower, check_paths
 from ..sources import discover

@@ -22,11 +22,11 @@ from typing import Any
 
 import polars as pl
 
-from parsers.ingest import ParsedLog
-from parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
-from rules.engine import diff, key
-from rules.finding import Finding, severity_rank
-from rules.runmodel import Endpoint, Run, build_endpoints
+from diag.parsers.ingest import ParsedLog
+from diag.parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
+from diag.rules.engine import diff, key
+from diag.rules.finding import Finding, severity_rank
+from diag.rules.runmodel import Endpoint, Run, build_endpoints
 
 from .. import summary as S
 from ..view import header_lines
