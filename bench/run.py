@@ -9,6 +9,12 @@ number of stats records, and the same KV-usage sum). See bench/README.md for rec
     .venv/bin/python bench/run.py                 # ~1 GB, 3 repetitions
     .venv/bin/python bench/run.py --size 200 --reps 1 --only bulk,pyloop,rg-kv
     .venv/bin/python bench/run.py --size 200 --profile   # cProfile of the bulk path, top functions
+    .venv/bin/python bench/run.py --input noise --noise-size-mb 100 --reps 1   # the noise-heavy run dir
+
+``--input noise`` swaps the input for an 8-file srt-slurm run directory (bench/noise_input.py: ~6 %
+record lines, the rest Dynamo ANSI tracing, HTTP/access, NIXL/UCX chatter) and the methods for
+``diag tail RUN_DIR --format json`` (and a once-only ``--export`` run that feeds the checks),
+``lnav``, ``rg -c`` and a plain Python loop over all files (bench/noise_bench.py).
 
 Every method runs as its own process, so its peak RSS comes from ``os.wait4`` (the kernel's
 accounting of that child) and does not mix with the others. The Python methods also report their
@@ -271,7 +277,6 @@ def _year(path: Path) -> int | None:
 
 def work_bulk(path: Path) -> dict:
     from diag.parsers.ingest import parse_bulk
-
     from diag.sources import read_blocks
 
     year = _year(path)
@@ -390,7 +395,7 @@ def run_once(m: Method, env: dict[str, str], timeout: float, work: Path) -> Run:
     finally:
         if m.stdout:
             out.close()  # type: ignore[union-attr]
-    if p.returncode not in ((0, 1) if m.name == "cli" else (0,)):  # diag tail exits 1 on an error finding
+    if p.returncode not in ((0, 1) if m.name.startswith("cli") else (0,)):  # diag tail exits 1 on an error finding
         raise RuntimeError(f"exit {p.returncode}: {err.decode(errors='replace')[-2000:]}")
     rss = None
     if timer and rss_file.exists():
@@ -465,9 +470,17 @@ def diag_commit() -> str:
     return head + ("+dirty" if git("status", "--porcelain", "--", "parsers", "diag", "rules") else "")
 
 
-def snapshot_code(work: Path) -> Path:
-    """A copy of the code under test, so every round times the same code while others keep committing."""
+def snapshot_code(work: Path, rev: str | None = None) -> Path:
+    """A copy of the code under test, so every round times the same code while others keep committing.
+
+    With ``rev`` the copy is that commit's tree (``git archive``), not the work tree."""
     dest = work / "code"
+    if rev:
+        dest.mkdir(parents=True, exist_ok=True)
+        arc = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "parsers", "diag", "rules"], capture_output=True,
+                             check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=arc, check=True)
+        return dest
     for pkg in ("parsers", "diag", "rules"):
         shutil.copytree(ROOT / pkg, dest / pkg, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     return dest
@@ -502,18 +515,31 @@ def main(argv: list[str] | None = None) -> int:
                     help="a method whose first run takes longer than this many seconds runs only once (default 60)")
     ap.add_argument("--timeout", type=float, default=1800, help="kill a run after this many seconds (default 1800)")
     ap.add_argument("--seed", type=int, default=1, help="RNG seed of the generated log (default 1)")
-    ap.add_argument("--only", default="", help=f"comma-separated subset of {','.join(METHODS)}")
+    ap.add_argument("--only", default="", help=f"comma-separated subset of {','.join(METHODS)} (dense input) or "
+                         "cli,cli-export,pyloop,rg-count,lnav (--input noise)")
     ap.add_argument("--skip", default="", help="comma-separated methods to leave out")
     ap.add_argument("--workdir", type=Path, help="where to build the log (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (the log and every output)")
     ap.add_argument("--json", type=Path, help="also write all figures to this JSON file")
     ap.add_argument("--profile", action="store_true", help="cProfile the bulk path once and print the top")
+    ap.add_argument("--input", choices=("dense", "noise"), default="dense",
+                    help="dense: one ~--size MB decode log, ~48%% stats lines (default). noise: an 8-file srt-slurm "
+                         "run directory of ~--noise-size-mb MB, ~6%% record lines (stats + NIXL KV Transfer "
+                         "metrics) among Dynamo ANSI/HTTP/NIXL/UCX noise; methods then are "
+                         "cli (diag tail RUN_DIR --format json), cli-export, pyloop, rg-count, lnav")
+    ap.add_argument("--noise-size-mb", type=float, default=1024,
+                    help="with --input noise: total size of the generated run directory in MB (default 1024)")
+    ap.add_argument("--code-rev", metavar="REV",
+                    help="time this commit's parsers/, diag/, rules/ (git archive) instead of a copy of the work tree")
     ap.add_argument("--worker", nargs=3, metavar=("NAME", "FILE", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.worker:
         name, file, out = args.worker
         sys.path.insert(0, os.environ.get("DIAG_BENCH_CODE") or str(ROOT))
+        if name == "pyloop-noise":
+            from noise_bench import work_pyloop_noise
+            WORKERS[name] = work_pyloop_noise
         res = WORKERS[name](Path(file))
         mod = sys.modules.get("diag.parsers")
         res["code"] = str(Path(mod.__file__).parent.parent) if mod and mod.__file__ else None
@@ -523,14 +549,23 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    wanted = [m for m in (args.only.split(",") if args.only else METHODS) if m and m not in args.skip.split(",")]
-    bad = [m for m in wanted if m not in METHODS]
+    known = METHODS
+    if args.input == "noise":
+        from noise_bench import NOISE_METHODS
+        known = NOISE_METHODS
+        if args.profile:
+            ap.error("--profile works with the dense input only")
+    wanted = [m for m in (args.only.split(",") if args.only else known) if m and m not in args.skip.split(",")]
+    bad = [m for m in wanted if m not in known]
     if bad:
         ap.error(f"unknown method(s): {', '.join(bad)}")
     tools = ensure_tools(log)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="diag-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
+        if args.input == "noise":
+            from noise_bench import run_noise
+            return run_noise(args, wanted, tools, work, log, sys.modules[__name__])
         return _bench(args, wanted, tools, work, log)
     finally:
         if args.keep or args.workdir:
@@ -555,7 +590,7 @@ def _bench(args: argparse.Namespace, wanted: list[str], tools: dict[str, str | N
 
     py = sys.executable
     me = str(Path(__file__).resolve())
-    code = snapshot_code(work)
+    code = snapshot_code(work, args.code_rev)
     log(f"diag's code (parsers/, diag/, rules/) copied to {code} at {info['diag_commit']}: every run uses that copy")
     env = {**os.environ, "HOME": str(work / "home"), "NO_COLOR": "1", "PYTHONPATH": str(code),
            "DIAG_BENCH_CODE": str(code)}

@@ -10,34 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from diag.parsers.recipe import NotARecipe, RecipeError, load_recipes
-from diag.rules.catalog import Rule
-from diag.rules.finding import Finding
-from diag.rules.recipe_checks import run_checks
-from diag.rules.settings import Settings, SettingsError, load_settings
+from .options import EXIT_USAGE, CheckFormat, FailOn, fail, quiet_pipe
 
-from .reports import render
+if TYPE_CHECKING:
+    from diag.rules.catalog import Rule
+    from diag.rules.finding import Finding
+    from diag.rules.settings import Settings
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
-
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
-    github = "github"
-
-
-class FailOn(StrEnum):
-    error = "error"
-    warning = "warning"
-    info = "info"
+Format = CheckFormat
 
 
 @dataclass
@@ -67,6 +53,8 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
 
 def _merge_jobs(per_job: list[list[Finding]], labels: list[str]) -> list[Finding]:
     """One finding per (code, place, message); name the jobs when not every job has it."""
+    from diag.rules.finding import Finding
+
     if len(per_job) == 1:
         return per_job[0]
     groups: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
@@ -88,6 +76,9 @@ def _merge_jobs(per_job: list[list[Finding]], labels: list[str]) -> list[Finding
 def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None,
                display: str | None = None) -> list[Finding]:
     """Findings of every job in one recipe file (raises RecipeError / NotARecipe)."""
+    from diag.parsers.recipe import load_recipes
+    from diag.rules.recipe_checks import run_checks
+
     recipes = load_recipes(path, display)
     rules = dict(rules) if isinstance(rules, dict) else (list(rules) if rules is not None else None)
     per_job = [run_checks(r, rules) for r in recipes]
@@ -96,6 +87,8 @@ def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None
 
 def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     """Check files/directories with the given settings (no printing, no exit)."""
+    from diag.parsers.recipe import NotARecipe, RecipeError
+
     result = CheckResult()
     files, result.errors = collect_files(paths)
     rules = settings.rules("recipe")
@@ -120,36 +113,39 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
 
 
 def check(
-    paths: Annotated[list[Path], typer.Argument(help="Recipe files or directories (searched for *.yaml/*.yml).")],
-    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Recipe files or directories (searched for *.yaml/*.yml).")],
+    format: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
     select: Annotated[list[str] | None, typer.Option(
-        "--select", help="Only these codes or prefixes (comma-separated or repeated); replaces the config.")] = None,
+        "--select", metavar="CODE", help="Only these codes or prefixes (comma-separated or repeated); replaces the config.")] = None,
     ignore: Annotated[list[str] | None, typer.Option(
-        "--ignore", help="Skip these codes or prefixes; adds to the config.")] = None,
+        "--ignore", metavar="CODE", help="Skip these codes or prefixes; adds to the config.")] = None,
     fail_on: Annotated[FailOn | None, typer.Option(
-        "--fail-on", help="Exit 1 when a finding is at or above this severity (default: error).")] = None,
-    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
+        "--fail-on", help="Exit 1 when a finding is at or above this severity "
+                          "(default: the config's fail-on, else error).")] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", metavar="", help="Exit 0 even when findings fail the run.")] = False,
     config: Annotated[Path | None, typer.Option(
-        "--config", help="Config file (diag.toml or pyproject.toml); default: nearest one upward.")] = None,
+        "--config", metavar="FILE", help="Config file (diag.toml or pyproject.toml); default: nearest one upward.")] = None,
 ) -> None:
     """Lint srt-slurm recipes (v1, override, sweep and schema-2 files) for P/D pitfalls."""
+    from diag.rules.settings import SettingsError, resolve
+
+    from .reports import render
+
     try:
-        settings = load_settings(Path.cwd(), config).with_cli(
-            select, ignore, fail_on.value if fail_on is not None else None)
+        settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
+                           fail_on=fail_on.value if fail_on is not None else None, exit_zero=exit_zero)
     except SettingsError as exc:
-        typer.echo(f"diag: config error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail("check", f"config error: {exc}")
     result = run_check(paths, settings)
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)
     for err in result.errors:
         typer.echo(err, err=True)
-    if result.errors and not result.files and format.value == "text":
-        raise typer.Exit(2)  # nothing was checked: no "All checks passed" line under the errors
-    typer.echo(render(format.value, result.findings, files=result.files, suppressed=result.suppressed,
-                      notes=result.notes), nl=False)
+    if result.errors and not result.files and format is CheckFormat.text:
+        raise typer.Exit(EXIT_USAGE)  # nothing was checked: no "All checks passed" line under the errors
+    with quiet_pipe():
+        typer.echo(render(format.value, result.findings, files=result.files, suppressed=result.suppressed,
+                          notes=result.notes), nl=False)
     if result.errors:
-        raise typer.Exit(2)
-    if not exit_zero and settings.fails(result.findings):
-        raise typer.Exit(1)
-    raise typer.Exit(0)
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(1 if settings.fails(result.findings) else 0)

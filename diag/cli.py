@@ -1,4 +1,5 @@
-"""The `diag` command line."""
+"""The `diag` command line. Command modules import only typer and diag.options at module level, so
+``diag --help``, ``diag rules`` and ``diag explain`` start without polars, textual or a Prometheus client."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import typer
 
 from diag import __version__
 from diag.check_cmd import check
+from diag.options import CONTEXT, no_color
 from diag.rules_cmd import explain, rules_list
 from diag.tail_cmd import tail
 from diag.watch_cmd import watch
@@ -14,8 +16,9 @@ app = typer.Typer(
     name="diag",
     help="Tells you why a disaggregated LLM-serving benchmark run is slow or broken.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
 )
 
 
@@ -27,16 +30,23 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(False, "--version", "-V", metavar="", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+    plain: bool = typer.Option(False, "--no-color", metavar="", callback=no_color, is_eager=True,
+                               help="No colours or styles (also: the NO_COLOR environment variable)."),
 ) -> None:
-    """diag: logs, recipes and metrics of vLLM + Dynamo P/D runs -> findings."""
+    """diag: logs, recipes and metrics of vLLM + Dynamo P/D runs -> findings.
+
+    Exit status in every command: 0 nothing at or above --fail-on, 1 findings at or above it,
+    2 usage, input or configuration error.
+    """
 
 
-app.command("check")(check)
-app.command("tail")(tail)
-app.command("rules")(rules_list)
-app.command("explain")(explain)
-app.command("watch")(watch)
+app.command("check", context_settings=CONTEXT)(check)
+app.command("tail", context_settings=CONTEXT)(tail)
+app.command("rules", context_settings=CONTEXT)(rules_list)
+app.command("explain", context_settings=CONTEXT)(explain)
+app.command("watch", context_settings=CONTEXT)(watch)
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
 from diag.parsers.layout import FileInfo, classify_path
 from diag.parsers.records import Record
 
-from .sources import InputError, Skipped, discover, year_of
+from .files import Skipped, discover, year_of
 
 READ_MAX = 8 << 20
 FOLLOWED = ("worker", "orchestrator", "frontend")
@@ -142,8 +142,3 @@ class Follower:
     def logs(self) -> list[ParsedLog]:
         return [f.log for f in self.files.values()]
 
-
-def check_paths(paths: list[str]) -> None:
-    for p in paths:
-        if not any(c in p for c in "*?[") and not Path(p).exists():
-            raise InputError(f"{p}: no such file or directory")

@@ -17,8 +17,8 @@ How series find their endpoint:
   (``decode-w1``, ``decode_1``), else the position of the series' ``instance`` among that role's
   instances, sorted. Series without any of these are role ``unknown``.
 
-Entry points: :func:`capture_logs` (load), :func:`extra_sources` (one-shot: ``diag tail``),
-:func:`watch_sources` (live sources for ``diag watch``), :func:`attach` (add sources to a loaded run).
+Entry points: :func:`capture_logs` (a run's files), :func:`extra_sources` (one-shot: ``diag tail``),
+:func:`watch_sources` (live sources for ``diag watch``, with the pipeline's Source interface).
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ from diag.parsers.prometheus import (
     worker_of,
 )
 from diag.parsers.records import Record, StatsSample
-from diag.rules.runmodel import Run, build_endpoints
+
+from .changes import Changes
+from .files import Side
 
 KIND = "prometheus"
 TIMEOUT_S = 5.0
@@ -377,9 +379,6 @@ def extra_sources(scrape: list[str] | None, prom: str | None, *, start: datetime
     return logs
 
 
-Polled = tuple[list[tuple[str, Record]], list[str]]
-
-
 def _due(src: ScrapeSource | ServerSource) -> bool:
     """Whether a live source may poll again (at most every ``min_interval_s``); marks the poll."""
     now = time.monotonic()
@@ -401,9 +400,13 @@ class ScrapeSource:
         self.errors: list[str] = []
         self._last: float | None = None
 
-    def poll(self) -> Polled:
+    root = None
+    skipped: tuple[tuple[str, str], ...] = ()
+    finished = False
+
+    def poll(self) -> Changes:
         if not _due(self):
-            return [], []
+            return Changes([], [])
         before = {id(lg): len(lg.records) for lg in self.logs()}
         self.errors = self.scraper.poll()
         new: list[tuple[str, Record]] = []
@@ -412,13 +415,19 @@ class ScrapeSource:
             if id(lg) not in before:
                 added.append(lg.path)
             new += [(lg.path, r) for r in lg.records[before.get(id(lg), 0):]]
-        return new, added
+        return Changes(new, added)
 
     def logs(self) -> list[ParsedLog]:
         return [lg for lg in self.scraper.logs() if not lg.error]
 
-    def flush(self) -> list[tuple[str, Record]]:
-        return []
+    def flush(self) -> Changes:
+        return Changes([], [])
+
+    def side(self) -> Side:
+        return Side()
+
+    def now(self) -> datetime | None:
+        return None
 
 
 class ServerSource:
@@ -433,16 +442,20 @@ class ServerSource:
         self._logs: dict[str, ParsedLog] = {}
         self._last: float | None = None
 
-    def poll(self) -> Polled:
+    root = None
+    skipped: tuple[tuple[str, str], ...] = ()
+    finished = False
+
+    def poll(self) -> Changes:
         if not _due(self):
-            return [], []
+            return Changes([], [])
         end = datetime.now(tz=UTC)
         try:
             got = query_server(self.url, end - self.window, end, timeout_s=self.timeout_s)
             self.errors = []
         except PromSourceError as e:
             self.errors = [str(e)]
-            return [], []
+            return Changes([], [])
         new: list[tuple[str, Record]] = []
         added = []
         for lg in got:
@@ -457,13 +470,19 @@ class ServerSource:
             have.records.extend(fresh)
             have.counts.lines = have.counts.candidates = len(have.records)
             new += [(lg.path, r) for r in fresh]
-        return new, added
+        return Changes(new, added)
 
     def logs(self) -> list[ParsedLog]:
         return list(self._logs.values())
 
-    def flush(self) -> list[tuple[str, Record]]:
-        return []
+    def flush(self) -> Changes:
+        return Changes([], [])
+
+    def side(self) -> Side:
+        return Side()
+
+    def now(self) -> datetime | None:
+        return None
 
 
 def watch_sources(scrape: list[str] | None = None,
@@ -477,10 +496,3 @@ def watch_sources(scrape: list[str] | None = None,
             raise PromSourceError(f"{prom}: not an http(s) URL")
         out.append(ServerSource(prom))
     return out
-
-
-def attach(run: Run, logs: list[ParsedLog]) -> None:
-    """Add sources to a loaded run and rebuild its endpoints; failed sources become run errors."""
-    run.sources.extend(logs)
-    run.errors.extend(lg.error for lg in logs if lg.error)
-    run.endpoints, run.lifecycle, run.orchestrator_faults = build_endpoints(run.sources)

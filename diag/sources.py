@@ -1,132 +1,396 @@
-"""Input discovery and reading: paths -> classified files -> parsed sources.
+"""Where a run's records come from: one protocol for every source the pipeline reads.
 
-This is the only place that touches the file system for logs: it expands run directories and
-globs, classifies each file by its srt-slurm name, reads worker and orchestrator logs through the
-bulk path (in blocks, with a progress callback) and keeps every file it does not understand in
-the ``skipped`` list with a reason.
+A source yields parsed-log changes (``poll() -> Changes``: new records with their file, files that
+appeared), keeps the :class:`ParsedLog` objects they accumulate in (``logs()``), and knows the run's
+typed side facts (``side()``: job, recipe, benchmark). ``finished`` says that it will yield nothing
+more (a batch read, a replay that reached its end); ``now()`` is its clock (None: the wall clock).
+
+* :class:`BatchSource` — the files of one run read once through the bulk path (``diag tail``).
+* :class:`FollowSource` — the same files followed like ``tail -F`` (``diag tail -f``, ``diag watch``).
+* :class:`ReplaySource` — a finished run replayed in timestamp order at a speed (``watch --replay``).
+* :class:`LogsSource` — logs already parsed (one-shot ``/metrics`` scrapes, a Prometheus query).
+* :class:`MultiSource` — several sources as one (logs plus live metric sources).
 """
 
 from __future__ import annotations
 
-import glob
-import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Protocol
 
-from diag.parsers.ingest import ParsedLog, infer_tz_offset, infer_year, parse_bulk
-from diag.parsers.layout import FileInfo, classify_path
+from diag.parsers.ingest import ParsedLog
+from diag.parsers.records import Fault, Lifecycle, Record
 
-BLOCK = 16 << 20
-LOG_KINDS = ("worker", "frontend", "orchestrator")
-DATA_KINDS = ("benchmark", "sa-bench-result", "rollup", "job-json", "recipe", "prometheus-capture")
+from .changes import NO_CHANGES, Changes
+from .files import (
+    LOG_KINDS,
+    SIDE_KINDS,
+    RunFiles,
+    Side,
+    check_paths,
+    discover,
+    parse_log,
+    read_side,
+    run_root,
+)
+from .follow import Follower
 
 
-class InputError(Exception):
-    """A bad input the user must fix (missing path, unreadable file); the CLI exits 2."""
+class Source(Protocol):
+    label: str
+    root: Path | None
+    skipped: list[tuple[str, str]]
+
+    @property
+    def finished(self) -> bool: ...
+    def poll(self) -> Changes: ...
+    def flush(self) -> Changes: ...
+    def logs(self) -> list[ParsedLog]: ...
+    def side(self) -> Side: ...
+    def now(self) -> datetime | None: ...
+
+
+def orchestrator_view(log: ParsedLog) -> ParsedLog:
+    """An orchestrator log as the run model reads it: worker lines quoted in FAILURE DETAILS are not
+    the orchestrator's own records (srun-labelled task lines, lifecycle and faults are)."""
+    if log.kind != "orchestrator":
+        return log
+    return replace(log, records=[r for r in log.records if r.task is not None or isinstance(r, (Lifecycle, Fault))])
+
+
+def _run_start(orchestrators: list[ParsedLog]) -> datetime | None:
+    stamps = [r.ts for src in orchestrators for r in src.records if isinstance(r, Lifecycle) and r.ts]
+    return min(stamps) if stamps else None
+
+
+def _metric_logs(run: RunFiles) -> list[ParsedLog]:
+    """srt-slurm's Prometheus captures and saved ``/metrics`` dumps: stats even when logs have none."""
+    from .prom import capture_logs, exposition_log
+
+    logs = [lg for p, _ in run.of("prometheus-capture") for lg in capture_logs(p)]
+    return logs + [exposition_log(p) for p, _ in run.of("prometheus-text")]
+
+
+class BatchSource:
+    """One run's files, read once: the first poll parses every log (orchestrator first, its start
+    dates the workers' month-day stamps)."""
+
+    def __init__(self, run: RunFiles, *, on_bytes: Callable[[int], None] | None = None) -> None:
+        self.files = run
+        self.root = run.root
+        self.skipped = [(str(s.path), s.reason) for s in run.skipped]
+        self.label = f"read {run.root}" if run.root else "read once"
+        self.on_bytes = on_bytes
+        self._logs: list[ParsedLog] | None = None
+        self._side: Side | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self._logs is not None
+
+    def poll(self) -> Changes:
+        if self._logs is not None:
+            return NO_CHANGES
+        orch = [parse_log(p, i, on_bytes=self.on_bytes) for p, i in self.files.of("orchestrator")]
+        ref = _run_start(orch)
+        workers = [parse_log(p, i, ref=ref, on_bytes=self.on_bytes) for p, i in self.files.of("worker", "frontend")]
+        self._logs = [orchestrator_view(lg) for lg in orch] + workers + _metric_logs(self.files)
+        return Changes([(lg.path, r) for lg in self._logs for r in lg.records], [lg.path for lg in self._logs])
+
+    def flush(self) -> Changes:
+        return NO_CHANGES
+
+    def logs(self) -> list[ParsedLog]:
+        return list(self._logs or [])
+
+    def side(self) -> Side:
+        if self._side is None:
+            self._side = read_side(self.files.of(*SIDE_KINDS))
+        return self._side
+
+    def now(self) -> datetime | None:
+        return None
+
+
+class FollowSource:
+    """A run followed like ``tail -F`` (:class:`diag.follow.Follower`), plus its side files and
+    Prometheus captures, re-read when they change (benchmark results land at the end of a run)."""
+
+    RESCAN_S = 10.0
+
+    def __init__(self, paths: list[str], *, rescan_s: float = RESCAN_S) -> None:
+        check_paths(paths)
+        self.paths = paths
+        files, _ = discover(paths)
+        roots = {run_root(p) for p, _ in files}
+        self.root = next(iter(roots)) if len(roots) == 1 else None
+        orch = [parse_log(p, i) for p, i in files if i.kind == "orchestrator"]
+        self.follower = Follower(paths, ref=_run_start(orch))
+        self.label = "following " + " ".join(paths)
+        self.rescan_s = rescan_s
+        self._side = Side()
+        self._metrics: list[ParsedLog] = []
+        self._sig: tuple[Any, ...] | None = None
+        self._checked = 0.0
+
+    @property
+    def finished(self) -> bool:
+        return False
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        return [(str(s.path), s.reason) for s in self.follower.skipped]
+
+    def poll(self) -> Changes:
+        recs, added = self.follower.poll()
+        self._refresh()
+        return Changes(recs, added)
+
+    def flush(self) -> Changes:
+        return Changes(self.follower.flush(), [])
+
+    def logs(self) -> list[ParsedLog]:
+        logs = self.follower.logs()  # the batch order: orchestrators first (they date the workers)
+        return ([orchestrator_view(lg) for lg in logs if lg.kind == "orchestrator"]
+                + [lg for lg in logs if lg.kind != "orchestrator"] + self._metrics)
+
+    def side(self) -> Side:
+        self._refresh()
+        return self._side
+
+    def now(self) -> datetime | None:
+        return None
+
+    def _refresh(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and self._sig is not None and now - self._checked < self.rescan_s:
+            return
+        self._checked = now
+        files, skipped = discover(self.paths)
+        wanted = [(p, i) for p, i in files if i.kind in (*SIDE_KINDS, "prometheus-capture", "prometheus-text")]
+        sig = tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p, _ in wanted if p.exists()))
+        if sig != self._sig:
+            self._sig = sig
+            run = RunFiles(self.root, tuple(wanted), tuple(skipped))
+            self._side = read_side(run.of(*SIDE_KINDS))
+            self._metrics = _metric_logs(run)
 
 
 @dataclass
-class Skipped:
-    path: Path
-    reason: str
+class _Clock:
+    """Virtual time of a replay: ``start + speed × (unpaused wall seconds)``."""
+
+    start: datetime
+    speed: float
+    monotonic: Any = time.monotonic
+    t0: float | None = None
+    paused_at: float | None = None
+    paused_total: float = 0.0
+
+    def now(self) -> datetime:
+        m = self.monotonic()
+        if self.t0 is None:
+            self.t0 = m
+        ref = self.paused_at if self.paused_at is not None else m
+        return self.start + timedelta(seconds=(ref - self.t0 - self.paused_total) * self.speed)
+
+    def pause(self) -> None:
+        if self.paused_at is None:
+            self.paused_at = self.monotonic()
+
+    def resume(self) -> None:
+        if self.paused_at is not None:
+            self.paused_total += self.monotonic() - self.paused_at
+            self.paused_at = None
 
 
-def _is_binary(head: bytes) -> bool:
-    if not head:
-        return False
-    if b"\x00" in head:
-        return True
-    text_like = sum(32 <= b < 127 or b in (9, 10, 13, 27) or b >= 128 for b in head)
-    return text_like / len(head) < 0.85
+@dataclass
+class ReplaySource:
+    """Replays a finished run's logs: records leave in timestamp order at ``speed`` × real time.
+    A record without a timestamp leaves with the last stamped record of its file before it."""
+
+    logs_read: list[ParsedLog]
+    side_facts: Side
+    speed: float = 60.0
+    monotonic: Any = time.monotonic
+    label: str = ""
+    root: Path | None = None
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    _events: list[tuple[datetime, int, str, Record]] = field(default_factory=list)
+    _shells: dict[str, ParsedLog] = field(default_factory=dict)
+    _next: int = 0
+
+    @classmethod
+    def of(cls, batch: BatchSource, speed: float = 60.0, monotonic: Any = time.monotonic) -> ReplaySource:
+        batch.poll()
+        return cls(batch.logs(), batch.side(), speed, monotonic, root=batch.root, skipped=list(batch.skipped))
+
+    def __post_init__(self) -> None:
+        if self.speed <= 0:
+            raise ValueError("--speed must be > 0")
+        seq = 0
+        stamps = [r.ts for lg in self.logs_read for r in lg.records if r.ts is not None]
+        start = min(stamps) if stamps else datetime(1970, 1, 1, tzinfo=UTC)
+        for src in self.logs_read:
+            self._shells[src.path] = replace(src, records=[])
+            last = start
+            for r in src.records:
+                last = r.ts or last
+                self._events.append((last, seq, src.path, r))
+                seq += 1
+        self._events.sort(key=lambda e: (e[0], e[1]))
+        first = self._events[0][0] if self._events else start
+        self.clock = _Clock(first, self.speed, self.monotonic)
+        self.label = self.label or f"replay ×{self.speed:g}"
+
+    def now(self) -> datetime | None:
+        """Virtual time; it stops at the last record (the final state stays on screen)."""
+        t = self.clock.now()
+        return min(t, self._events[-1][0]) if self._events else t
+
+    def pause(self) -> None:
+        self.clock.pause()
+
+    def resume(self) -> None:
+        self.clock.resume()
+
+    @property
+    def finished(self) -> bool:
+        return self._next >= len(self._events)
+
+    done = finished
+
+    def poll(self) -> Changes:
+        until = self.now()
+        out: list[tuple[str, Record]] = []
+        added: list[str] = []
+        while self._next < len(self._events) and until is not None and self._events[self._next][0] <= until:
+            _, _, path, r = self._events[self._next]
+            shell = self._shells[path]
+            if not shell.records:
+                added.append(path)
+            shell.records.append(r)
+            out.append((path, r))
+            self._next += 1
+        return Changes(out, added)
+
+    def flush(self) -> Changes:
+        return NO_CHANGES
+
+    def logs(self) -> list[ParsedLog]:
+        return list(self._shells.values())
+
+    def side(self) -> Side:
+        return self.side_facts
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            yield Path(dirpath) / name
+class LogsSource:
+    """Logs parsed elsewhere (one-shot scrapes, a Prometheus query), given whole at the first poll."""
+
+    def __init__(self, logs: list[ParsedLog], label: str) -> None:
+        self._logs = logs
+        self.label = label
+        self.root: Path | None = None
+        self.skipped: list[tuple[str, str]] = []
+        self._given = False
+
+    @property
+    def finished(self) -> bool:
+        return self._given
+
+    @property
+    def errors(self) -> list[str]:
+        return [lg.error for lg in self._logs if lg.error]
+
+    def poll(self) -> Changes:
+        if self._given:
+            return NO_CHANGES
+        self._given = True
+        return Changes([(lg.path, r) for lg in self._logs for r in lg.records], [lg.path for lg in self._logs])
+
+    def flush(self) -> Changes:
+        return NO_CHANGES
+
+    def logs(self) -> list[ParsedLog]:
+        return list(self._logs)
+
+    def side(self) -> Side:
+        return Side()
+
+    def now(self) -> datetime | None:
+        return None
 
 
-def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skipped]]:
-    """Expand directories and globs into classified files; unknown files are skipped with a reason."""
-    files: list[tuple[Path, FileInfo]] = []
-    skipped: list[Skipped] = []
-    seen: set[Path] = set()
-    for arg in paths:
-        matches = [Path(p) for p in sorted(glob.glob(arg))] if any(c in arg for c in "*?[") else [Path(arg)]
-        if not matches or not matches[0].exists():
-            raise InputError(f"{arg}: no such file or directory")
-        for p in matches:
-            candidates = list(_walk(p)) if p.is_dir() else [p]
-            found = 0
-            for f in candidates:
-                rp = f.resolve()
-                if rp in seen:
-                    continue
-                seen.add(rp)
-                info = classify_path(f)
-                if info.kind == "unknown":
-                    if not p.is_dir():
-                        skipped.append(Skipped(f, "not a file diag understands"))
-                    elif f.suffix in (".out", ".log", ".err"):
-                        skipped.append(Skipped(f, "log of an unknown kind"))
-                    continue
-                files.append((f, info))
-                found += 1
-            if p.is_dir() and found == 0:
-                skipped.append(Skipped(p, "no run logs in this directory"))
-    return files, skipped
+def metric_source(scrape: list[str], prom: str | None, start: datetime | None, end: datetime | None) -> LogsSource:
+    """One-shot ``/metrics`` scrapes and a Prometheus server's series over [start, end] as one more
+    source of a run (diag.prom). A malformed URL is an InputError; a failing source a log's error."""
+    from .files import InputError
+    from .prom import PromSourceError, extra_sources
 
-
-def read_blocks(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[bytes]:
-    """The file's content in newline-aligned blocks (an unterminated last line is its own block)."""
-    with path.open("rb") as fh:
-        rest = b""
-        while True:
-            chunk = fh.read(BLOCK)
-            if on_bytes and chunk:
-                on_bytes(len(chunk))
-            if not chunk:
-                if rest:
-                    yield rest
-                return
-            buf = rest + chunk
-            cut = buf.rfind(b"\n")
-            if cut < 0:
-                rest = buf
-                continue
-            yield buf[: cut + 1]
-            rest = buf[cut + 1:]
-
-
-def year_of(path: Path, head: str, ref: datetime | None) -> int | None:
-    """A log's year: from its own first full date, the run's start (``ref``) or its mtime."""
-    if ref is None:
-        ref = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
-    return infer_year(head, ref)
-
-
-def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
-              on_bytes: Callable[[int], None] | None = None) -> ParsedLog:
-    """Parse one log file through the bulk path."""
-    src = ParsedLog(str(path), info)
     try:
-        src.size = path.stat().st_size
-        with path.open("rb") as fh:
-            head_b = fh.read(64 << 10)
-    except OSError as e:
-        src.error = f"{path}: cannot read: {e.strerror or e}"
-        return src
-    if _is_binary(head_b[:8192]):
-        src.error = f"{path}: binary file, not a log"
-        return src
-    head = head_b.decode("utf-8", errors="replace")
-    src.year = year_of(path, head, ref)
-    try:
-        src.records, src.counts = parse_bulk(read_blocks(path, on_bytes), year=src.year,
-                                             tz_offset_s=infer_tz_offset(head))
-    except OSError as e:
-        src.error = f"{path}: cannot read: {e.strerror or e}"
-    return src
+        logs = extra_sources(scrape, prom, start=start, end=end)
+    except PromSourceError as e:
+        raise InputError(str(e)) from None
+    return LogsSource(logs, "metrics")
+
+
+class MultiSource:
+    """Several sources as one: the first is the run's (its root, side facts, clock, skipped files);
+    the others add metric logs (``--scrape``, ``--prom``) whose failures are ``errors``."""
+
+    def __init__(self, sources: list[Any]) -> None:
+        self.sources = sources
+        self.label = " + ".join(s.label for s in sources)
+        self.root = getattr(sources[0], "root", None)
+
+    @property
+    def finished(self) -> bool:
+        return all(s.finished for s in self.sources)
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        return list(getattr(self.sources[0], "skipped", []))
+
+    def poll(self) -> Changes:
+        recs: list[tuple[str, Record]] = []
+        added: list[str] = []
+        for s in self.sources:
+            r, a = s.poll()
+            recs += r
+            added += a
+        return Changes(recs, added)
+
+    def flush(self) -> Changes:
+        recs = [x for s in self.sources for x in s.flush().records]
+        return Changes(recs, [])
+
+    def logs(self) -> list[ParsedLog]:
+        return [log for s in self.sources for log in s.logs()]
+
+    def side(self) -> Side:
+        return self.sources[0].side()
+
+    def now(self) -> datetime | None:
+        return self.sources[0].now()
+
+    @property
+    def errors(self) -> list[str]:
+        """The extra sources' last errors (a scrape that failed, a server that did not answer)."""
+        return [e for s in self.sources[1:] for e in getattr(s, "errors", None) or []]
+
+    def pause(self) -> None:
+        getattr(self.sources[0], "pause", lambda: None)()
+
+    def resume(self) -> None:
+        getattr(self.sources[0], "resume", lambda: None)()
+
+    @property
+    def done(self) -> bool:
+        return bool(getattr(self.sources[0], "done", False))
+
+
+__all__ = ["LOG_KINDS", "BatchSource", "Changes", "FollowSource", "LogsSource", "MultiSource", "ReplaySource",
+           "Source", "orchestrator_view"]

@@ -1,37 +1,40 @@
 """`diag watch PATH...`: the live TUI over a followed run, a replay, or one printed snapshot (--once).
 
-Textual is imported only when the app starts (``diag.tui.app``); ``--once`` renders the same panels
-with rich and needs neither Textual nor a terminal.
+The TUI runs the same :class:`diag.pipeline.Pipeline` as ``diag tail`` on its collecting thread
+(:class:`diag.tui.state.WatchState`). Textual is imported only when the app starts; ``--once`` renders
+the same panels with rich and needs neither Textual nor a terminal. Exit status as for ``diag tail``:
+by ``fail-on`` over the findings of the last report.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from diag.rules.runmodel import Run
-from diag.rules.settings import SettingsError, load_settings
+from .options import EXIT_USAGE, FailOn, console_for, fail, positive, quiet_pipe
+from .tui import WINDOWS
 
-from .sources import InputError
+if TYPE_CHECKING:
+    from diag.rules.runmodel import Run
+    from diag.rules.settings import Settings
 
 
-def extra_sources(scrape: list[str], prom: str | None) -> list[Any]:
-    """Sources for ``--scrape URL`` / ``--prom URL``: whatever ``diag.prom.watch_sources`` returns
-    (objects with the follower's poll/logs/flush/side interface); [] while diag.prom is absent."""
-    if not scrape and not prom:
-        return []
-    try:
-        mod = importlib.import_module("diag.prom")
-    except ImportError:
-        return []
-    factory = getattr(mod, "watch_sources", None)
-    return list(factory(scrape=list(scrape), prom=prom)) if factory else []
+
+def _window(value: int) -> int:
+    if value not in WINDOWS:
+        raise typer.BadParameter(f"must be one of {', '.join(map(str, WINDOWS))}, not {value}")
+    return value
+
+
+def _retain(value: float) -> float:
+    if value < 0:
+        raise typer.BadParameter(f"must be 0 (keep everything) or more minutes, not {value:g}")
+    return value
 
 
 def clock_for(now: str | None) -> Callable[[Run], datetime | None] | None:
@@ -43,91 +46,125 @@ def clock_for(now: str | None) -> Callable[[Run], datetime | None] | None:
     try:
         t = datetime.fromisoformat(now)
     except ValueError:
-        raise InputError(f"--now {now!r}: expected 'end' or an ISO time") from None
+        raise typer.BadParameter(f"expected 'end' or an ISO time, not {now!r}", param_hint="--now") from None
     t = t if t.tzinfo else t.replace(tzinfo=UTC)
     return lambda _run: t
 
 
-def _fail(msg: str) -> typer.Exit:
-    typer.echo(f"diag watch: {msg}", err=True)
-    return typer.Exit(2)
-
-
 def watch(
-    paths: list[str] = typer.Argument(None, help="Run directories, log files or globs (as for diag tail)."),
-    replay: Path | None = typer.Option(None, "--replay", help="Replay this finished run through the screen."),
-    speed: float = typer.Option(60.0, "--speed", help="Replay speed (× real time)."),
-    once: bool = typer.Option(False, "--once", help="Print one rendered snapshot to stdout and exit."),
-    scrape: list[str] = typer.Option([], "--scrape", help="Prometheus /metrics URL of an engine (repeatable)."),
-    prom: str | None = typer.Option(None, "--prom", help="Prometheus server URL to query."),
-    interval: float = typer.Option(1.0, "--interval", help="Seconds between polls (0.2-60)."),
-    window: int = typer.Option(5, "--window", help="Sparkline window in minutes: 1, 5, 15 or 60."),
-    retain: float = typer.Option(60.0, "--retain", help="Minutes of periodic samples kept in the model."),
-    config: Path | None = typer.Option(None, "--config", help="diag.toml to use instead of the one found."),
+    paths: list[str] = typer.Argument(None, metavar="[PATH]...", help="Run directories, log files or globs (as for diag tail)."),
+    replay: Path | None = typer.Option(None, "--replay", metavar="RUN_DIR", help="Replay this finished run through the screen."),
+    speed: float = typer.Option(60.0, "--speed", callback=positive("--speed"), help="Replay speed (× real time)."),
+    once: bool = typer.Option(False, "--once", metavar="", help="Print one rendered snapshot to stdout and exit."),
+    scrape: list[str] = typer.Option([], "--scrape", metavar="URL", help="Prometheus /metrics URL of an engine (repeatable)."),
+    prom: str | None = typer.Option(None, "--prom", metavar="URL", help="Prometheus server URL to query."),
+    interval: float = typer.Option(1.0, "--interval", callback=positive("--interval", lo=0.19, hi=60),
+                                   help="Seconds between polls (0.2-60)."),
+    window: int = typer.Option(5, "--window", callback=_window, help="Sparkline window in minutes: 1, 5, 15 or 60."),
+    retain: float = typer.Option(60.0, "--retain", callback=_retain,
+                                 help="Minutes of periodic samples kept in the model (0: all)."),
+    fail_on: FailOn | None = typer.Option(None, "--fail-on", help="Exit 1 when a finding is at least this severe "
+                                          "(default: the config's fail-on, else error)."),
+    select: list[str] | None = typer.Option(None, "--select", metavar="CODE", help="Only these rule codes or prefixes."),
+    ignore: list[str] | None = typer.Option(None, "--ignore", metavar="CODE", help="Skip these codes or prefixes."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", metavar="", help="Exit 0 even when findings fail the run."),
+    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="diag.toml to use instead of the one found."),
     now: str | None = typer.Option(None, "--now", hidden=True, help="'end' or an ISO time: pin the clock."),
 ) -> None:
     """Live per-endpoint health of a run: endpoints, sparklines, findings, engines, log records."""
-    from .tui.state import WINDOWS, WatchState
+    from diag.rules.settings import SettingsError, resolve
+
+    from .files import InputError
 
     paths = list(paths or [])
-    if window not in WINDOWS:
-        raise _fail(f"--window must be one of {', '.join(map(str, WINDOWS))}")
+    try:
+        settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
+                           fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
+    except SettingsError as e:
+        fail("watch", f"config error: {e}")
     if not paths and replay is None:
-        raise _fail("give a run directory or log files, or --replay RUN_DIR")
+        fail("watch", "give a run directory or log files, or --replay RUN_DIR")
     if replay is not None and paths and not once:
-        raise _fail("--replay takes one run directory and no other paths")
+        fail("watch", "--replay takes one run directory and no other paths")
+    clock = clock_for(now)
     try:
-        extras = extra_sources(scrape, prom)
-    except Exception as e:  # a malformed URL and the like, reported by the Prometheus source
-        raise _fail(str(e)) from None
-    if (scrape or prom) and not extras:
-        typer.echo("diag watch: --scrape/--prom ignored: the Prometheus source is not available", err=True)
-    try:
-        load_settings(Path.cwd(), config)
-        clock = clock_for(now)
         if once:
-            raise typer.Exit(_once(paths or [str(replay)], config, clock, window, extras))
+            raise typer.Exit(_once(paths or [str(replay)], settings, clock, window, scrape, prom))
+        extras = _live_metrics(scrape, prom)
         source = _live_source(paths, replay, speed)
-    except (InputError, SettingsError, ValueError) as e:
-        raise _fail(str(e)) from None
+    except (InputError, ValueError) as e:
+        fail("watch", str(e))
     if extras:
-        from .tui.sources import MultiSource
+        from .sources import MultiSource
 
         source = MultiSource([source, *extras])
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise _fail("needs a terminal; use --once for a printed snapshot")
-    state = WatchState(source, config=config, clock=clock, retain_s=retain * 60 if retain > 0 else None)
+        fail("watch", "needs a terminal; use --once for a printed snapshot")
+    from .tui.state import WatchState
+
+    state = WatchState(source, settings=settings, clock=clock, retain_s=retain * 60 if retain > 0 else None)
     from .tui.app import WatchApp
 
-    WatchApp(state, interval=min(60.0, max(0.2, interval)), window=window).run()
+    WatchApp(state, interval=interval, window=window).run()
+    last = state.report
+    raise typer.Exit(1 if last is not None and settings.fails(last.findings) else 0)
+
+
+def _live_metrics(scrape: list[str], prom: str | None) -> list[Any]:
+    """Live ``--scrape``/``--prom`` sources (diag.prom); a malformed URL is an input error."""
+    if not scrape and not prom:
+        return []
+    from .files import InputError
+    from .prom import PromSourceError, watch_sources
+
+    try:
+        return list(watch_sources(scrape=list(scrape), prom=prom))
+    except PromSourceError as e:
+        raise InputError(str(e)) from None
 
 
 def _live_source(paths: list[str], replay: Path | None, speed: float) -> Any:
-    from .tui.sources import FollowSource, ReplaySource
+    from .files import InputError, find_runs
+    from .sources import BatchSource, FollowSource, ReplaySource
 
     if replay is None:
         return FollowSource(paths)
-    from .load import load_run
-
     if not replay.exists():
         raise InputError(f"{replay}: no such file or directory")
-    return ReplaySource(load_run([str(replay)]), speed=speed)
+    runs = find_runs([str(replay)])
+    if len(runs) != 1:
+        raise InputError(f"{replay}: holds {len(runs)} runs; replay one run directory")
+    return ReplaySource.of(BatchSource(runs[0]), speed=speed)
 
 
-def _once(paths: list[str], config: Path | None, clock: Any, window: int, extras: list[Any]) -> int:
-    from .load import load_run
-    from .tail_cmd import console_for
+def _once(paths: list[str], settings: Settings, clock: Any, window: int, scrape: list[str],
+          prom: str | None) -> int:
+    """One snapshot of the run as read now, judged like ``diag tail`` (a finished run as of its end)."""
+    from .files import InputError, find_runs
+    from .pipeline import window_of
+    from .sources import BatchSource, MultiSource, metric_source
     from .tui.render import render_once
-    from .tui.sources import MultiSource, StaticSource
     from .tui.state import WatchState
 
-    run = load_run(paths)
-    if not run.sources and not run.benchmark:
+    runs = find_runs(paths)
+    if len(runs) != 1:
+        raise InputError(f"{', '.join(paths)}: holds {len(runs)} runs; watch one run at a time")
+    batch = BatchSource(runs[0])
+    batch.poll()
+    if not batch.logs() and not batch.side().benchmark:
         typer.echo("diag watch: no logs diag understands in " + ", ".join(paths), err=True)
-        return 2
-    source: Any = StaticSource(run, "read once")
-    if extras:
-        source = MultiSource([source, *extras])
-    state = WatchState(source, config=config, clock=clock, retain_s=None)
-    render_once(state.step(), console_for(), window)
-    return 0
+        return EXIT_USAGE
+    source: Any = batch
+    if scrape or prom:
+        start, end = window_of(batch.logs())
+        source = MultiSource([batch, metric_source(scrape, prom, start, end)])
+    state = WatchState(source, settings=settings, clock=clock, retain_s=None)
+    snap = state.step()
+    with quiet_pipe():
+        render_once(snap, console_for(), window)
+    if snap.errors:
+        for e in snap.errors:
+            typer.echo(f"diag watch: {e}", err=True)
+        return EXIT_USAGE
+    report = state.report
+    return 1 if report is not None and settings.fails(report.findings) else 0

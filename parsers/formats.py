@@ -62,11 +62,3 @@ def record_parser(fmt: LineFormat) -> Callable[[Callable[..., Any]], Callable[..
 
 def formats(kind: str | None = None) -> list[LineFormat]:
     return [f for f in REGISTRY.values() if kind is None or f.kind == kind]
-
-
-def all_triggers(kind: str = "record") -> list[str]:
-    seen: dict[str, None] = {}
-    for f in formats(kind):
-        for t in f.triggers:
-            seen.setdefault(t, None)
-    return list(seen)

@@ -142,8 +142,3 @@ def parse_header(text: str) -> Header:
         if m:
             return Header("vllm", None, proc=m["proc"], pid=int(m["pid"]), msg=m["msg"])
     return Header("unknown", msg=text)
-
-
-def has_header(text: str) -> bool:
-    """True when a cleaned line starts a new record (used to decide continuations)."""
-    return parse_header(text).cls != "unknown"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -114,18 +114,6 @@ def _block_frame(block: bytes, first_line: int) -> tuple[list[tuple[int, str, st
     rows = list(zip((idx + first_line).to_list(), lines.gather(idx).to_list(), nxt.to_list(), prv.to_list(),
                     strict=True))
     return rows, counts
-
-
-def blocks_of(data: bytes, size: int = 64 << 20) -> Iterator[bytes]:
-    """Split bytes into blocks that end at a newline (the last may not)."""
-    start = 0
-    while start < len(data):
-        end = min(start + size, len(data))
-        if end < len(data):
-            nl = data.rfind(b"\n", start, end)
-            end = nl + 1 if nl >= start else data.find(b"\n", end) + 1 or len(data)
-        yield data[start:end]
-        start = end
 
 
 def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
@@ -250,10 +238,6 @@ class StreamParser:
             recs, _ = self._parser.feed(pn, praw, None, pprv)
             out.extend(recs)
         return out
-
-    @property
-    def lines_done(self) -> int:
-        return self._line - 1
 
 
 _DOCKER_VLLM = re.compile(r"^\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\]?\s+(?:\([^)]*\)\s*)*"

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KINDS", "ROLES", "FileInfo", "classify_path", "endpoint_id", "role_from_content"]
+__all__ = ["KINDS", "ROLES", "FileInfo", "classify_path", "role_from_content"]
 
 KINDS = ("worker", "frontend", "orchestrator", "benchmark", "sa-bench-result", "rollup", "job-json", "recipe",
          "prometheus-capture", "fingerprint", "config-dump", "unknown")
@@ -119,12 +119,6 @@ def role_from_content(head_text: str) -> str | None:
     if _PREFILL_FLAG.search(head_text):
         return "prefill"
     return None
-
-
-def endpoint_id(role: str | None, index: int | None) -> str:
-    """A stable endpoint name: ``prefill-w0``, ``decode-w1``, ``frontend-w0``; ``unknown`` parts
-    when not known."""
-    return f"{role or 'unknown'}-w{index if index is not None else '?'}"
 
 
 _PROM_LINE = re.compile(r"^(?:> ?)?(?:#? ?(?:HELP|TYPE) \S+.*|[a-zA-Z_:][\w:]*(?:\{[^}]*\})? [-+]?[\d.eE+]+|"

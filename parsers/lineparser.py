@@ -8,7 +8,6 @@ identical records.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -273,23 +272,6 @@ class LineParser:
         ctext = _continuation(nxt, task)
         return None if ctext is None else text + ctext
 
-    def parse_lines(self, lines: Iterable[str], start: int = 1) -> list[Record]:
-        """Every candidate line of ``lines`` (non-candidates are skipped, as the bulk path does)."""
-        buf = list(lines)
-        cand = [bool(TRIGGERS.search(raw)) for raw in buf]
-        out: list[Record] = []
-        skip = -1
-        for idx, raw in enumerate(buf):
-            if idx == skip or not cand[idx]:
-                continue
-            nxt = buf[idx + 1] if idx + 1 < len(buf) else None
-            prv = buf[idx - 1] if idx > 0 and not cand[idx - 1] else None
-            recs, consumed = self.feed(start + idx, raw, nxt, prv)
-            out.extend(recs)
-            if consumed:
-                skip = idx + 1
-        return out
-
 
 _SIMPLE = re.compile(
     r"(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\) )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
@@ -345,8 +327,3 @@ def _filled(recs: list[Record]) -> int:
 def _richer(joined: list[Record], alone: list[Record]) -> bool:
     """A record cut at an optional part parses alone; the joined one then carries more fields."""
     return [r.kind for r in joined] == [r.kind for r in alone] and _filled(joined) > _filled(alone)
-
-
-def parse_text(text: str) -> list[Record]:
-    """All records of a text (a file's content or a few lines); convenience for tests and tools."""
-    return LineParser().parse_lines(text.split("\n"))

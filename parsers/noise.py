@@ -58,11 +58,3 @@ NCCL_RAY = declare(
 
 # Order matters: the first category that matches a line names it.
 NOISE: tuple[LineFormat, ...] = (REQUEST, HTTP_PROBE, ACCESS, SELECTOR, NCCL_RAY, PROGRESS)
-
-
-def noise_class(raw: str) -> str | None:
-    """The noise category of a physical line (one that holds no record trigger), or None."""
-    for fmt in NOISE:
-        if fmt.regex.search(raw):
-            return fmt.emits
-    return None

@@ -18,10 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from .formats import LineFormat, declare
-from .headers import ORCHESTRATOR
 from .jobmeta import parse_env
 from .records import Lifecycle
-from .timestamps import parse_iso
 
 _NO_FIELDS = ("orchestrator_start", "infra_start", "workers_start", "frontend_start", "healthy",
               "benchmark_manual", "benchmark_done", "monitor_failure", "failure_details", "cleanup",
@@ -387,21 +385,6 @@ def parse_banner(text: str, line: int) -> Lifecycle | None:
     return _apply(_BANNERS, stripped, line, None)
 
 
-def parse_orchestrator_text(text: str) -> list[Lifecycle]:
-    """All events of an orchestrator log's text (convenience for tests and small files).
-
-    Lines with a head go to :func:`parse_lifecycle` (``ts`` from the head, read as UTC: srtctl logs
-    the node's local time and the caller knows the offset), the others to :func:`parse_banner`.
-    """
-    out: list[Lifecycle] = []
-    for i, raw in enumerate(text.splitlines(), 1):
-        m = ORCHESTRATOR.regex.match(raw.rstrip("\r"))
-        ev = parse_lifecycle(m["msg"], i, parse_iso(m["iso"])) if m else parse_banner(raw, i)
-        if ev is not None:
-            out.append(ev)
-    return out
-
-
 def _has(events: Sequence[Lifecycle], *names: str) -> bool:
     return any(e.event in names for e in events)
 
@@ -451,28 +434,3 @@ def stage_of(events: Sequence[Lifecycle], slurm_state: str | None = None) -> str
     if state and state not in active and stage in IN_PROGRESS_STAGES:
         return "killed"
     return stage
-
-
-def worker_progress(events: Sequence[Lifecycle]) -> tuple[int, int, int, int] | None:
-    """``(have_prefill, want_prefill, have_decode, want_decode)`` from the newest readiness line."""
-    for ev in reversed(events):
-        if ev.event == "ready":
-            p, d = ev.get("have_prefill"), ev.get("have_decode")
-            return p, p, d, d
-        if ev.event == "not_ready":
-            hp, hd = ev.get("have_prefill"), ev.get("have_decode")
-            return hp, hp + max(0, ev.get("waiting_prefill")), hd, hd + max(0, ev.get("waiting_decode"))
-    return None
-
-
-def unexpected_exits(events: Sequence[Lifecycle]) -> list[Lifecycle]:
-    """Process deaths that are not the orchestrator's own teardown: every ``process_exit``, and
-    ``srun_task`` errors seen before the first cleanup event (after it, ``Killed`` is expected)."""
-    out: list[Lifecycle] = []
-    cleaning = False
-    for ev in events:
-        if ev.event in ("cleanup", "cleanup_processes", "signal"):
-            cleaning = True
-        if ev.event == "process_exit" or (ev.event == "srun_task" and not cleaning):
-            out.append(ev)
-    return out

@@ -104,24 +104,9 @@ class Role:
         f = self.flag(name)
         return default if f is None else f.value
 
-    def int_value(self, *names: str, default: int | None = None) -> int | None:
-        f = self.flag(*names)
-        if f is None:
-            return default
-        try:
-            return int(f.value)
-        except (TypeError, ValueError):
-            return default
-
     def env_value(self, name: str) -> str | None:
         e = self.env.get(name)
         return None if e is None else e.value
-
-    def flags_hint(self, key: str) -> str:
-        return ".".join(map(str, (*self.flags_path, key)))
-
-    def env_hint(self) -> str:
-        return ".".join(map(str, self.env_path))
 
 
 @dataclass(frozen=True)

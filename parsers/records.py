@@ -13,20 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-# Line classes: what a physical line is, before any record is extracted from it.
-LINE_CLASSES = (
-    "vllm",          # (Proc pid=N) LEVEL MM-DD HH:MM:SS [file.py:N] msg
-    "dynamo",        # 2026-08-06T12:34:56.123456Z  INFO target: msg
-    "dynamo-jsonl",  # {"time": ..., "level": ..., "target": ..., "message": ...}
-    "sglang",        # [2025-11-04 05:31:43 DP0 TP0 EP0] msg
-    "orchestrator",  # 2026-04-21 14:10:37 [INFO] msg
-    "ucx",           # [1784621081.896649] [host:pid:tid]  file.c:221  UCX  ERROR msg
-    "noise",         # request received/completed, http probes, selector, NCCL/Ray, progress bars
-    "unknown",
-)
-
-NOISE_CLASSES = ("request", "http-probe", "router-selector", "nccl-ray", "progress-bar", "access-log")
-
 
 @dataclass(frozen=True, slots=True)
 class Header:

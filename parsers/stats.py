@@ -7,8 +7,6 @@ import re
 from .formats import declare, record_parser
 from .records import Header, Preemption, PrefixCacheRate, SpecDecode, StatsSample
 
-_F = r"(-?[\d.]+|nan)"
-
 V1 = declare(
     "vllm-v1-stats", "record",
     r"(?:(?:Engine (?P<engine>\d+)|(?P<n_agg>\d+) Engines Aggregated): )?"

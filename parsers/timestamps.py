@@ -15,7 +15,6 @@ _ISO = re.compile(
     r"^\s*(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d)(?::(\d\d))?(?:[.,](\d+))?"
     r"\s*(Z|z|UTC|[+-]\d\d(?::?\d\d)?)?\s*$"
 )
-_ISO_YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)")
 _HALF_YEAR_DAYS = 182
 _QUARTER_HOUR = 900
 
@@ -81,12 +80,6 @@ class YearTracker:
         else:
             self._last = idx
         return resolve_md(md, year, tz_offset_s)
-
-
-def year_from_iso(text: str) -> int | None:
-    """The year of the first ``YYYY-MM-DD`` date found in ``text``, or None."""
-    m = _ISO_YEAR.search(text)
-    return int(m.group(1)) if m else None
 
 
 def _offset(tz: str | None) -> timezone:

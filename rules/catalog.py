@@ -8,6 +8,7 @@ optional ``for`` / ``keep_firing_for`` windows (seconds), ``summary`` (one line)
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -34,6 +35,8 @@ class Rule:
     keep_firing_for_s: float = 0.0
     examples: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)
     docs: str = ""
+    health: str | None = None                # endpoint health a finding of this rule implies
+    consequence_of: tuple[str, ...] = ()     # rules whose earlier finding elsewhere explains this one
 
     def with_params(self, overrides: dict[str, Any]) -> Rule:
         """A copy with thresholds overridden (``for``/``keep_firing_for`` included)."""
@@ -49,8 +52,7 @@ class Rule:
             else:
                 params[k] = v
         sev = overrides.get("severity", self.severity)
-        return Rule(self.code, self.name, sev, self.scope, self.template, self.summary, self.why,
-                    self.remediation, params, for_s, keep, self.examples, self.docs)
+        return dataclasses.replace(self, severity=sev, params=params, for_s=for_s, keep_firing_for_s=keep)
 
 
 class CatalogError(ValueError):
@@ -72,7 +74,23 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
         remediation=entry["remediation"].strip(), params=dict(entry.get("params", {})),
         for_s=float(entry.get("for", 0)), keep_firing_for_s=float(entry.get("keep_firing_for", 0)),
         examples=tuple(entry.get("examples", ())), docs=entry.get("docs", ""),
+        health=_health(entry, source), consequence_of=tuple(entry.get("consequence_of", ())),
     )
+
+
+HEALTH_STATES = ("DOWN", "CRIT", "WARN", "STALE", "NO STATS", "OK")  # worst first
+
+
+def _health(entry: dict[str, Any], source: str) -> str | None:
+    h = entry.get("health")
+    if h is not None and h not in HEALTH_STATES:
+        raise CatalogError(f"{source}: rule {entry['code']} has unknown health {h!r}")
+    return h
+
+
+def health_of(rule: Rule, severity: str) -> str | None:
+    """The endpoint health a finding of ``rule`` at ``severity`` implies."""
+    return rule.health or {"error": "CRIT", "warning": "WARN"}.get(severity)
 
 
 @cache
@@ -92,8 +110,10 @@ def catalog() -> dict[str, Rule]:
 
 
 def get(code: str) -> Rule:
+    """A rule by its code, full (``DIAG-K001``) or short (``K001``, any case)."""
+    c = code.strip().upper()
     try:
-        return catalog()[code.upper()]
+        return catalog()[c if c.startswith("DIAG-") else "DIAG-" + c]
     except KeyError:
         raise CatalogError(f"unknown rule code {code!r}") from None
 

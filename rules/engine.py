@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from . import runtime
-from .catalog import Rule, by_scope
+from .catalog import Rule, by_scope, catalog
 from .finding import Finding, severity_rank
 from .runmodel import Run
 
@@ -20,16 +20,17 @@ def runtime_rules() -> list[Rule]:
     return by_scope("run", "endpoint", "engine")
 
 
-CONSEQUENCES = ("DIAG-E002", "DIAG-E003", "DIAG-B004")
-
-
 def _correlate(findings: list[Finding]) -> list[Finding]:
-    """Mark KV-transfer failures, expiries and stalls that start after an engine died elsewhere as its
-    likely consequences (the peers of a dead engine fail their transfers): evidence and message say so."""
-    deaths = [f for f in findings if f.code == "DIAG-E001" and f.first_ts is not None]
+    """Mark findings whose rule lists a ``consequence_of`` (KV-transfer failures, expiries, stalls) and
+    that start after such a finding on another endpoint (an engine death) as its likely consequences:
+    the peers of a dead engine fail their transfers. Evidence and message say so."""
+    rules = catalog()
+    causes = [f for f in findings if f.first_ts is not None]
     out = []
     for f in findings:
-        cause = next((d for d in deaths if f.code in CONSEQUENCES and f.endpoint != d.endpoint
+        rule = rules.get(f.code)
+        after = rule.consequence_of if rule is not None else ()
+        cause = next((d for d in causes if after and d.code in after and f.endpoint != d.endpoint
                       and f.first_ts is not None and f.first_ts >= d.first_ts - timedelta(seconds=5)), None)
         if cause is not None:
             ev = dict(f.evidence)

@@ -100,9 +100,7 @@ def build_example_run(spec: dict[str, Any]) -> Run:
         counts.noise["request"] = s.get("noise", 0)
         logs.append(ParsedLog("node0_decode_w0.out", _Info("worker", "decode", 0, "node0"), counts=counts))
     endpoints, lifecycle, quoted = build_endpoints(logs)
-    run = Run(None, logs, [], endpoints, lifecycle, quoted)
-    if "concurrency" in spec:
-        run.concurrencies = [int(spec["concurrency"])]
-    for i, score in enumerate(spec.get("accuracy", [])):
-        run.accuracy.append(AccuracyResult("gsm8k", "accuracy", float(score), run=i))
-    return run
+    return Run(None, tuple(logs), (), endpoints, tuple(lifecycle), tuple(quoted),
+               concurrencies=(int(spec["concurrency"]),) if "concurrency" in spec else (),
+               accuracy=tuple(AccuracyResult("gsm8k", "accuracy", float(score), run=i)
+                              for i, score in enumerate(spec.get("accuracy", []))))

@@ -2,7 +2,8 @@
 
 Faults within ``window_s`` of each other are one incident; its root cause is the most specific
 cause among them, and the incident is a startup or a runtime one by its cause, its traceback frames
-and whether the endpoint had served.
+and whether the endpoint had served. :mod:`rules.runtime` registers ``fault_incident`` and
+``accuracy`` in its ``TEMPLATES``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from diag.parsers.records import Fault
 from .catalog import Rule
 from .finding import Finding
 from .runmodel import Run
-from .runtime import _finding, _loc, template
+from .templating import _finding, _loc
 
 # ---------------------------------------------------------------- fault incidents (E001, E004)
 
@@ -78,7 +79,6 @@ def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[li
     return groups
 
 
-@template("fault_incident")
 def fault_incident(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
     faults = run.faults()
@@ -123,7 +123,6 @@ def _readiness_stall(rule: Rule, run: Run) -> list[Finding]:
 
 # ---------------------------------------------------------------- accuracy (A001)
 
-@template("accuracy")
 def accuracy(rule: Rule, run: Run) -> list[Finding]:
     scores = run.accuracy_scores()
     if not scores:

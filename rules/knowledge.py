@@ -197,30 +197,3 @@ def benchmark_kinds() -> BenchmarkKinds:
 
 
 # --- documentation -----------------------------------------------------------------------------------
-
-def families_markdown() -> str:
-    """The hybrid/GDN/multimodal family table as Markdown (docs of the family-dependent rules)."""
-    lines = ["| family | hybrid | GDN | multimodal | bf16 SSM state validated |", "|---|---|---|---|---|"]
-    mark = {True: "yes", False: ""}
-    for f in families():
-        if f.hybrid or f.gdn or f.multimodal:
-            lines.append(f"| {f.name} | {mark[f.hybrid]} | {mark[f.gdn]} | {mark[f.multimodal]} | {mark[f.bf16_ssm]} |")
-    lines += ["", "Edit `rules/data/models.toml` to add a family (regex patterns on the model path/name)."]
-    return "\n".join(lines)
-
-
-def versions_markdown() -> str:
-    """The version table as Markdown, for ``diag explain`` and the docs."""
-    lines = ["| fix | title | first release | merged |", "|---|---|---|---|"]
-    for f in fixes().values():
-        lines.append(f"| #{f.id} | {f.title} | {fmt_version(f.first_release)} | {f.merged} |")
-    lines += ["", "Nightlies known to diag:", ""]
-    for commit, contained in nightlies().items():
-        has = ", ".join(f"#{c}" for c in sorted(contained)) or "none"
-        lines.append(f"- `nightly-{commit}`: {has}")
-    table = _data("versions.toml").get("dynamo_runtime", {})
-    if table:
-        lines += ["", "Dynamo runtime images:", ""]
-        lines += [f"- `ai-dynamo/vllm-runtime:{k}` ships vLLM v{v}" for k, v in table.items()]
-    lines += ["", "Edit `rules/data/versions.toml` to add a release, nightly or runtime image."]
-    return "\n".join(lines)

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import (
+    AccuracyResult,
+    BenchResult,
     Fault,
     KVExpiry,
     KVLoadFailure,
@@ -32,6 +36,10 @@ from diag.parsers.records import (
     StartupFact,
     StatsSample,
 )
+
+if TYPE_CHECKING:
+    from diag.parsers.jobmeta import JobMeta
+    from diag.parsers.recipe import Recipe
 
 STATS_SCHEMA = {
     "ts": pl.Datetime("us", "UTC"), "engine": pl.Utf8, "file": pl.Utf8, "line": pl.Int64,
@@ -61,6 +69,8 @@ class Endpoint:
     fact_lines: dict[str, tuple[str, int]] = field(default_factory=dict)
     dp_ranks: set[str] = field(default_factory=set)
     launch: list[dict[str, Any]] = field(default_factory=list)  # per process: node, argv, flags, env (orchestrator)
+    first_seen: datetime | None = None      # earliest / latest timestamp of any of its records
+    last_seen: datetime | None = None
 
     def of(self, kind: type[Record]) -> list[tuple[str, Record]]:
         return [(f, r) for f, r in self.records if isinstance(r, kind)]
@@ -76,37 +86,37 @@ class Endpoint:
 
     @property
     def first_ts(self) -> datetime | None:
-        ts = [r.ts for _, r in self.records if r.ts is not None]
-        return min(ts) if ts else None
+        return self.first_seen
 
     @property
     def last_ts(self) -> datetime | None:
-        ts = [r.ts for _, r in self.records if r.ts is not None]
-        return max(ts) if ts else None
+        return self.last_seen
 
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
+    """Everything diag knows about one run; built once by ``diag.pipeline.assemble``, never mutated."""
+
     root: Path | None
-    sources: list[ParsedLog]
-    skipped: list[tuple[str, str]]          # (path, reason)
-    endpoints: dict[str, Endpoint]
-    lifecycle: list[tuple[str, Lifecycle]] = field(default_factory=list)
-    orchestrator_faults: list[tuple[str, Fault]] = field(default_factory=list)
-    job: Any = None
-    recipe: Any = None
-    benchmark: list[Any] = field(default_factory=list)      # parsers.records.BenchResult
-    accuracy: list[Any] = field(default_factory=list)       # parsers.records.AccuracyResult
-    concurrencies: list[int] = field(default_factory=list)  # from the recipe / job, when known
-    build: str | None = None                                # vLLM build (version or nightly commit)
-    errors: list[str] = field(default_factory=list)
+    sources: tuple[ParsedLog, ...]
+    skipped: tuple[tuple[str, str], ...]     # (path, reason)
+    endpoints: Mapping[str, Endpoint]
+    lifecycle: tuple[tuple[str, Lifecycle], ...] = ()
+    orchestrator_faults: tuple[tuple[str, Fault], ...] = ()
+    job: JobMeta | None = None
+    recipe: Recipe | None = None
+    benchmark: tuple[BenchResult, ...] = ()
+    accuracy: tuple[AccuracyResult, ...] = ()
+    concurrencies: tuple[int, ...] = ()      # from the recipe, when known
+    build: str | None = None                 # vLLM build (recipe's image, else the version a log printed)
+    errors: tuple[str, ...] = ()
 
     def engine_count(self, role: str) -> int:
         return sum(len(e.engines) for e in self.endpoints.values() if e.role == role)
 
     def top_concurrency(self) -> int | None:
         """The highest benchmark concurrency this run sent (results first, then the recipe)."""
-        seen = [b.concurrency for b in self.benchmark if getattr(b, "concurrency", None)]
+        seen = [b.concurrency for b in self.benchmark if b.concurrency]
         seen += self.concurrencies
         return max(seen) if seen else None
 
@@ -188,29 +198,13 @@ def _split_tasks(src: ParsedLog) -> tuple[dict[int, list[Record]], list[Record]]
     return by_task, own
 
 
-def _stats_frame(rows: list[tuple[str, str, StatsSample]]) -> pl.DataFrame:
-    recs = [r for _, _, r in rows]
-    data: dict[str, list[Any]] = {"ts": [r.ts for r in recs], "engine": [e for e, _, _ in rows],
-                                  "file": [f for _, f, _ in rows], "line": [r.line for r in recs]}
-    for k in ("prompt_tps", "gen_tps", "running", "waiting", "deferred", "preemptions", "kv_usage",
-              "prefix_hit", "ext_hit"):
-        data[k] = [getattr(r, k) for r in recs]
-    return pl.DataFrame(data, schema=STATS_SCHEMA).sort("ts", "engine", nulls_last=True, maintain_order=True)
-
-
-def _kv_frame(rows: list[tuple[str, KVTransfer]]) -> pl.DataFrame:
-    keys = {"transfers": ("Num successful transfers", "num_successful_transfers"),
+_STATS_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "deferred", "preemptions", "kv_usage",
+               "prefix_hit", "ext_hit")
+_RAW_STATS = {**STATS_SCHEMA, "prom": pl.Boolean}
+_KV_KEYS = {"transfers": ("Num successful transfers", "num_successful_transfers"),
             "avg_xfer_ms": ("Avg xfer time (ms)",), "p90_xfer_ms": ("P90 xfer time (ms)",),
             "mb_per_transfer": ("Avg MB per transfer",), "throughput_mbs": ("Throughput (MB/s)",),
             "failed": ("Num failed transfers",), "expired": ("Num KV expired reqs",)}
-    data: dict[str, list[Any]] = {k: [] for k in KV_SCHEMA}
-    for file, r in rows:
-        data["ts"].append(r.ts)
-        data["file"].append(file)
-        data["line"].append(r.line)
-        for col, names in keys.items():
-            data[col].append(next((v for n in names if (v := r.get(n)) is not None), None))
-    return pl.DataFrame(data, schema=KV_SCHEMA).sort("ts", nulls_last=True, maintain_order=True)
 
 
 def _engine_key(s: StatsSample) -> str:
@@ -221,35 +215,74 @@ def _engine_key(s: StatsSample) -> str:
     return "0"
 
 
-def _finish(ep: Endpoint) -> None:
-    stats_rows: list[tuple[str, str, StatsSample]] = []
-    owners: dict[str, str] = {}
-    clash = False
+def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One file's stats rows (engine as the file names it, ``prom`` for Prometheus rows) and KV rows."""
+    stats = [r for r in records if type(r) is StatsSample]
+    data: dict[str, list[Any]] = {"ts": [r.ts for r in stats], "engine": [_engine_key(r) for r in stats],
+                                  "file": [file] * len(stats), "line": [r.line for r in stats]}
+    for k in _STATS_COLS:
+        data[k] = [getattr(r, k) for r in stats]
+    data["prom"] = [r.variant == "prom" for r in stats]
+    kvs = [r for r in records if isinstance(r, KVTransfer)]
+    kv: dict[str, list[Any]] = {"ts": [r.ts for r in kvs], "file": [file] * len(kvs), "line": [r.line for r in kvs]}
+    for col, names in _KV_KEYS.items():
+        kv[col] = [next((v for n in names if (v := r.get(n)) is not None), None) for r in kvs]
+    return pl.DataFrame(data, schema=_RAW_STATS), pl.DataFrame(kv, schema=KV_SCHEMA)
+
+
+class FrameCache:
+    """Per-file stats/KV frames kept between assemblies of a growing run (follow, watch): a file whose
+    records only grew gets the frame of its new records appended; any other change rebuilds it."""
+
+    def __init__(self) -> None:
+        self._by: dict[str, tuple[int, Record | None, pl.DataFrame, pl.DataFrame]] = {}
+
+    def frames(self, file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.DataFrame]:
+        n = len(records)
+        hit = self._by.get(file)
+        if hit is not None and 0 < hit[0] <= n and records[hit[0] - 1] is hit[1]:
+            start, stats, kv = hit[0], hit[2], hit[3]
+            if start < n:
+                more_s, more_k = _file_frames(file, records[start:])
+                stats, kv = pl.concat([stats, more_s]), pl.concat([kv, more_k])
+        else:
+            stats, kv = _file_frames(file, records)
+        self._by[file] = (n, records[-1] if n else None, stats, kv)
+        return stats, kv
+
+
+def _finish(ep: Endpoint, parts: list[tuple[str, list[Record]]], cache: FrameCache) -> None:
     procs: set[str] = set()
-    for file, r in ep.records:
-        if type(r) is StatsSample:
-            key = _engine_key(r)
-            if r.variant != "prom" and owners.setdefault(key, file) != file:  # Prometheus rows name engines
-                clash = True
-            stats_rows.append((key, file, r))
-        elif isinstance(r, StartupFact):
-            if r.key == "dp_rank":
-                ep.dp_ranks.add(str(r.value))
-            elif r.key not in ep.facts:
-                ep.facts[r.key] = r.value
-                ep.fact_lines[r.key] = (file, r.line)
-        if r.proc:
-            procs.add(r.proc)
+    for file, recs in parts:
+        for r in recs:
+            if isinstance(r, StartupFact):
+                if r.key == "dp_rank":
+                    ep.dp_ranks.add(str(r.value))
+                elif r.key not in ep.facts:
+                    ep.facts[r.key] = r.value
+                    ep.fact_lines[r.key] = (file, r.line)
+            if r.proc:
+                procs.add(r.proc)
+            if r.ts is not None:
+                if ep.first_seen is None or r.ts < ep.first_seen:
+                    ep.first_seen = r.ts
+                if ep.last_seen is None or r.ts > ep.last_seen:
+                    ep.last_seen = r.ts
     for proc in procs:
         if m := _DP_PROC.match(proc):
             ep.dp_ranks.add(str(int(m.group(1))))
-    if clash:  # each file numbers its engines from 0: keep them apart by node
-        node_of = dict.fromkeys(ep.files)
-        stats_rows = [(f"{Path(file).name.split('_')[0]}/{key}" if len(node_of) > 1 and r.variant != "prom"
-                       else key, file, r) for key, file, r in stats_rows]
+    frames = [cache.frames(file, recs) for file, recs in parts]
+    stats = pl.concat([s for s, _ in frames]) if frames else pl.DataFrame(schema=_RAW_STATS)
+    own = stats.filter(~pl.col("prom")).group_by("engine").agg(pl.col("file").n_unique().alias("n"))
+    if len(ep.files) > 1 and own.height and own["n"].max() > 1:  # type: ignore[operator]
+        # each file numbers its engines from 0: keep them apart by node (Prometheus rows name engines)
+        node = pl.col("file").str.extract(r"([^/]*)$").str.split("_").list.first()
+        stats = stats.with_columns(pl.when(pl.col("prom")).then(pl.col("engine"))
+                                   .otherwise(pl.concat_str([node, pl.lit("/"), pl.col("engine")])).alias("engine"))
         ep.dp_ranks = set()
-    ep.stats = _stats_frame(stats_rows)
-    ep.kv = _kv_frame([(f, r) for f, r in ep.of(KVTransfer)])  # type: ignore[misc]
+    ep.stats = stats.drop("prom").sort("ts", "engine", nulls_last=True, maintain_order=True)
+    kv = pl.concat([k for _, k in frames]) if frames else pl.DataFrame(schema=KV_SCHEMA)
+    ep.kv = kv.sort("ts", nulls_last=True, maintain_order=True)
 
 
 def _attach_launches(endpoints: dict[str, Endpoint], lifecycle: list[tuple[str, Lifecycle]]) -> None:
@@ -274,8 +307,8 @@ def _attach_launches(endpoints: dict[str, Endpoint], lifecycle: list[tuple[str, 
                 cur["flags"] = {}
 
 
-def build_endpoints(sources: list[ParsedLog]) -> tuple[dict[str, Endpoint], list[tuple[str, Lifecycle]],
-                                                    list[tuple[str, Fault]]]:
+def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = None
+                    ) -> tuple[dict[str, Endpoint], list[tuple[str, Lifecycle]], list[tuple[str, Fault]]]:
     """Group worker records into endpoints; keep orchestrator lifecycle and quoted faults apart.
     Prometheus sources (kind ``prometheus``, diag.prom) join their role/index's endpoint like a worker
     log; a frontend's are not an endpoint, like its log."""
@@ -283,6 +316,8 @@ def build_endpoints(sources: list[ParsedLog]) -> tuple[dict[str, Endpoint], list
     lifecycle: list[tuple[str, Lifecycle]] = []
     quoted: list[tuple[str, Fault]] = []
     next_index: dict[str, int] = defaultdict(int)
+    parts: dict[str, list[tuple[str, list[Record]]]] = defaultdict(list)
+    cache = cache or FrameCache()
 
     def add(role: str, index: int | None, node: str | None, file: str, recs: list[Record]) -> None:
         eid = endpoint_id(role, index)
@@ -292,6 +327,7 @@ def build_endpoints(sources: list[ParsedLog]) -> tuple[dict[str, Endpoint], list
         if file not in ep.files:
             ep.files.append(file)
         ep.records.extend((file, r) for r in recs)
+        parts[eid].append((file, recs))
 
     for src in sources:
         if src.error or src.kind not in ("worker", "orchestrator", "prometheus"):
@@ -317,7 +353,7 @@ def build_endpoints(sources: list[ParsedLog]) -> tuple[dict[str, Endpoint], list
         role = info.role or _role_of(src.records) or "unknown"
         add(role, info.index, info.node, name, src.records)
     for ep in endpoints.values():
-        _finish(ep)
+        _finish(ep, parts[ep.id], cache)
     _attach_launches(endpoints, lifecycle)
     order = {"prefill": 0, "decode": 1, "agg": 2}
     endpoints = dict(sorted(endpoints.items(), key=lambda kv: (order.get(kv[1].role, 9), kv[1].index or 0)))

@@ -2,7 +2,7 @@
 
 Templates here: role_balance (prefill- vs decode-bound), engine_skew, stall_vs_median,
 window_threshold, presence, absence, capacity, noise_ratio; fault_incident and accuracy are in
-:mod:`rules.incidents`.
+:mod:`rules.incidents` (registered here too: ``TEMPLATES`` is the one registry).
 """
 
 from __future__ import annotations
@@ -14,15 +14,20 @@ from statistics import median
 from typing import Any
 
 import polars as pl
+
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption, StatsSample
 
+from . import incidents
 from .catalog import Rule
-from .finding import Finding, Location
+from .finding import Finding
 from .runmodel import Endpoint, Run
+from .templating import Template, _finding, _loc
 from .windows import bucketed, windows
 
-Template = Callable[[Rule, Run], list[Finding]]
-TEMPLATES: dict[str, Template] = {}
+TEMPLATES: dict[str, Template] = {
+    "fault_incident": incidents.fault_incident,
+    "accuracy": incidents.accuracy,
+}
 
 
 def template(name: str) -> Callable[[Template], Template]:
@@ -31,14 +36,6 @@ def template(name: str) -> Callable[[Template], Template]:
         return fn
 
     return wrap
-
-
-def _finding(rule: Rule, message: str, **kw: Any) -> Finding:
-    return Finding(rule.code, rule.name, rule.severity, message, **kw)
-
-
-def _loc(file: str | None, line: int | None) -> Location | None:
-    return Location(file, line) if file else None
 
 
 def _fmt(x: float | None, nd: int = 1) -> str:
@@ -414,6 +411,3 @@ def noise_ratio(rule: Rule, run: Run) -> list[Finding]:
         kinds.update({k: v for k, v in s.counts.noise.items() if v})
     return [_finding(rule, f"{nr:.0%} of {lines:,} log lines are noise and {ar:.0%} carry ANSI escapes",
                      evidence={"lines": lines, "noise_lines": noise, "ansi_lines": ansi, "noise": dict(kinds)})]
-
-
-from . import incidents as _incidents  # noqa: E402,F401  (registers its templates)

@@ -5,7 +5,7 @@ with a ``[tool.diag]`` table, wins), or given with ``--config``::
 
     select = ["DIAG-C", "DIAG-K"]      # codes or prefixes; default everything ("ALL")
     ignore = ["DIAG-C009"]
-    fail-on = "warning"                # error (default) | warning | info
+    fail-on = "warning"                # error (default) | warning | info | never
     [rules.DIAG-C005]                  # threshold / param overrides, `for`, `severity`
     headroom = 256
     [[suppress]]
@@ -135,15 +135,18 @@ class Settings:
                 if (not scopes or r.scope in scopes) and self.enabled(c)}
 
     def with_cli(self, select: list[str] | None = None, ignore: list[str] | None = None,
-                 fail_on: str | None = None) -> Settings:
-        """Command-line options: ``--select`` replaces, ``--ignore`` extends, ``--fail-on`` replaces."""
+                 fail_on: str | None = None, exit_zero: bool = False) -> Settings:
+        """Command-line options: ``--select`` replaces, ``--ignore`` extends, ``--fail-on`` replaces,
+        ``--exit-zero`` is ``--fail-on never``."""
         out = dataclasses.replace(self, suppressions=[dataclasses.replace(s) for s in self.suppressions])
         if select:
             out.select = _codes(select, "--select")
         if ignore:
             out.ignore = [*out.ignore, *_codes(ignore, "--ignore")]
         if fail_on:
-            out.fail_on = _severity(fail_on, "--fail-on")
+            out.fail_on = _fail_on(fail_on, "--fail-on")
+        if exit_zero:
+            out.fail_on = "never"
         return out
 
     def apply(self, findings: Iterable[Finding], report_unused: bool = True) -> list[Finding]:
@@ -189,7 +192,9 @@ class Settings:
         return metas
 
     def fails(self, findings: Iterable[Finding]) -> bool:
-        """True when any finding is at or above ``fail_on``."""
+        """True when any finding is at or above ``fail_on`` (never, for ``never``)."""
+        if self.fail_on == "never":
+            return False
         threshold = severity_rank(self.fail_on)
         return any(severity_rank(f.severity) >= threshold for f in findings)
 
@@ -231,6 +236,22 @@ def _severity(value: Any, what: str) -> str:
     if value not in SEVERITIES:
         raise SettingsError(f"{what} must be one of {', '.join(SEVERITIES)}, not {value!r}")
     return str(value)
+
+
+FAIL_ON = (*SEVERITIES, "never")
+
+
+def _fail_on(value: Any, what: str) -> str:
+    if value not in FAIL_ON:
+        raise SettingsError(f"{what} must be one of {', '.join(FAIL_ON)}, not {value!r}")
+    return str(value)
+
+
+def resolve(start: Path, config: Path | None = None, *, select: list[str] | None = None,
+            ignore: list[str] | None = None, fail_on: str | None = None, exit_zero: bool = False) -> Settings:
+    """The one settings resolution of every command: CLI options over the config file
+    (``--config`` or the nearest diag.toml / [tool.diag]) over the defaults."""
+    return load_settings(start, config).with_cli(select, ignore, fail_on, exit_zero)
 
 
 def _overrides(table: Any) -> dict[str, dict[str, Any]]:
@@ -291,7 +312,7 @@ def settings_from(table: dict[str, Any], source: Path | None = None, text: str =
         s.unreasoned += bare
     fail_on = table.get("fail-on", table.get("fail_on"))
     if fail_on is not None:
-        s.fail_on = _severity(fail_on, "fail-on")
+        s.fail_on = _fail_on(fail_on, "fail-on")
     s.overrides = _overrides(table.get("rules", {}))
     s.suppressions = _suppressions(table.get("suppress", []), text)
     return s

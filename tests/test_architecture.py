@@ -94,7 +94,7 @@ def test_no_import_cycles() -> None:
         stack.append(n)
         for d in sorted(graph[n]):
             if seen.get(d) == 1:
-                cycles.append(stack[stack.index(d):] + [d])
+                cycles.append([*stack[stack.index(d):], d])
             elif d not in seen:
                 visit(d)
         stack.pop()

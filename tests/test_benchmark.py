@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+
 from diag.parsers.benchmark import (
     BENCH_OUT_FORMATS,
     BenchmarkFormatError,

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 import typer
+from typer.testing import CliRunner
+
+from diag.check_cmd import check, check_file
 from diag.parsers.recipe import build_recipe
 from diag.parsers.recipe_yaml import YMap, load_yaml
 from diag.rules.catalog import by_scope, catalog
 from diag.rules.recipe_checks import run_checks
-from typer.testing import CliRunner
-
-from diag.check_cmd import check, check_file
 
 Q = "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB200__8k1k__vllm__disagg__"
 QWEN = f"{Q}4xdep2-1xdep8.yaml"
@@ -343,14 +343,14 @@ def test_cli_machine_formats(fmt: str, real_recipes: Path) -> None:
 
 
 def test_version_table_is_documented_in_explain() -> None:
-    from diag.rules.knowledge import versions_markdown
+    from helpers import versions_markdown
 
     docs = catalog()["DIAG-C002"].docs
     assert versions_markdown() in docs, "re-generate the docs of DIAG-C002 from rules/data/versions.toml"
 
 
 def test_family_table_is_documented_in_explain() -> None:
-    from diag.rules.knowledge import families_markdown
+    from helpers import families_markdown
 
     assert families_markdown() in catalog()["DIAG-C001"].docs, "re-generate DIAG-C001 docs from models.toml"
 

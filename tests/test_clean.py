@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from diag.parsers.clean import clean, logical_lines, strip_ansi
-from diag.parsers.lineparser import parse_text
 from diag.parsers.records import StatsSample
+
+from helpers import parse_text
 
 STATS = ("Engine 002: Avg prompt throughput: 16284.1 tokens/s, Avg generation throughput: 0.0 tokens/s, "
          "Running: 2 reqs, Waiting: 41 reqs, GPU KV cache usage: 3.1%, Prefix cache hit rate: 0.0%")

@@ -24,7 +24,7 @@ def stats(i: int, eng: int = 0) -> str:
 class Follow:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "diag", "tail", "-f", "--format", "jsonl",
-                                      "--heartbeat", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      "--heartbeat", "3600", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, cwd=ROOT)
         self.q: queue.Queue[dict] = queue.Queue()
         self.seen: list[dict] = []

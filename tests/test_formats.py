@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import diag.parsers.ingest  # noqa: F401  (imports every format module)
 import pytest
+
+import diag.parsers.ingest  # noqa: F401  (imports every format module)
 from diag.parsers.clean import logical_lines, peel
 from diag.parsers.formats import REGISTRY, LineFormat
 from diag.parsers.headers import parse_header
-from diag.parsers.lineparser import TRIGGERS, LineParser, parse_text
-from diag.parsers.noise import noise_class
+from diag.parsers.lineparser import TRIGGERS, LineParser
+
+from helpers import noise_class, parse_text
 
 CASES = [(f, s) for f in REGISTRY.values() for s in f.samples]
 

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from diag.parsers.ingest import ANSI_PATTERN, StreamParser, blocks_of, parse_bulk
+
+from diag.parsers.ingest import ANSI_PATTERN, StreamParser, parse_bulk
 from diag.parsers.lineparser import TRIGGER_PATTERN
 from diag.parsers.noise import NOISE
+
+from helpers import blocks_of
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from diag.parsers.jobmeta import JobMetaError, gpu_counts, read_job_json
-from diag.parsers.layout import KINDS, classify_path, endpoint_id, role_from_content
+from diag.parsers.layout import KINDS, classify_path, role_from_content
 
 CASES = [
     (
@@ -111,12 +112,6 @@ def test_role_from_content() -> None:
     assert role_from_content("args: disaggregation_mode=<DisaggregationMode.PREFILL: 'prefill'>") == "prefill"
     assert role_from_content("python3 -m dynamo.vllm --model /m --is-prefill-worker") == "prefill"
     assert role_from_content("INFO 08-06 12:00:02 [core.py:95] Initializing a V1 LLM engine") is None
-
-
-def test_endpoint_id() -> None:
-    assert endpoint_id("prefill", 0) == "prefill-w0"
-    assert endpoint_id("decode", 12) == "decode-w12"
-    assert endpoint_id(None, None) == "unknown-w?"
 
 
 def test_gpu_counts_inline() -> None:

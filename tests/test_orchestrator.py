@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
 from diag.parsers.formats import REGISTRY
 from diag.parsers.headers import parse_header
 from diag.parsers.orchestrator import (
@@ -14,12 +15,11 @@ from diag.parsers.orchestrator import (
     parse_banner,
     parse_env,
     parse_lifecycle,
-    parse_orchestrator_text,
     process_name_fields,
     stage_of,
-    unexpected_exits,
-    worker_progress,
 )
+
+from helpers import parse_orchestrator_text, unexpected_exits, worker_progress
 
 
 @pytest.fixture(scope="module")

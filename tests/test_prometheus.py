@@ -12,6 +12,9 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from loading import load_run
+from prometheus_client.parser import text_string_to_metric_families
+
 from diag.parsers.prometheus import (
     ALIASES,
     FIELDS,
@@ -29,9 +32,6 @@ from diag.parsers.prometheus import (
     worker_of,
 )
 from diag.parsers.records import StatsSample
-from prometheus_client.parser import text_string_to_metric_families
-
-from diag.load import load_run
 from diag.prom import capture_logs
 
 ROOT = Path(__file__).resolve().parents[1]

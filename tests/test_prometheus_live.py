@@ -198,7 +198,7 @@ def test_watch_sources_follow_the_follower_interface(exporter) -> None:
     url = f"{base}/metrics"
     assert [(p, r.engine, r.running) for p, r in new] == [(url, 0, 4), (url, 1, 5)]
     (log,) = src.logs()
-    assert (log.info.role, log.info.index, len(log.records)) == ("prefill", 1, 2) and src.flush() == []
+    assert (log.info.role, log.info.index, len(log.records)) == ("prefill", 1, 2) and src.flush() == ([], [])
     with pytest.raises(PromSourceError):
         watch_sources(None, "127.0.0.1:9090")
 

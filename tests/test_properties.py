@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from diag.parsers.ingest import StreamParser, blocks_of, parse_bulk
-from diag.parsers.lineparser import parse_text
-from diag.parsers.records import StatsSample
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from diag.parsers.ingest import StreamParser, parse_bulk
+from diag.parsers.records import StatsSample
+
+from helpers import blocks_of, parse_text
 
 LINE = ("(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 004: Avg prompt throughput: 812.5 "
         "tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: 18 reqs, Waiting: 43 reqs, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from diag.parsers.pyrepr import parse_pyrepr
 
 PREFILL_ARGS = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from diag.rules import runtime
 from diag.rules.catalog import catalog
 from diag.rules.engine import evaluate, runtime_rules

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from loading import load_run
+
 from diag.parsers.records import KVTransfer, StatsSample
 from diag.rules.engine import evaluate
-
-from diag.load import load_run
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 RUNS = sorted(p for p in (SAMPLES / "runs").iterdir() if p.is_dir())

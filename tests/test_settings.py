@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 import typer
-from diag.rules.finding import Finding, Location
-from diag.rules.settings import Settings, SettingsError, find_config, load_settings, normalize_code
 from typer.testing import CliRunner
 
 from diag.check_cmd import check, run_check
+from diag.rules.finding import Finding, Location
+from diag.rules.settings import Settings, SettingsError, find_config, load_settings, normalize_code
 
 Q = "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB200__8k1k__vllm__disagg__"
 QWEN_CC5120 = f"{Q}4xdep2-1xdep8-cc5120.yaml"

@@ -23,7 +23,9 @@ def test_json_document(scenario: str) -> None:
     res = diag("tail", str(RUNS / scenario), "--format", "json")
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
-    assert set(doc) == {"sources", "endpoints", "findings", "benchmark", "summary"}
+    assert set(doc) == {"tool", "version", "schema", "root", "judged_at", "sources", "endpoints", "findings",
+                        "benchmark", "summary"}
+    assert (doc["tool"], doc["schema"]) == ("diag", "diag-tail-1")
     man = json.loads((RUNS / scenario / "MANIFEST.json").read_text())
     want = {e["id"]: e for e in man["expect"]["endpoints"]}
     got = {e["id"]: e for e in doc["endpoints"]}
@@ -134,7 +136,8 @@ def test_export_parquet_and_csv(tmp_path: Path) -> None:
 def test_jsonl_stream() -> None:
     res = diag("tail", str(RUNS / "engine-crash"), "--format", "jsonl")
     rows = [json.loads(line) for line in res.stdout.splitlines()]
-    assert {r["type"] for r in rows} == {"record", "endpoint", "finding"}
+    assert {r["type"] for r in rows} == {"stream", "record", "endpoint", "finding", "summary"}
+    assert rows[0] == {"type": "stream", "tool": "diag", "version": rows[0]["version"], "schema": "diag-tail-jsonl-1"}
     man = json.loads((RUNS / "engine-crash" / "MANIFEST.json").read_text())
     written = sum(e["stats_records"] for f in man["files"].values() for e in f["engine_stats"].values())
     assert sum(r["type"] == "record" and r["kind"] == "stats" for r in rows) == written

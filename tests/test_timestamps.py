@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from diag.parsers.timestamps import YearTracker, parse_iso, resolve_md, tz_offset_from, year_from_iso
+
+from diag.parsers.timestamps import YearTracker, parse_iso, resolve_md, tz_offset_from
+
+from helpers import year_from_iso
 
 
 def test_resolve_md() -> None:

@@ -13,12 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from loading import replay
 from textual.widgets import DataTable, Input, Markdown, OptionList, Static
 
-from diag.load import load_run
+from diag.sources import FollowSource
 from diag.tui.app import WatchApp
 from diag.tui.screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, MainScreen
-from diag.tui.sources import FollowSource, ReplaySource
 from diag.tui.state import WatchState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -242,8 +242,7 @@ async def test_click_opens_an_endpoint() -> None:
 
 @sync
 async def test_replay_plays_a_finished_run_through_the_same_screen() -> None:
-    run = load_run([str(RUNS / "kv-exhaustion")])
-    src = ReplaySource(run, speed=1200)
+    src = replay(RUNS / "kv-exhaustion", speed=1200)
     app = WatchApp(WatchState(src), interval=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
@@ -317,16 +316,14 @@ class _Metrics(BaseHTTPRequestHandler):
 
 @sync
 async def test_scrape_sources_plug_in_beside_the_logs() -> None:
-    from diag.tui.sources import MultiSource
-    from diag.watch_cmd import extra_sources
+    from diag.prom import watch_sources
+    from diag.sources import MultiSource
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
-        extras = extra_sources([f"decode-w7={url}", "http://127.0.0.1:9/metrics"], None)
-        if not extras:
-            pytest.skip("the Prometheus source (diag.prom) is not available")
+        extras = watch_sources([f"decode-w7={url}", "http://127.0.0.1:9/metrics"], None)
         logs = FollowSource([str(RUNS / "healthy")])
         app = WatchApp(WatchState(MultiSource([logs, *extras])), interval=0.2)
         async with app.run_test(size=(120, 40)) as pilot:

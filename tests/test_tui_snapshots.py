@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from diag.sources import FollowSource
 from diag.tui.app import WatchApp
 from diag.tui.screens import MainScreen
-from diag.tui.sources import FollowSource
 from diag.tui.state import WatchState
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,6 +16,7 @@ def render_json(findings: Sequence[Finding], *, files: int | None = None, suppre
     doc = {
         "tool": "diag",
         "version": __version__,
+        "schema": "diag-check-1",
         "summary": summarize(findings, files, suppressed).to_dict(),
         "findings": [f.to_dict() for f in findings],
         "notes": list(notes),

@@ -15,7 +15,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..view import HEALTH_STYLE, SEV_STYLE
+from ..emit import HEALTH_STYLE, SEV_STYLE
 from .records import RecordLine
 from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -27,19 +27,33 @@ from .render import (
 )
 from .state import FindingRow, Snapshot
 
-if TYPE_CHECKING:
-    from .app import WatchApp
-
 RECORDS_SHOWN = 300
 JUSTIFY = {k: j for k, _, j in COLUMNS}
+
+
+class WatchHost(Protocol):
+    """What the screens need of the app that hosts them (``WatchApp``); screens do not import it."""
+
+    snapshot: Snapshot | None
+    window: int
+
+    def status(self) -> str: ...
+
+    def visible_endpoints(self, snap: Snapshot) -> list[Any]: ...
+
+    def visible_findings(self, snap: Snapshot) -> list[FindingRow]: ...
+
+    def action_explain(self, row: FindingRow | None) -> None: ...
+
+    def action_open_endpoint(self, eid: str | None, search: bool = False) -> None: ...
 
 
 class LiveScreen(Screen[None]):
     """A screen that redraws from each new snapshot."""
 
     @property
-    def wapp(self) -> WatchApp:
-        return self.app  # type: ignore[return-value]
+    def wapp(self) -> WatchHost:
+        return cast(WatchHost, self.app)
 
     def show(self, snap: Snapshot) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -278,7 +292,7 @@ class ExplainScreen(ModalScreen[None]):
     def markdown(self) -> str:
         from diag.rules.catalog import CatalogError
 
-        from ..rules_cmd import explain_text
+        from ..explain import explain_text
 
         f = self.row.f
         try:

@@ -1,8 +1,8 @@
-"""Headless core of `diag watch`: a source's records → run model → findings → an immutable Snapshot.
+"""Headless core of `diag watch`: the run pipeline on the collecting thread → an immutable Snapshot.
 
-:class:`WatchState` lives in the collecting thread; each :meth:`WatchState.step` polls the source,
-rebuilds the run model when records arrived, evaluates the rules and returns a frozen
-:class:`Snapshot` that the widgets (or ``--once``) only read. Memory is bounded: per-endpoint
+:class:`WatchState` lives in the collecting thread; each :meth:`WatchState.step` runs one step of
+the same :class:`diag.pipeline.Pipeline` as ``diag tail -f`` (poll, assemble, analyze) and turns its
+:class:`~diag.report.Report` into a frozen :class:`Snapshot` that the widgets (or ``--once``) only read. Memory is bounded: per-endpoint
 sparkline series are ring buffers of 10 s points over 60 min, periodic samples older than the
 retention horizon are dropped from the model, other records are capped per log, and the snapshot
 keeps a fixed number of recent records per endpoint. No Textual here.
@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -24,15 +23,17 @@ import polars as pl
 
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
-from diag.rules.engine import diff, key
+from diag.rules.engine import key
 from diag.rules.finding import Finding, severity_rank
-from diag.rules.runmodel import Endpoint, Run, build_endpoints
+from diag.rules.runmodel import Endpoint, Run
+from diag.rules.settings import Settings
 
-from .. import summary as S
-from ..view import header_lines
+from .. import report as S
+from ..pipeline import Pipeline
+from ..report import Report
+from . import WINDOWS
 from .records import RecordLine, record_line, stats_line
 
-WINDOWS = (1, 5, 15, 60)            # sparkline windows, minutes
 STEP_S = 10                         # one sparkline point per 10 s
 SERIES_POINTS = 60 * 60 // STEP_S   # 60 min of points per endpoint
 EVENTS_KEEP = 150                   # recent non-periodic records per endpoint in a snapshot
@@ -209,9 +210,10 @@ def _short_build(b: str) -> str:
     return " ".join(p[:12] if len(p) > 16 and all(c in "0123456789abcdef" for c in p) else p for p in parts)
 
 
-def header(run: Run, summaries: list[S.EndpointSummary], now: datetime | None) -> tuple[tuple[str, str], ...]:
+def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     """Job, model, topology, build, stage, elapsed, live tok/s (and per GPU), rate match, benchmark."""
-    base = dict(header_lines(run))
+    run = report.run
+    base = dict(report.header)
     stage = base.get("stage", "unknown")
     rows = [("job", base.get("job", "-")), ("model", base.get("model", "-")),
             ("topology", base.get("topology", "-")), ("build", _short_build(base.get("vLLM build", "unknown"))),
@@ -219,19 +221,19 @@ def header(run: Run, summaries: list[S.EndpointSummary], now: datetime | None) -
     end = run.end if stage in TERMINAL_STAGES or now is None else now
     if run.start and end:
         rows.append(("elapsed", fmt_duration((end - run.start).total_seconds())))
-    total = sum((s.prompt_tps_last or 0.0) + (s.gen_tps_last or 0.0) for s in summaries)
+    total = sum((s.prompt_tps_last or 0.0) + (s.gen_tps_last or 0.0) for s in report.endpoints)
     gpus = S.gpu_counts(run)
     working = gpus.get("working_gpus") or gpus.get("working")
     tps = f"{total:,.0f}"
     if working:
         tps += f" · {total / working:,.0f}/GPU ({working} GPUs)"
     rows.append(("tok/s", tps))
-    rm = S.rate_match(run)
+    rm = report.rate_match
     if rm and rm.get("ratio") is not None:
         r = rm["ratio"]
         verdict = "prefill short" if r < 0.9 else "decode short" if r > 1.1 else "balanced"
         rows.append(("rate P/D", f"{r:.2f} {verdict} ({rm['prefill_req_s']:.1f} vs {rm['decode_req_s']:.1f} req/s)"))
-    tpg = S.tokens_per_gpu(run)
+    tpg = report.tokens_per_gpu
     if tpg:
         bench = f"{tpg['total_token_throughput']:,.0f} tok/s @{tpg['concurrency']}"
         if "per_working_gpu" in tpg:
@@ -240,33 +242,20 @@ def header(run: Run, summaries: list[S.EndpointSummary], now: datetime | None) -
     return tuple(rows)
 
 
-def _wall(_: Run) -> datetime:
-    return datetime.now(tz=UTC)
-
-
-def default_evaluate(config: Path | None) -> Callable[[Run], list[Finding]]:
-    from ..tail_cmd import settings_findings
-
-    return lambda run: settings_findings(run, config)
-
-
 class WatchState:
     """The mutable side of the TUI, owned by the collecting thread; :meth:`step` is serialized."""
 
-    def __init__(self, source: Any, *, evaluate: Callable[[Run], list[Finding]] | None = None,
-                 config: Path | None = None, clock: Callable[[Run], datetime | None] | None = None,
+    def __init__(self, source: Any, *, settings: Settings | None = None,
+                 clock: Callable[[Run], datetime | None] | None = None,
                  retain_s: float | None = 3600.0) -> None:
         self.source = source
-        self.evaluate = evaluate or default_evaluate(config)
-        if clock is None:
-            clock = (lambda _run: source.now()) if hasattr(source, "now") else _wall
-        self.clock = clock
+        self.pipeline = Pipeline(source, settings or Settings(), clock)
         self.retain_s = retain_s
         self.lock = threading.Lock()
         self.rings: dict[str, Ring] = {}
         self.findings: list[Finding] = []
         self.closed: dict[tuple[str, str | None, str], Finding] = {}
-        self.run: Run | None = None
+        self.report: Report | None = None
         self.latest: datetime | None = None
         self.records: dict[str, tuple[RecordLine, ...]] = {}
         self.engine_rows: dict[str, list[EngineRow]] = {}
@@ -274,47 +263,46 @@ class WatchState:
         self.last_step_s = 0.0
         self._pending: tuple[list[Finding], list[Finding]] = ([], [])
 
+    @property
+    def run(self) -> Run | None:
+        return self.report.run if self.report is not None else None
+
     def step(self) -> Snapshot:
-        """Poll the source once; rebuild the model when records arrived; return a new snapshot."""
+        """One pipeline step: poll the source; when records arrived, compact the retained history,
+        re-assemble and re-analyze; return a new snapshot."""
         with self.lock:
             t0 = time.monotonic()
-            recs, added = self.source.poll()
-            for _, r in recs:
+            changes = self.source.poll()
+            for _, r in changes.records:
                 if r.ts is not None and (self.latest is None or r.ts > self.latest):
                     self.latest = r.ts
-            if recs or added or self.run is None:
-                self._rebuild()
+            if (changes.records or changes.added) and self.retain_s is not None and self.latest is not None:
+                now = self.source.now() or datetime.now(tz=UTC)
+                compact(self.source.logs(), min(self.latest, now) - timedelta(seconds=self.retain_s))
+            update = self.pipeline.consume(changes)
+            if update.report is not None:
+                self._apply(update.report, update.opened, update.closed)
             snap = self._snapshot()
             self.last_step_s = time.monotonic() - t0
             return snap
 
-    def _rebuild(self) -> None:
-        logs = self.source.logs()
-        if self.retain_s is not None and self.latest is not None:
-            now = self.source.now() if hasattr(self.source, "now") else datetime.now(tz=UTC)
-            ref = min(self.latest, now)  # a future-dated log moves nothing
-            compact(logs, ref - timedelta(seconds=self.retain_s))
-        endpoints, lifecycle, quoted = build_endpoints(logs)
-        run = Run(None, logs, list(getattr(self.source, "skipped", [])), endpoints, lifecycle, quoted)
-        side = self.source.side()
-        side.apply(run)
-        run.errors = [*side.errors, *(s.error for s in logs if s.error)]
-        findings = self.evaluate(run)
-        if self.run is not None:
-            opened, closed = diff(self.findings, findings)
+    def _apply(self, report: Report, opened: tuple[Finding, ...], closed: tuple[Finding, ...]) -> None:
+        findings = list(report.findings)
+        if self.report is not None:
             rekeyed = {(c.code, c.endpoint) for c in closed if _superseded(c, findings)}
-            opened = [f for f in opened if (f.code, f.endpoint) not in rekeyed]
-            closed = [c for c in closed if (c.code, c.endpoint) not in rekeyed]
-            self._pending = (self._pending[0] + opened, self._pending[1] + closed)
+            op = [f for f in opened if (f.code, f.endpoint) not in rekeyed]
+            cl = [c for c in closed if (c.code, c.endpoint) not in rekeyed]
+            self._pending = (self._pending[0] + op, self._pending[1] + cl)
             now_keys = {key(f) for f in findings}
-            for f in closed:
+            for f in cl:
                 if key(f) not in now_keys:
                     self.closed[key(f)] = f
             for k in now_keys:
                 self.closed.pop(k, None)
             while len(self.closed) > CLOSED_KEEP:
                 self.closed.pop(next(iter(self.closed)))
-        self.findings, self.run = findings, run
+        self.findings, self.report = findings, report
+        endpoints = report.run.endpoints
         for gone in set(self.rings) - set(endpoints):
             del self.rings[gone]
         for ep in endpoints.values():
@@ -345,12 +333,11 @@ class WatchState:
         return tuple(rows)
 
     def _snapshot(self) -> Snapshot:
-        run = self.run
-        assert run is not None
-        now = self.clock(run)
-        summaries = [S.endpoint_summary(ep, self.findings, now) for ep in run.endpoints.values()]
+        report = self.report
+        assert report is not None
+        run, now = report.run, report.now
         rows = []
-        for s in summaries:
+        for s in report.endpoints:
             last = run.endpoints[s.id].stats["ts"].max() if s.samples else None
             age = (now - last).total_seconds() if now is not None and last is not None else None  # type: ignore[operator]
             rows.append(EndpointRow(s, None if age is None else max(0.0, age), tuple(self.rings[s.id].points)))
@@ -359,10 +346,11 @@ class WatchState:
         opened, closed = self._pending
         self._pending = ([], [])
         return Snapshot(
-            seq=self.seq, now=now, label=getattr(self.source, "label", ""), header=header(run, summaries, now),
+            seq=self.seq, now=now, label=getattr(self.source, "label", ""), header=header(report, now),
             endpoints=tuple(rows), findings=self._finding_rows(run), engines=MappingProxyType(engines),
             records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
-            errors=(*run.errors, *(getattr(self.source, "errors", None) or [])), done=bool(getattr(self.source, "done", False)))
+            errors=(*run.errors, *(getattr(self.source, "errors", None) or [])),
+            done=bool(getattr(self.source, "done", False)))
 
 
 def _superseded(f: Finding, current: list[Finding]) -> bool:

@@ -1,6 +1,7 @@
-"""Pure summaries of a run model: per-endpoint figures, health, topology, rate match, tok/s/GPU.
+"""The report of a run: findings, per-endpoint summaries and health, topology, rate match, tok/s/GPU
+and the header facts, computed once by ``diag.pipeline.analyze``.
 
-Every view (text, JSON, the TUI) renders these; none computes its own.
+Every emitter (text, JSON, JSONL, the TUI) renders a :class:`Report`; none computes its own.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from typing import Any
 
 import polars as pl
 
-from diag.parsers.records import Fault
+from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.finding import Finding
 from diag.rules.runmodel import Endpoint, Run
 
-HEALTH_ORDER = ("DOWN", "CRIT", "WARN", "STALE", "NO STATS", "OK")
+HEALTH_ORDER = HEALTH_STATES
+STALE_S = 60.0      # an endpoint whose last stats line is older than this (as of the report's time) is STALE
 
 
 @dataclass(frozen=True)
@@ -73,25 +75,24 @@ def _per_interval(ep: Endpoint, col: str) -> pl.Series:
             .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col(col).sum()).sort("ts")[col])
 
 
-def health_of(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float) -> str:
-    mine = [f for f in findings if f.endpoint == ep.id]
-    if any(f.code in ("DIAG-E001", "DIAG-E004") for f in mine) or any(
-            f.cause in ("engine_dead", "worker_died", "engine_failed_start") for _, f in ep.of(Fault)):
-        return "DOWN"
-    if any(f.severity == "error" for f in mine):
-        return "CRIT"
-    if any(f.severity == "warning" for f in mine):
-        return "WARN"
+def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float = STALE_S) -> str:
+    """The worst state the findings naming ``ep`` imply (rule catalog: ``health``, else by severity),
+    else NO STATS, STALE (as of ``now``) or OK."""
+    rules = catalog()
+    implied = [h for f in findings if f.endpoint == ep.id and f.code in rules
+               and (h := health_of(rules[f.code], f.severity)) is not None]
+    if implied:
+        return min(implied, key=HEALTH_STATES.index)
     if ep.samples == 0:
         return "NO STATS"
-    last = ep.stats["ts"].max() if ep.samples else None
-    if now is not None and last is not None and (now - last).total_seconds() > stale_s:
+    last = ep.stats["ts"].max()
+    if now is not None and last is not None and (now - last).total_seconds() > stale_s:  # type: ignore[operator]
         return "STALE"
     return "OK"
 
 
 def endpoint_summary(ep: Endpoint, findings: list[Finding], now: datetime | None = None,
-                     stale_s: float = 60.0) -> EndpointSummary:
+                     stale_s: float = STALE_S) -> EndpointSummary:
     s = ep.stats
     if s.height:
         last = _last_per_engine(ep)
@@ -105,7 +106,7 @@ def endpoint_summary(ep: Endpoint, findings: list[Finding], now: datetime | None
         fig = dict(prompt_tps_mean=None, prompt_tps_last=None, gen_tps_mean=None, gen_tps_last=None,
                    running_last=None, waiting_last=None, kv_last=None, kv_max=None, preemptions=0)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
-                           health=health_of(ep, findings, now, stale_s), facts=facts_of(ep),
+                           health=endpoint_health(ep, findings, now, stale_s), facts=facts_of(ep),
                            **fig)  # type: ignore[arg-type]
 
 
@@ -138,13 +139,12 @@ def topology(run: Run) -> str:
 
 
 def isl_osl(run: Run) -> tuple[int | None, int | None]:
-    for src in (getattr(run.recipe, "benchmark", None), run.job):
-        if src is not None and getattr(src, "isl", None) and getattr(src, "osl", None):
-            return int(src.isl), int(src.osl)
-    for b in run.benchmark:
-        if getattr(b, "isl", None) and getattr(b, "osl", None):
-            return b.isl, b.osl
-    return None, None
+    """The benchmark's input/output lengths: recipe, then job metadata, then the results."""
+    pairs = [(run.recipe.benchmark.isl, run.recipe.benchmark.osl)] if run.recipe is not None else []
+    if run.job is not None:
+        pairs.append((run.job.isl, run.job.osl))
+    pairs += [(b.isl, b.osl) for b in run.benchmark]
+    return next(((int(i), int(o)) for i, o in pairs if i and o), (None, None))
 
 
 def rate_match(run: Run) -> dict[str, Any] | None:
@@ -167,10 +167,10 @@ def gpu_counts(run: Run) -> dict[str, Any]:
     from diag.parsers.jobmeta import gpu_counts as counts
 
     res = None
-    if run.job is not None and getattr(run.job, "resources", None):
+    if run.job is not None and run.job.resources:
         res = run.job.resources
     elif run.recipe is not None:
-        res = (getattr(run.recipe, "data", None) or {}).get("resources")
+        res = run.recipe.data.get("resources")
     if not res:
         return {}
     try:
@@ -181,7 +181,7 @@ def gpu_counts(run: Run) -> dict[str, Any]:
 
 def tokens_per_gpu(run: Run) -> dict[str, Any] | None:
     """Best total token throughput of the benchmark per GPU, with its denominator named."""
-    best = max((b for b in run.benchmark if getattr(b, "total_token_throughput", None)),
+    best = max((b for b in run.benchmark if b.total_token_throughput),
                key=lambda b: b.total_token_throughput, default=None)
     if best is None:
         return None
@@ -199,8 +199,66 @@ def tokens_per_gpu(run: Run) -> dict[str, Any] | None:
 
 
 def stage(run: Run) -> str:
-    try:
-        from diag.parsers.orchestrator import stage_of
-    except ImportError:  # pragma: no cover
-        return "unknown"
+    from diag.parsers.orchestrator import stage_of
+
     return stage_of([r for _, r in run.lifecycle]) if run.lifecycle else "unknown (no orchestrator log)"
+
+
+def model_of(run: Run) -> str | None:
+    """The served model: job metadata, recipe, else what an engine printed at startup."""
+    model = (run.job.model_path if run.job else None) or (run.recipe.model_path if run.recipe else None)
+    for ep in run.endpoints.values():
+        cfg = ep.facts.get("engine_config")
+        model = model or (cfg.get("model") if isinstance(cfg, dict) else None) or ep.facts.get("model")
+    return model
+
+
+def _num(x: float | int | None, nd: int = 0) -> str:
+    return "-" if x is None else f"{x:,.{nd}f}"
+
+
+def header_lines(run: Run) -> list[tuple[str, str]]:
+    """The run header: job, model, topology, build, stage, span, benchmark throughput."""
+    job = run.job
+    rows = [("job", f"{(job.job_id if job else None) or '-'} {(job.job_name if job else None) or ''}".strip()),
+            ("model", model_of(run) or "-"), ("topology", topology(run)), ("vLLM build", run.build or "unknown"),
+            ("stage", stage(run))]
+    if run.start and run.end:
+        rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.end.isoformat(timespec='seconds')}"
+                             f" ({(run.end - run.start).total_seconds() / 60:.1f} min)"))
+    tpg = tokens_per_gpu(run)
+    if tpg:
+        parts = [f"{_num(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
+        if "per_working_gpu" in tpg:
+            parts.append(f"{_num(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
+        if "per_allocated_gpu" in tpg and tpg.get("allocated_gpus") != tpg.get("working_gpus"):
+            parts.append(f"{_num(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
+        rows.append(("throughput", "; ".join(parts)))
+    return rows
+
+
+@dataclass(frozen=True)
+class Report:
+    """What ``analyze`` concluded about a run as of ``now``; emitters only render it."""
+
+    run: Run
+    findings: tuple[Finding, ...]
+    endpoints: tuple[EndpointSummary, ...]
+    header: tuple[tuple[str, str], ...]
+    topology: str
+    stage: str
+    rate_match: dict[str, Any] | None
+    tokens_per_gpu: dict[str, Any] | None
+    now: datetime | None
+    fail_on: str = "error"
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {sev: sum(f.severity == sev for f in self.findings) for sev in ("error", "warning", "info")}
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        return self.run.errors
+
+    def endpoint(self, eid: str) -> EndpointSummary | None:
+        return next((e for e in self.endpoints if e.id == eid), None)

@@ -1,19 +1,32 @@
-"""Render a run for people (rich text) and for programs (one JSON document, or JSON lines)."""
+"""Emitters of a :class:`diag.report.Report`: rich text for people, one JSON document or JSON lines
+for programs. They render; they compute nothing (``diag.pipeline.analyze`` did).
+
+Every JSON document and the first JSONL line carry the same envelope: ``tool``, ``version`` and
+``schema`` (the name of the JSON Schema in ``diag/schemas/`` the output validates against).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from diag import __version__
+from diag.parsers.records import Record
 from diag.rules.finding import Finding
 from diag.rules.runmodel import Run
 
-from . import summary as S
+from . import report as R
+
+TAIL_SCHEMA = "diag-tail-1"
+JSONL_SCHEMA = "diag-tail-jsonl-1"
+CHECK_SCHEMA = "diag-check-1"
 
 SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "CRIT": "bold red", "DOWN": "bold white on red",
@@ -21,38 +34,18 @@ HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "CRIT": "bold red", "DOWN": "bo
 
 
 def _num(x: float | int | None, nd: int = 0) -> str:
-    if x is None:
-        return "-"
-    return f"{x:,.{nd}f}"
+    return "-" if x is None else f"{x:,.{nd}f}"
 
 
 def _ts(t: datetime | None) -> str:
     return t.strftime("%m-%d %H:%M:%S") if t else "-"
 
 
-def header_lines(run: Run) -> list[tuple[str, str]]:
-    job = run.job
-    model = getattr(job, "model_path", None) or getattr(run.recipe, "model_path", None)
-    for ep in run.endpoints.values():
-        model = model or (ep.facts.get("engine_config") or {}).get("model") or ep.facts.get("model")
-    rows = [("job", f"{getattr(job, 'job_id', None) or '-'} {getattr(job, 'job_name', None) or ''}".strip()),
-            ("model", model or "-"), ("topology", S.topology(run)), ("vLLM build", run.build or "unknown"),
-            ("stage", S.stage(run))]
-    if run.start and run.end:
-        rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.end.isoformat(timespec='seconds')}"
-                             f" ({(run.end - run.start).total_seconds() / 60:.1f} min)"))
-    tpg = S.tokens_per_gpu(run)
-    if tpg:
-        parts = [f"{_num(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
-        if "per_working_gpu" in tpg:
-            parts.append(f"{_num(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
-        if "per_allocated_gpu" in tpg and tpg.get("allocated_gpus") != tpg.get("working_gpus"):
-            parts.append(f"{_num(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
-        rows.append(("throughput", "; ".join(parts)))
-    return rows
+def envelope(schema: str) -> dict[str, str]:
+    return {"tool": "diag", "version": __version__, "schema": schema}
 
 
-def endpoint_table(summaries: list[S.EndpointSummary]) -> Table:
+def endpoint_table(summaries: tuple[R.EndpointSummary, ...]) -> Table:
     t = Table(title="endpoints", title_justify="left", expand=False, pad_edge=False)
     for col, just in (("endpoint", "left"), ("nodes", "left"), ("eng", "right"), ("samples", "right"),
                       ("prompt tok/s mean/last", "right"), ("gen tok/s mean/last", "right"), ("run", "right"),
@@ -83,20 +76,21 @@ def finding_text(f: Finding) -> Text:
     return t
 
 
-def render_text(run: Run, findings: list[Finding], console: Console, *, now: datetime | None = None) -> None:
-    summaries = [S.endpoint_summary(ep, findings, now) for ep in run.endpoints.values()]
+def render_text(report: R.Report, console: Console) -> None:
+    """Header, endpoint table, rate match, findings, skipped files."""
+    run = report.run
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    for k, v in header_lines(run):
+    for k, v in report.header:
         head.add_row(k, v)
     console.print(head)
     console.print()
-    if summaries:
-        console.print(endpoint_table(summaries))
+    if report.endpoints:
+        console.print(endpoint_table(report.endpoints))
     else:
         console.print("no endpoints found in the logs read", style="yellow")
-    rm = S.rate_match(run)
+    rm = report.rate_match
     if rm:
         verdict = "prefill supplies less than decode consumes" if (rm["ratio"] or 0) < 0.9 else (
             "decode consumes less than prefill supplies" if (rm["ratio"] or 0) > 1.1 else "balanced")
@@ -104,15 +98,29 @@ def render_text(run: Run, findings: list[Finding], console: Console, *, now: dat
                       f"ISL {rm['isl']}) vs decode {rm['decode_req_s']:.2f} req/s (sum {rm['decode_gen_tps']:,.0f} tok/s / "
                       f"OSL {rm['osl']}): {verdict}")
     console.print()
-    if findings:
-        console.print(Text(f"findings ({len(findings)})", style="bold"))
-        console.print(Group(*(finding_text(f) for f in findings)))
+    if report.findings:
+        console.print(Text(f"findings ({len(report.findings)})", style="bold"))
+        console.print(Group(*(finding_text(f) for f in report.findings)))
     else:
         console.print(Text("no findings", style="green"))
     if run.skipped:
         console.print()
         for path, reason in run.skipped:
             console.print(f"skipped {path}: {reason}", style="dim")
+
+
+def finding_event(f: Finding, event: str) -> str:
+    """A follow-mode line for a finding that opened (+) or closed (-)."""
+    where = escape(f"[{f.endpoint or 'run'}]")
+    if event == "open":
+        return f"[bold]+ {f.code}[/bold] {f.severity} {f.name} {where}: {escape(f.message)}"
+    return f"[dim]- {f.code} closed {where}[/dim]"
+
+
+def heartbeat_line(s: R.EndpointSummary) -> str:
+    kv = "-" if s.kv_last is None else f"{s.kv_last:.1f}"
+    return (f"{s.id:<12} {s.health:<8} samples={s.samples} run={_num(s.running_last)} "
+            f"wait={_num(s.waiting_last)} kv={kv} gen={_num(s.gen_tps_last)}")
 
 
 def source_dicts(run: Run) -> list[dict[str, Any]]:
@@ -132,23 +140,59 @@ def _bench(b: Any) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None and not isinstance(v, (list, tuple))}
 
 
-def run_dict(run: Run, findings: list[Finding], *, now: datetime | None = None) -> dict[str, Any]:
-    summaries = [S.endpoint_summary(ep, findings, now) for ep in run.endpoints.values()]
-    counts = {sev: sum(f.severity == sev for f in findings) for sev in ("error", "warning", "info")}
+def report_dict(report: R.Report) -> dict[str, Any]:
+    """The ``diag tail --format json`` document of one run (schema ``diag-tail-1``)."""
+    run = report.run
     return {
+        **envelope(TAIL_SCHEMA),
+        "root": str(run.root) if run.root else None,
+        "judged_at": report.now.isoformat() if report.now else None,
         "sources": source_dicts(run),
-        "endpoints": [s.to_dict() for s in summaries],
-        "findings": [f.to_dict() for f in findings],
+        "endpoints": [s.to_dict() for s in report.endpoints],
+        "findings": [f.to_dict() for f in report.findings],
         "benchmark": {"results": [_bench(b) for b in run.benchmark],
                       "accuracy": [_bench(a) for a in run.accuracy],
-                      "tokens_per_gpu": S.tokens_per_gpu(run)},
+                      "tokens_per_gpu": report.tokens_per_gpu},
         "summary": {
-            "header": dict(header_lines(run)), "topology": S.topology(run), "stage": S.stage(run),
+            "header": dict(report.header), "topology": report.topology, "stage": report.stage,
             "build": run.build, "start": run.start.isoformat() if run.start else None,
-            "end": run.end.isoformat() if run.end else None, "rate_match": S.rate_match(run),
-            "findings": counts, "errors": run.errors,
+            "end": run.end.isoformat() if run.end else None, "rate_match": report.rate_match,
+            "findings": report.counts, "errors": list(run.errors),
         },
     }
+
+
+def document(reports: list[R.Report]) -> dict[str, Any]:
+    """One run's document, or ``{tool, version, schema, runs: [...]}`` for several."""
+    if len(reports) == 1:
+        return report_dict(reports[0])
+    return {**envelope(TAIL_SCHEMA), "runs": [report_dict(r) for r in reports]}
+
+
+def record_dict(path: str, r: Record) -> dict[str, Any]:
+    """A JSONL ``record`` line."""
+    from dataclasses import asdict
+
+    d = {k: v for k, v in asdict(r).items() if v is not None}
+    return {"type": "record", "kind": r.kind, "path": path, **d}
+
+
+def jsonl_lines(report: R.Report, *, records: bool = True) -> Iterator[dict[str, Any]]:
+    """The batch JSONL stream of one run: records, endpoints, findings, then the summary."""
+    if records:
+        for src in report.run.sources:
+            for r in src.records:
+                yield record_dict(src.path, r)
+    for ep in report.endpoints:
+        yield {"type": "endpoint", **ep.to_dict()}
+    for f in report.findings:
+        yield {"type": "finding", **f.to_dict()}
+    yield summary_line(report)
+
+
+def summary_line(report: R.Report) -> dict[str, Any]:
+    doc = report_dict(report)
+    return {"type": "summary", **{k: v for k, v in doc.items() if k not in ("sources", "tool", "version", "schema")}}
 
 
 def dumps(obj: Any) -> str:

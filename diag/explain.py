@@ -1,0 +1,31 @@
+"""A rule's full entry as Markdown: what ``diag explain`` prints and the TUI's explain screen shows."""
+
+from __future__ import annotations
+
+from diag.rules.catalog import get
+
+
+def explain_text(code: str) -> str:
+    """The full entry of a rule (full or short code) as Markdown; raises CatalogError when unknown."""
+    r = get(code)
+    lines = [f"# {r.code} {r.name}", "", f"**severity** {r.severity} · **scope** {r.scope} · "
+             f"**template** `{r.template}`", "", r.summary, "", "## Why", "", r.why, "", "## What to change", "",
+             r.remediation]
+    if r.for_s or r.keep_firing_for_s or r.params:
+        lines += ["", "## Thresholds", ""]
+        if r.for_s:
+            lines.append(f"- `for`: {r.for_s:g} s")
+        if r.keep_firing_for_s:
+            lines.append(f"- `keep_firing_for`: {r.keep_firing_for_s:g} s")
+        lines += [f"- `{k}`: {v}" for k, v in r.params.items()]
+        lines += ["", f"Override in diag.toml: `[rules.{r.code}]` with any of these keys."]
+    if r.health or r.consequence_of:
+        lines += ["", "## Health", ""]
+        if r.health:
+            lines.append(f"- an endpoint this rule names shows {r.health}")
+        if r.consequence_of:
+            lines.append(f"- marked as a likely consequence when it starts after {', '.join(r.consequence_of)} "
+                         "on another endpoint")
+    if r.docs:
+        lines += ["", r.docs]
+    return "\n".join(lines)

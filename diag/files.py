@@ -1,0 +1,290 @@
+"""Files of a run: paths -> classified files -> parsed logs and side facts.
+
+This is the only place that touches the file system for a run: it expands run directories and
+globs, classifies each file by its srt-slurm name (or, for uninformative names, its content),
+groups files into runs (one per run directory), reads worker and orchestrator logs through the bulk
+path (in blocks, with a progress callback), reads the side files (job metadata, recipe, benchmark
+results) into a typed :class:`Side`, and keeps every file it does not understand in the ``skipped``
+list with a reason.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from diag.parsers.benchmark import (
+    BenchmarkFormatError,
+    parse_accuracy,
+    parse_benchmark_out,
+    read_rollup,
+    read_sa_bench_json,
+)
+from diag.parsers.ingest import ParsedLog, infer_tz_offset, infer_year, parse_bulk
+from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
+from diag.parsers.layout import FileInfo, classify_path, role_from_content, sniff_kind
+from diag.parsers.recipe import Recipe
+from diag.parsers.records import AccuracyResult, BenchResult
+
+BLOCK = 16 << 20
+LOG_KINDS = ("worker", "frontend", "orchestrator")
+SIDE_KINDS = ("job-json", "benchmark", "sa-bench-result", "rollup", "recipe")
+Files = list[tuple[Path, FileInfo]]
+
+
+class InputError(Exception):
+    """A bad input the user must fix (missing path, unreadable file); the CLI exits 2."""
+
+
+@dataclass
+class Skipped:
+    path: Path
+    reason: str
+
+
+def _is_binary(head: bytes) -> bool:
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    text_like = sum(32 <= b < 127 or b in (9, 10, 13, 27) or b >= 128 for b in head)
+    return text_like / len(head) < 0.85
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skipped]]:
+    """Expand directories and globs into classified files; unknown files are skipped with a reason."""
+    files: list[tuple[Path, FileInfo]] = []
+    skipped: list[Skipped] = []
+    seen: set[Path] = set()
+    for arg in paths:
+        matches = [Path(p) for p in sorted(glob.glob(arg))] if any(c in arg for c in "*?[") else [Path(arg)]
+        if not matches or not matches[0].exists():
+            raise InputError(f"{arg}: no such file or directory")
+        for p in matches:
+            candidates = list(_walk(p)) if p.is_dir() else [p]
+            found = 0
+            for f in candidates:
+                rp = f.resolve()
+                if rp in seen:
+                    continue
+                seen.add(rp)
+                info = classify_path(f)
+                if info.kind == "unknown":
+                    if not p.is_dir():
+                        skipped.append(Skipped(f, "not a file diag understands"))
+                    elif f.suffix in (".out", ".log", ".err"):
+                        skipped.append(Skipped(f, "log of an unknown kind"))
+                    continue
+                files.append((f, info))
+                found += 1
+            if p.is_dir() and found == 0:
+                skipped.append(Skipped(p, "no run logs in this directory"))
+    return files, skipped
+
+
+def read_blocks(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[bytes]:
+    """The file's content in newline-aligned blocks (an unterminated last line is its own block)."""
+    with path.open("rb") as fh:
+        rest = b""
+        while True:
+            chunk = fh.read(BLOCK)
+            if on_bytes and chunk:
+                on_bytes(len(chunk))
+            if not chunk:
+                if rest:
+                    yield rest
+                return
+            buf = rest + chunk
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                rest = buf
+                continue
+            yield buf[: cut + 1]
+            rest = buf[cut + 1:]
+
+
+def year_of(path: Path, head: str, ref: datetime | None) -> int | None:
+    """A log's year: from its own first full date, the run's start (``ref``) or its mtime."""
+    if ref is None:
+        ref = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    return infer_year(head, ref)
+
+
+def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
+              on_bytes: Callable[[int], None] | None = None) -> ParsedLog:
+    """Parse one log file through the bulk path."""
+    src = ParsedLog(str(path), info)
+    try:
+        src.size = path.stat().st_size
+        with path.open("rb") as fh:
+            head_b = fh.read(64 << 10)
+    except OSError as e:
+        src.error = f"{path}: cannot read: {e.strerror or e}"
+        return src
+    if _is_binary(head_b[:8192]):
+        src.error = f"{path}: binary file, not a log"
+        return src
+    head = head_b.decode("utf-8", errors="replace")
+    src.year = year_of(path, head, ref)
+    try:
+        src.records, src.counts = parse_bulk(read_blocks(path, on_bytes), year=src.year,
+                                             tz_offset_s=infer_tz_offset(head))
+    except OSError as e:
+        src.error = f"{path}: cannot read: {e.strerror or e}"
+    return src
+
+
+def check_paths(paths: list[str]) -> None:
+    """Every non-glob path exists (InputError otherwise)."""
+    for p in paths:
+        if not any(c in p for c in "*?[") and not Path(p).exists():
+            raise InputError(f"{p}: no such file or directory")
+
+
+def reclassify(files: Files, skipped: list[Skipped]) -> Files:
+    """Files whose name says nothing are classified by their content (a worker's role from its args);
+    they leave ``skipped`` (in place). A worker without an index gets the next free one of its role."""
+    found: Files = []
+    for s in skipped:
+        if not s.path.is_file():
+            continue
+        try:
+            with s.path.open("rb") as fh:
+                head = fh.read(65536).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        kind = sniff_kind(head)
+        if kind == "worker":
+            found.append((s.path, FileInfo(s.path, "worker", role_from_content(head))))
+        elif kind in ("orchestrator", "prometheus-text"):
+            found.append((s.path, FileInfo(s.path, kind)))
+    got = {p for p, _ in found}
+    skipped[:] = [s for s in skipped if s.path not in got]
+    used: dict[str, set[int]] = {}
+    for _, info in files:
+        if info.kind == "worker" and info.role and info.index is not None:
+            used.setdefault(info.role, set()).add(info.index)
+    out = []
+    for path, info in found:
+        if info.kind != "worker":
+            out.append((path, info))
+            continue
+        role = info.role or "unknown"
+        taken = used.setdefault(role, set())
+        idx = next(i for i in range(len(taken) + 1) if i not in taken)
+        taken.add(idx)
+        out.append((path, FileInfo(path, "worker", role, idx, None)))
+    return files + out
+
+
+def run_root(path: Path) -> Path:
+    """The run directory a file belongs to: the parent of its ``logs/`` folder, or its own folder."""
+    d = path.resolve().parent
+    for cand in (d, *d.parents[:3]):
+        if cand.name == "logs":
+            return cand.parent
+        if (cand / "logs").is_dir():
+            return cand
+    return d
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The classified files of one run (one run directory, or loose files of no directory)."""
+
+    root: Path | None
+    files: tuple[tuple[Path, FileInfo], ...]
+    skipped: tuple[Skipped, ...]
+
+    def of(self, *kinds: str) -> list[tuple[Path, FileInfo]]:
+        return [(p, i) for p, i in self.files if i.kind in kinds]
+
+    @property
+    def log_bytes(self) -> int:
+        return sum(p.stat().st_size for p, _ in self.of(*LOG_KINDS))
+
+
+def find_runs(paths: list[str]) -> list[RunFiles]:
+    """One run per run directory among ``paths`` (files of different runs never share endpoints).
+    Raises InputError on a path that does not exist."""
+    files, skipped = discover(paths)
+    files = reclassify(files, skipped)
+    groups: dict[Path, list[tuple[Path, FileInfo]]] = {}
+    for p, i in files:
+        groups.setdefault(run_root(p), []).append((p, i))
+    if not groups:
+        return [RunFiles(None, (), tuple(skipped))]
+    runs = []
+    for n, (root, group) in enumerate(groups.items()):
+        mine = [s for s in skipped if run_root(s.path) == root or (n == 0 and s.path.is_dir())]
+        runs.append(RunFiles(root, tuple(group), tuple(mine)))
+    return runs
+
+
+@dataclass(frozen=True)
+class Side:
+    """What a run knows besides its logs: job metadata, recipe, benchmark and accuracy results, and
+    the side files that could not be read (one line each)."""
+
+    job: JobMeta | None = None
+    recipe: Recipe | None = None
+    benchmark: tuple[BenchResult, ...] = ()
+    accuracy: tuple[AccuracyResult, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
+    """Job metadata, recipe, benchmark results; a broken side file is an error line, not a crash.
+    sa-bench result JSONs are exact and replace the console blocks of the same concurrency."""
+    job: JobMeta | None = None
+    recipe: Recipe | None = None
+    bench: list[BenchResult] = []
+    accuracy: list[AccuracyResult] = []
+    exact: list[BenchResult] = []
+    rollup: list[BenchResult] = []
+    errors: list[str] = []
+    for path, info in files:
+        try:
+            if info.kind == "job-json" and job is None:
+                job = read_job_json(path)
+            elif info.kind == "benchmark":
+                text = path.read_text(encoding="utf-8", errors="replace")
+                bench.extend(parse_benchmark_out(text))
+                accuracy.extend(parse_accuracy(text))
+            elif info.kind == "sa-bench-result":
+                exact.append(read_sa_bench_json(path))
+            elif info.kind == "rollup" and path.suffix == ".json":
+                rollup.extend(read_rollup(path).runs)
+            elif info.kind == "recipe" and recipe is None:
+                recipe = _recipe(path)
+        except (BenchmarkFormatError, JobMetaError, OSError, ValueError) as e:
+            errors.append(f"{path}: {e}")
+    if not bench:
+        bench = rollup
+    if exact:
+        by_c = {b.concurrency: b for b in bench}
+        for r in exact:
+            by_c[r.concurrency] = r
+        bench = sorted(by_c.values(), key=lambda b: b.concurrency or 0)
+    return Side(job, recipe, tuple(bench), tuple(accuracy), tuple(errors))
+
+
+def _recipe(path: Path) -> Recipe | None:
+    from diag.parsers.recipe import NotARecipe, load_recipes
+
+    try:
+        recipes = load_recipes(path)
+    except NotARecipe:
+        return None
+    return recipes[0] if recipes else None

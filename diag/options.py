@@ -1,0 +1,102 @@
+"""The CLI contract every command shares: option types, value checks, exit codes, output streams.
+
+Exit status, in every command: ``0`` nothing at or above ``--fail-on``; ``1`` findings at or above it;
+``2`` a usage, input or configuration error (one line on stderr, never a traceback). A closed pipe
+(``diag tail … | head -1``) is not an error: output stops quietly and the status is what it would
+have been. Imports nothing heavy: ``diag --help`` must start fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+class FailOn(StrEnum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+class TailFormat(StrEnum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class CheckFormat(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+class ListFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def fail(command: str, message: str) -> NoReturn:
+    """A usage or input error: one line on stderr, exit 2."""
+    typer.echo(f"diag {command}: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def positive(name: str, lo: float = 0.0, hi: float | None = None):
+    """A callback that rejects values outside (lo, hi] with a usage error."""
+
+    def check(value: float | None) -> float | None:
+        if value is not None and (value <= lo or (hi is not None and value > hi)):
+            bound = f"greater than {lo:g}" + (f" and at most {hi:g}" if hi is not None else "")
+            raise typer.BadParameter(f"{name} must be {bound}, not {value:g}")
+        return value
+
+    return check
+
+
+def console_for(stream=None) -> Console:
+    """Colour only on a terminal and without NO_COLOR (rich reads NO_COLOR itself)."""
+    from rich.console import Console
+
+    out = stream or sys.stdout
+    tty = out.isatty()
+    return Console(file=out, highlight=False, soft_wrap=False,
+                   width=None if tty or "COLUMNS" in os.environ else 160)
+
+
+class _Pipe:
+    closed = False
+
+
+@contextlib.contextmanager
+def quiet_pipe() -> Iterator[None]:
+    """Stop writing quietly when the reader of stdout went away (``| head``); the exit status is
+    then whatever the command decides, not an error."""
+    try:
+        yield
+    except BrokenPipeError:
+        _Pipe.closed = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not fail either
+
+
+def pipe_closed() -> bool:
+    return _Pipe.closed
+
+
+def no_color(value: bool) -> None:
+    if value:
+        os.environ["NO_COLOR"] = "1"

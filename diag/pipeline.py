@@ -1,0 +1,162 @@
+"""The one path from data to screen: Source -> assemble(Run) -> analyze(Report) -> emitters.
+
+``diag tail`` is :meth:`Pipeline.once`, ``diag tail -f`` iterates :meth:`Pipeline.stream`, and
+``diag watch`` calls :meth:`Pipeline.step` on a worker thread. Every command resolves its settings
+once (``diag.rules.settings.resolve``) and hands them here, so batch, follow, replay and Prometheus
+sources reach the same report for the same data.
+
+Time: a report is judged as of ``now``. A source with its own clock (a replay) gives it; a finished
+source (a batch read) and a run whose data ended long ago (a finished run followed after the fact)
+are judged as of the end of their own data; only a live run is judged by the wall clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from diag.parsers.ingest import ParsedLog
+from diag.rules.engine import diff, evaluate
+from diag.rules.finding import Finding
+from diag.rules.runmodel import FrameCache, Run, build_endpoints
+from diag.rules.settings import Settings
+
+from . import report as R
+from .changes import Changes
+from .files import Side
+from .sources import Source
+
+RUNTIME_SCOPES = ("run", "endpoint", "engine")
+LIVE_S = 15 * 60.0   # data newer than this (wall clock) is a live run; older data is judged as of its end
+
+
+def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
+             skipped: Sequence[tuple[str, str]] = (), errors: Sequence[str] = (),
+             cache: FrameCache | None = None) -> Run:
+    """The run model of parsed logs plus side facts. ``cache`` keeps per-file frames between calls
+    for a growing run (the result is the same as without it)."""
+    endpoints, lifecycle, quoted = build_endpoints(logs, cache)
+    recipe = side.recipe
+    build = recipe.build.label if recipe is not None and recipe.build.kind != "unknown" else None
+    build = build or next((str(v) for ep in endpoints.values() if (v := ep.facts.get("version"))), None)
+    build = build or (recipe.build.label if recipe is not None else None)
+    return Run(root, tuple(logs), tuple(skipped), endpoints, tuple(lifecycle), tuple(quoted),
+               job=side.job, recipe=recipe, benchmark=side.benchmark, accuracy=side.accuracy,
+               concurrencies=tuple(recipe.benchmark.concurrencies) if recipe is not None else (),
+               build=build, errors=(*side.errors, *(lg.error for lg in logs if lg.error), *errors))
+
+
+def data_end(run: Run) -> datetime | None:
+    """The last stats sample of any endpoint (else the last timestamp): where a finished run ends."""
+    last = [ep.stats["ts"].max() for ep in run.endpoints.values() if ep.samples]
+    last = [t for t in last if t is not None]
+    return max(last) if last else run.end  # type: ignore[return-value, type-var]
+
+
+def judged_at(run: Run, source_now: datetime | None, finished: bool,
+              wall: Callable[[], datetime] = lambda: datetime.now(tz=UTC)) -> datetime | None:
+    """``now`` for a report (see the module docstring)."""
+    if source_now is not None:
+        return source_now
+    end = data_end(run)
+    if finished or end is None:
+        return end
+    w = wall()
+    return w if (w - end).total_seconds() <= LIVE_S else end
+
+
+def analyze(run: Run, settings: Settings, now: datetime | None) -> R.Report:
+    """Findings (thresholds, selection and suppressions of ``settings``), endpoint summaries and
+    health, header facts: everything an emitter shows, computed once."""
+    rules = list(settings.rules(*RUNTIME_SCOPES).values())
+    findings = settings.apply(evaluate(run, rules), report_unused=False)
+    summaries = tuple(R.endpoint_summary(ep, findings, now) for ep in run.endpoints.values())
+    return R.Report(run, tuple(findings), summaries, tuple(R.header_lines(run)), R.topology(run), R.stage(run),
+                    R.rate_match(run), R.tokens_per_gpu(run), now, settings.fail_on)
+
+
+@dataclass(frozen=True)
+class Update:
+    """One step of a pipeline: what arrived, which findings opened and closed, the report after it."""
+
+    changes: Changes
+    report: R.Report | None            # None when nothing changed since the last report
+    opened: tuple[Finding, ...] = ()
+    closed: tuple[Finding, ...] = ()
+
+
+@dataclass
+class Pipeline:
+    """A source and the settings to judge it with; keeps the last report and per-file frames."""
+
+    source: Source
+    settings: Settings
+    clock: Callable[[Run], datetime | None] | None = None
+    min_interval_s: float = 0.0        # re-analyze at most this often while records keep arriving
+    report: R.Report | None = None
+    _cache: FrameCache = field(default_factory=FrameCache)
+    _dirty: bool = True
+    _last: float = 0.0
+
+    def assemble(self) -> Run:
+        s = self.source
+        return assemble(s.logs(), s.side(), root=s.root, skipped=s.skipped, cache=self._cache)
+
+    def analyze(self, run: Run) -> R.Report:
+        now = self.clock(run) if self.clock is not None else judged_at(run, self.source.now(), self.source.finished)
+        return analyze(run, self.settings, now)
+
+    def step(self, *, force: bool = False) -> Update:
+        """Poll the source once; re-assemble and re-analyze when something arrived (or ``force``)."""
+        return self.consume(self.source.poll(), force=force)
+
+    def finish(self) -> Update:
+        """The source's last unterminated lines, and the final report."""
+        return self.consume(self.source.flush(), force=True)
+
+    def consume(self, changes: Changes, *, force: bool = False) -> Update:
+        """Take changes polled from the source; re-assemble and re-analyze when they are due."""
+        self._dirty = self._dirty or bool(changes.records or changes.added)
+        t = time.monotonic()
+        due = force or self.report is None or (self._dirty and t - self._last >= self.min_interval_s)
+        if not due:
+            return Update(changes, None)
+        before = list(self.report.findings) if self.report is not None else []
+        report = self.analyze(self.assemble())
+        opened, closed = diff(before, list(report.findings))
+        self.report, self._dirty, self._last = report, False, t
+        return Update(changes, report, tuple(opened), tuple(closed))
+
+    def once(self) -> R.Report:
+        """Read everything the source has now and report (``diag tail``)."""
+        self.step()
+        update = self.finish()
+        assert update.report is not None
+        return update.report
+
+    def stream(self, poll_s: float, stop: Callable[[], bool]) -> Iterator[Update]:
+        """Poll until ``stop()``; yields every step (``diag tail -f``); the last yield is the final
+        report after the source's unterminated lines. Ctrl-C ends the stream like ``stop()``."""
+        try:
+            while not stop():
+                yield self.step()
+                if stop():
+                    break
+                time.sleep(poll_s)
+        except KeyboardInterrupt:
+            pass
+        yield self.finish()
+
+
+def window_of(logs: Sequence[ParsedLog]) -> tuple[datetime | None, datetime | None]:
+    """First and last timestamp of some parsed logs (the span a Prometheus query covers)."""
+    stamps = [r.ts for lg in logs for r in lg.records if r.ts is not None]
+    if not stamps:
+        return None, None
+    return min(stamps), max(stamps)
+
+
+__all__ = ["LIVE_S", "Pipeline", "Update", "analyze", "assemble", "data_end", "judged_at", "window_of"]

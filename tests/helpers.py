@@ -1,0 +1,140 @@
+"""Test-only helpers: conveniences over the package's parsers and knowledge tables that the
+package itself does not need."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from diag.parsers.headers import ORCHESTRATOR
+from diag.parsers.lineparser import TRIGGERS, LineParser
+from diag.parsers.noise import NOISE
+from diag.parsers.orchestrator import parse_banner, parse_lifecycle
+from diag.parsers.records import Lifecycle, Record
+from diag.parsers.timestamps import parse_iso
+from diag.rules.knowledge import _data, families, fixes, fmt_version, nightlies
+
+# ---------------------------------------------------------------- parsing whole texts
+
+
+def blocks_of(data: bytes, size: int = 64 << 20) -> Iterator[bytes]:
+    """Split bytes into blocks that end at a newline (the last may not)."""
+    start = 0
+    while start < len(data):
+        end = min(start + size, len(data))
+        if end < len(data):
+            nl = data.rfind(b"\n", start, end)
+            end = nl + 1 if nl >= start else data.find(b"\n", end) + 1 or len(data)
+        yield data[start:end]
+        start = end
+
+
+def parse_text(text: str) -> list[Record]:
+    """All records of a text (a file's content or a few lines): every candidate line goes to one
+    :class:`LineParser` (non-candidates are skipped, as the bulk path does)."""
+    parser = LineParser()
+    buf = text.split("\n")
+    cand = [bool(TRIGGERS.search(raw)) for raw in buf]
+    out: list[Record] = []
+    skip = -1
+    for idx, raw in enumerate(buf):
+        if idx == skip or not cand[idx]:
+            continue
+        nxt = buf[idx + 1] if idx + 1 < len(buf) else None
+        prv = buf[idx - 1] if idx > 0 and not cand[idx - 1] else None
+        recs, consumed = parser.feed(1 + idx, raw, nxt, prv)
+        out.extend(recs)
+        if consumed:
+            skip = idx + 1
+    return out
+
+
+def noise_class(raw: str) -> str | None:
+    """The noise category of a physical line (one that holds no record trigger), or None."""
+    for fmt in NOISE:
+        if fmt.regex.search(raw):
+            return fmt.emits
+    return None
+
+
+_ISO_YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)")
+
+
+def year_from_iso(text: str) -> int | None:
+    """The year of the first ``YYYY-MM-DD`` date found in ``text``, or None."""
+    m = _ISO_YEAR.search(text)
+    return int(m.group(1)) if m else None
+
+
+# ---------------------------------------------------------------- orchestrator events
+
+
+def parse_orchestrator_text(text: str) -> list[Lifecycle]:
+    """All events of an orchestrator log's text.
+
+    Lines with a head go to ``parse_lifecycle`` (``ts`` from the head, read as UTC: srtctl logs
+    the node's local time and the caller knows the offset), the others to ``parse_banner``.
+    """
+    out: list[Lifecycle] = []
+    for i, raw in enumerate(text.splitlines(), 1):
+        m = ORCHESTRATOR.regex.match(raw.rstrip("\r"))
+        ev = parse_lifecycle(m["msg"], i, parse_iso(m["iso"])) if m else parse_banner(raw, i)
+        if ev is not None:
+            out.append(ev)
+    return out
+
+
+def worker_progress(events: Sequence[Lifecycle]) -> tuple[int, int, int, int] | None:
+    """``(have_prefill, want_prefill, have_decode, want_decode)`` from the newest readiness line."""
+    for ev in reversed(events):
+        if ev.event == "ready":
+            p, d = ev.get("have_prefill"), ev.get("have_decode")
+            return p, p, d, d
+        if ev.event == "not_ready":
+            hp, hd = ev.get("have_prefill"), ev.get("have_decode")
+            return hp, hp + max(0, ev.get("waiting_prefill")), hd, hd + max(0, ev.get("waiting_decode"))
+    return None
+
+
+def unexpected_exits(events: Sequence[Lifecycle]) -> list[Lifecycle]:
+    """Process deaths that are not the orchestrator's own teardown: every ``process_exit``, and
+    ``srun_task`` errors seen before the first cleanup event (after it, ``Killed`` is expected)."""
+    out: list[Lifecycle] = []
+    cleaning = False
+    for ev in events:
+        if ev.event in ("cleanup", "cleanup_processes", "signal"):
+            cleaning = True
+        if ev.event == "process_exit" or (ev.event == "srun_task" and not cleaning):
+            out.append(ev)
+    return out
+
+
+# ---------------------------------------------------------------- knowledge tables as Markdown
+
+
+def families_markdown() -> str:
+    """The hybrid/GDN/multimodal family table as Markdown (docs of the family-dependent rules)."""
+    lines = ["| family | hybrid | GDN | multimodal | bf16 SSM state validated |", "|---|---|---|---|---|"]
+    mark = {True: "yes", False: ""}
+    for f in families():
+        if f.hybrid or f.gdn or f.multimodal:
+            lines.append(f"| {f.name} | {mark[f.hybrid]} | {mark[f.gdn]} | {mark[f.multimodal]} | {mark[f.bf16_ssm]} |")
+    lines += ["", "Edit `rules/data/models.toml` to add a family (regex patterns on the model path/name)."]
+    return "\n".join(lines)
+
+
+def versions_markdown() -> str:
+    """The version table as Markdown, as the docs of DIAG-C002 carry it."""
+    lines = ["| fix | title | first release | merged |", "|---|---|---|---|"]
+    for f in fixes().values():
+        lines.append(f"| #{f.id} | {f.title} | {fmt_version(f.first_release)} | {f.merged} |")
+    lines += ["", "Nightlies known to diag:", ""]
+    for commit, contained in nightlies().items():
+        has = ", ".join(f"#{c}" for c in sorted(contained)) or "none"
+        lines.append(f"- `nightly-{commit}`: {has}")
+    table = _data("versions.toml").get("dynamo_runtime", {})
+    if table:
+        lines += ["", "Dynamo runtime images:", ""]
+        lines += [f"- `ai-dynamo/vllm-runtime:{k}` ships vLLM v{v}" for k, v in table.items()]
+    lines += ["", "Edit `rules/data/versions.toml` to add a release, nightly or runtime image."]
+    return "\n".join(lines)
