@@ -54,7 +54,7 @@ from diag.parsers.prometheus import (
 )
 from diag.parsers.records import Record, StatsSample
 
-from .changes import Changes
+from .changes import Changes, SourceBase
 from .files import Side
 
 KIND = "prometheus"
@@ -388,7 +388,7 @@ def _due(src: ScrapeSource | ServerSource) -> bool:
     return True
 
 
-class ScrapeSource:
+class ScrapeSource(SourceBase):
     """``diag watch --scrape``: the follower's interface (``poll``/``logs``/``flush``) over a
     :class:`Scraper`; scrapes at most every ``min_interval_s``; ``errors`` holds the last poll's."""
 
@@ -400,8 +400,6 @@ class ScrapeSource:
         self.errors: list[str] = []
         self._last: float | None = None
 
-    root = None
-    skipped: tuple[tuple[str, str], ...] = ()
     finished = False
 
     def poll(self) -> Changes:
@@ -420,17 +418,11 @@ class ScrapeSource:
     def logs(self) -> list[ParsedLog]:
         return [lg for lg in self.scraper.logs() if not lg.error]
 
-    def flush(self) -> Changes:
-        return Changes([], [])
-
     def side(self) -> Side:
         return Side()
 
-    def now(self) -> datetime | None:
-        return None
 
-
-class ServerSource:
+class ServerSource(SourceBase):
     """``diag watch --prom``: re-queries the server over the last ``window`` at most every
     ``min_interval_s`` and passes on the samples newer than those it already has."""
 
@@ -442,8 +434,6 @@ class ServerSource:
         self._logs: dict[str, ParsedLog] = {}
         self._last: float | None = None
 
-    root = None
-    skipped: tuple[tuple[str, str], ...] = ()
     finished = False
 
     def poll(self) -> Changes:
@@ -475,14 +465,8 @@ class ServerSource:
     def logs(self) -> list[ParsedLog]:
         return list(self._logs.values())
 
-    def flush(self) -> Changes:
-        return Changes([], [])
-
     def side(self) -> Side:
         return Side()
-
-    def now(self) -> datetime | None:
-        return None
 
 
 def watch_sources(scrape: list[str] | None = None,

@@ -15,7 +15,7 @@ more (a batch read, a replay that reached its end); ``now()`` is its clock (None
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import Fault, Lifecycle, Record
 
-from .changes import NO_CHANGES, Changes
+from .changes import NO_CHANGES, Changes, SourceBase
 from .files import (
     LOG_KINDS,
     SIDE_KINDS,
@@ -41,9 +41,13 @@ from .follow import Follower
 
 class Source(Protocol):
     label: str
-    root: Path | None
-    skipped: list[tuple[str, str]]
 
+    @property
+    def root(self) -> Path | None: ...
+    @property
+    def skipped(self) -> Sequence[tuple[str, str]]: ...
+    @property
+    def errors(self) -> Sequence[str]: ...
     @property
     def finished(self) -> bool: ...
     def poll(self) -> Changes: ...
@@ -51,6 +55,8 @@ class Source(Protocol):
     def logs(self) -> list[ParsedLog]: ...
     def side(self) -> Side: ...
     def now(self) -> datetime | None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
 
 
 def orchestrator_view(log: ParsedLog) -> ParsedLog:
@@ -74,13 +80,13 @@ def _metric_logs(run: RunFiles) -> list[ParsedLog]:
     return logs + [exposition_log(p) for p, _ in run.of("prometheus-text")]
 
 
-class BatchSource:
+class BatchSource(SourceBase):
     """One run's files, read once: the first poll parses every log (orchestrator first, its start
     dates the workers' month-day stamps)."""
 
     def __init__(self, run: RunFiles, *, on_bytes: Callable[[int], None] | None = None) -> None:
         self.files = run
-        self.root = run.root
+        self.root = run.root  # type: ignore[assignment]
         self.skipped = [(str(s.path), s.reason) for s in run.skipped]
         self.label = f"read {run.root}" if run.root else "read once"
         self.on_bytes = on_bytes
@@ -115,7 +121,7 @@ class BatchSource:
         return None
 
 
-class FollowSource:
+class FollowSource(SourceBase):
     """A run followed like ``tail -F`` (:class:`diag.follow.Follower`), plus its side files and
     Prometheus captures, re-read when they change (benchmark results land at the end of a run)."""
 
@@ -208,7 +214,7 @@ class _Clock:
 
 
 @dataclass
-class ReplaySource:
+class ReplaySource(SourceBase):
     """Replays a finished run's logs: records leave in timestamp order at ``speed`` × real time.
     A record without a timestamp leaves with the last stamped record of its file before it."""
 
@@ -261,8 +267,6 @@ class ReplaySource:
     def finished(self) -> bool:
         return self._next >= len(self._events)
 
-    done = finished
-
     def poll(self) -> Changes:
         until = self.now()
         out: list[tuple[str, Record]] = []
@@ -287,7 +291,7 @@ class ReplaySource:
         return self.side_facts
 
 
-class LogsSource:
+class LogsSource(SourceBase):
     """Logs parsed elsewhere (one-shot scrapes, a Prometheus query), given whole at the first poll."""
 
     def __init__(self, logs: list[ParsedLog], label: str) -> None:
@@ -337,14 +341,14 @@ def metric_source(scrape: list[str], prom: str | None, start: datetime | None, e
     return LogsSource(logs, "metrics")
 
 
-class MultiSource:
+class MultiSource(SourceBase):
     """Several sources as one: the first is the run's (its root, side facts, clock, skipped files);
     the others add metric logs (``--scrape``, ``--prom``) whose failures are ``errors``."""
 
     def __init__(self, sources: list[Any]) -> None:
         self.sources = sources
         self.label = " + ".join(s.label for s in sources)
-        self.root = getattr(sources[0], "root", None)
+        self.root = sources[0].root
 
     @property
     def finished(self) -> bool:
@@ -352,7 +356,7 @@ class MultiSource:
 
     @property
     def skipped(self) -> list[tuple[str, str]]:
-        return list(getattr(self.sources[0], "skipped", []))
+        return list(self.sources[0].skipped)
 
     def poll(self) -> Changes:
         recs: list[tuple[str, Record]] = []
@@ -379,17 +383,13 @@ class MultiSource:
     @property
     def errors(self) -> list[str]:
         """The extra sources' last errors (a scrape that failed, a server that did not answer)."""
-        return [e for s in self.sources[1:] for e in getattr(s, "errors", None) or []]
+        return [e for s in self.sources for e in s.errors]
 
     def pause(self) -> None:
-        getattr(self.sources[0], "pause", lambda: None)()
+        self.sources[0].pause()
 
     def resume(self) -> None:
-        getattr(self.sources[0], "resume", lambda: None)()
-
-    @property
-    def done(self) -> bool:
-        return bool(getattr(self.sources[0], "done", False))
+        self.sources[0].resume()
 
 
 __all__ = ["LOG_KINDS", "BatchSource", "Changes", "FollowSource", "LogsSource", "MultiSource", "ReplaySource",

@@ -156,6 +156,7 @@ class Synthetic:
     root = None
     skipped: list[tuple[str, str]] = []  # noqa: RUF012
     finished = False
+    errors = ()
 
     def __init__(self, endpoints: int = 64) -> None:
         self._logs = [ParsedLog(f"/x/n{i:02d}_decode_w{i}.out",
@@ -239,7 +240,7 @@ def test_replay_releases_records_in_time_order_and_pauses() -> None:
     src.resume()
     wall[0] = 1000.0
     src.poll()
-    assert src.done and src.now() == max(r.ts for s in run.sources for r in s.records if r.ts)
+    assert src.finished and src.now() == max(r.ts for s in run.sources for r in s.records if r.ts)
     total = sum(len(s.records) for s in run.sources)
     assert sum(len(log.records) for log in src.logs()) == total
 

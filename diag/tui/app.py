@@ -130,9 +130,10 @@ class WatchApp(App[None]):
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         src = self.state.source
-        hook = getattr(src, "pause" if self.paused else "resume", None)
-        if callable(hook):
-            hook()
+        if self.paused:
+            src.pause()
+        else:
+            src.resume()
         self.refresh_views()
 
     def action_window(self, minutes: int) -> None:

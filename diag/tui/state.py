@@ -346,11 +346,10 @@ class WatchState:
         opened, closed = self._pending
         self._pending = ([], [])
         return Snapshot(
-            seq=self.seq, now=now, label=getattr(self.source, "label", ""), header=header(report, now),
+            seq=self.seq, now=now, label=self.source.label, header=header(report, now),
             endpoints=tuple(rows), findings=self._finding_rows(run), engines=MappingProxyType(engines),
             records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
-            errors=(*run.errors, *(getattr(self.source, "errors", None) or [])),
-            done=bool(getattr(self.source, "done", False)))
+            errors=(*run.errors, *self.source.errors), done=self.source.finished)
 
 
 def _superseded(f: Finding, current: list[Finding]) -> bool:
