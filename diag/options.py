@@ -68,12 +68,14 @@ def positive(name: str, lo: float = 0.0, hi: float | None = None):
 
 
 def console_for(stream=None) -> Console:
-    """Colour only on a terminal and without NO_COLOR (rich reads NO_COLOR itself)."""
+    """Colour only on a terminal; NO_COLOR (or ``--no-color``) means no escapes at all."""
     from rich.console import Console
 
     out = stream or sys.stdout
     tty = out.isatty()
-    return Console(file=out, highlight=False, soft_wrap=False,
+    plain = bool(os.environ.get("NO_COLOR"))
+    return Console(file=out, highlight=False, soft_wrap=False, no_color=plain,
+                   color_system=None if plain else "auto",
                    width=None if tty or "COLUMNS" in os.environ else 160)
 
 

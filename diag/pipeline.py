@@ -5,9 +5,10 @@
 once (``diag.rules.settings.resolve``) and hands them here, so batch, follow, replay and Prometheus
 sources reach the same report for the same data.
 
-Time: a report is judged as of ``now``. A source with its own clock (a replay) gives it; a finished
-source (a batch read) and a run whose data ended long ago (a finished run followed after the fact)
-are judged as of the end of their own data; only a live run is judged by the wall clock.
+Time: a report is judged as of ``now``. A finished source (a batch read, a replay that reached its
+end) and a run whose data ended long ago (a finished run followed after the fact) are judged as of
+the end of their own data (the last stats sample); a replay under way by its virtual clock; only a
+live run by the wall clock.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .files import Side
 from .sources import Source
 
 RUNTIME_SCOPES = ("run", "endpoint", "engine")
-LIVE_S = 15 * 60.0   # data newer than this (wall clock) is a live run; older data is judged as of its end
+LIVE_S = 15 * 60.0   # data this close to the wall clock is a live run; other data is judged as of its end
 
 
 def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
@@ -59,13 +60,15 @@ def data_end(run: Run) -> datetime | None:
 def judged_at(run: Run, source_now: datetime | None, finished: bool,
               wall: Callable[[], datetime] = lambda: datetime.now(tz=UTC)) -> datetime | None:
     """``now`` for a report (see the module docstring)."""
+    end = data_end(run)
+    if finished:
+        return end
     if source_now is not None:
         return source_now
-    end = data_end(run)
-    if finished or end is None:
-        return end
+    if end is None:
+        return None
     w = wall()
-    return w if (w - end).total_seconds() <= LIVE_S else end
+    return w if abs((w - end).total_seconds()) <= LIVE_S else end  # future-dated data is not live either
 
 
 def analyze(run: Run, settings: Settings, now: datetime | None) -> R.Report:

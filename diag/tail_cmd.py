@@ -246,7 +246,8 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
 
     pipeline: Pipeline = Pipeline(FollowSource(paths), settings, min_interval_s=1.0)
     stop = {"flag": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("flag", True))
+    for sig in (signal.SIGINT, signal.SIGTERM):  # end after the line being written, never inside it
+        signal.signal(sig, lambda *_: stop.__setitem__("flag", True))
     out = sys.stdout
     console = console_for()
     events = console if fmt is TailFormat.text else console_for(sys.stderr)
