@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import typer
+from schemas import validate
 from typer.testing import CliRunner
 
 from diag.check_cmd import check, check_file
@@ -315,6 +316,7 @@ def test_cli_scans_directories_and_notes_non_recipes(real_recipes: Path, tmp_pat
     res = _cli(str(tmp_path), "--format", "json")
     assert res.exit_code == 0
     doc = json.loads(res.stdout)
+    validate(doc, "check")
     assert doc["summary"]["files"] == 1 and doc["summary"]["by_code"]["DIAG-C006"] == 2
     assert "other.yaml: not an srt-slurm recipe" in res.stderr
 
@@ -338,8 +340,10 @@ def test_cli_machine_formats(fmt: str, real_recipes: Path) -> None:
     if fmt == "github":
         lines = res.stdout.splitlines()
         assert len(lines) == 2 and all(ln.startswith("::warning file=") for ln in lines)
+    elif fmt == "json":
+        validate(json.loads(res.stdout), "check")
     else:
-        json.loads(res.stdout)
+        assert json.loads(res.stdout)["version"] == "2.1.0"  # test_sarif validates against the OASIS schema
 
 
 def test_version_table_is_documented_in_explain() -> None:

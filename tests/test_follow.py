@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+from schemas import validate
+
 ROOT = Path(__file__).resolve().parents[1]
 LINE = ("(APIServer pid=7) INFO 08-06 12:{mm:02d}:{ss:02d} [loggers.py:271] Engine {eng:03d}: Avg prompt throughput: "
         "{tps:.1f} tokens/s, Avg generation throughput: 10.0 tokens/s, Running: 4 reqs, Waiting: 1 reqs, "
@@ -33,7 +35,9 @@ class Follow:
     def _pump(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            self.q.put(json.loads(line))
+            row = json.loads(line)
+            validate(row, "tail-jsonl")
+            self.q.put(row)
 
     def wait_for(self, pred, timeout: float) -> tuple[dict, float]:
         start = time.monotonic()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from loading import load_run
 from prometheus_client.parser import text_string_to_metric_families
+from schemas import validate
 
 from diag.parsers.prometheus import (
     ALIASES,
@@ -262,6 +263,7 @@ def test_tail_json_shows_prometheus_samples() -> None:
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
+    validate(doc, "tail")
     eps = {e["id"]: e for e in doc["endpoints"]}
     assert eps["decode-w0"]["samples"] == 32 and eps["prefill-w3"]["samples"] == 8
     dec = eps["decode-w0"]["stats"]

@@ -24,6 +24,7 @@ from pathlib import Path
 from statistics import median
 
 import pytest
+from schemas import validate
 
 from diag.prom import (
     PromSourceError,
@@ -173,6 +174,7 @@ def test_tail_scrape_adds_a_live_endpoint(exporter) -> None:
     res = _diag("tail", run, "--scrape", f"decode-w7={base}/metrics", "--format", "json")
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
+    validate(doc, "tail")
     eps = {e["id"]: e for e in doc["endpoints"]}
     assert eps["decode-w7"]["samples"] == 2 and eps["decode-w7"]["stats"]["running_last"] == 9
     assert eps["decode-w7"]["stats"]["kv_usage_last"] == 12.5

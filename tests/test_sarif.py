@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from schemas import validate
 
 from diag.check_cmd import check_file
 from diag.reports import build_sarif, render, render_github, render_text, sort_findings
@@ -101,6 +102,7 @@ def test_text_format() -> None:
 
 def test_json_format() -> None:
     doc = json.loads(render("json", MIXED, files=2, notes=["x skipped"]))
+    validate(doc, "check")
     assert doc["summary"]["total"] == 4 and doc["summary"]["by_severity"] == {"error": 1, "warning": 2, "info": 1}
     assert doc["notes"] == ["x skipped"] and doc["findings"][0]["code"] == "DIAG-K001"
     assert {"code", "severity", "message", "location", "fix", "endpoint", "evidence"} <= set(doc["findings"][1])

@@ -8,14 +8,24 @@ import sys
 from pathlib import Path
 
 import pytest
+from schemas import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "samples" / "runs"
 
 
 def diag(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=timeout)
+    """Run diag; JSON and JSONL output is validated against the shipped schemas on the way."""
+    res = subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True,
+                         cwd=cwd or ROOT, timeout=timeout)
+    if "--format" in args and res.stdout.strip():
+        fmt = args[args.index("--format") + 1]
+        if fmt == "json":
+            validate(json.loads(res.stdout), "tail" if args[0] == "tail" else args[0])
+        elif fmt == "jsonl":
+            for line in res.stdout.splitlines():
+                validate(json.loads(line), "tail-jsonl")
+    return res
 
 
 @pytest.mark.parametrize("scenario", sorted(p.name for p in RUNS.iterdir()))
