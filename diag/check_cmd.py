@@ -52,24 +52,37 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
 
 
 def _merge_jobs(per_job: list[list[Finding]], labels: list[str]) -> list[Finding]:
-    """One finding per (code, place, message); name the jobs when not every job has it."""
+    """One finding per rule, place and role across the jobs of a file (override variants, sweep points).
+
+    Identical findings merge first; findings of the same rule at the same key and role whose numbers
+    differ per job (a grid sweep's TPxPPxDP) then merge into one that lists the combinations.
+    """
     from diag.rules.finding import Finding
 
     if len(per_job) == 1:
         return per_job[0]
-    groups: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
+    groups: dict[tuple[object, ...], list[tuple[Finding, list[str]]]] = {}
     for label, found in zip(labels, per_job, strict=True):
         for f in found:
-            key = (f.code, f.location, f.message, f.severity, f.fix)
-            if key in groups:
-                groups[key][1].append(label)
+            variants = groups.setdefault((f.code, f.severity, f.location, f.endpoint), [])
+            same = next((v for v in variants if (v[0].message, v[0].fix) == (f.message, f.fix)), None)
+            if same is not None:
+                same[1].append(label)
             else:
-                groups[key] = (f, [label])
+                variants.append((f, [label]))
     out = []
-    for f, jobs in groups.values():
-        ev = {k: v for k, v in f.evidence.items() if k not in ("job", "variant")} | {"jobs": jobs}
-        msg = f.message if len(jobs) == len(labels) else f"{f.message} [jobs: {', '.join(jobs)}]"
-        out.append(Finding(f.code, f.name, f.severity, msg, f.endpoint, f.location, evidence=ev, fix=f.fix))
+    for variants in groups.values():
+        first, jobs = variants[0]
+        every = [j for _, js in variants for j in js]
+        ev = {k: v for k, v in first.evidence.items() if k not in ("job", "variant")} | {"jobs": every}
+        if len(variants) == 1:
+            msg = first.message if len(jobs) == len(labels) else f"{first.message} [jobs: {', '.join(jobs)}]"
+        else:
+            ev["per_job"] = {j: f.message for f, js in variants for j in js}
+            msg = (f"{first.message} (and {len(every) - len(jobs)} more of the {len(labels)} jobs with other "
+                   f"values) [jobs: {', '.join(every)}]")
+        out.append(Finding(first.code, first.name, first.severity, msg, first.endpoint, first.location,
+                           evidence=ev, fix=first.fix))
     return out
 
 
