@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from diag.parsers import recipe_schema as recipe_schema_module
 from diag.parsers import vllm_flags
 from diag.parsers.recipe import Recipe, Role
 
@@ -31,6 +32,14 @@ from .recipe_support import (
     where,
     yaml_value,
 )
+
+
+@check("recipe.schema")
+def recipe_schema(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
+    for v in recipe_schema_module.validate(recipe.data):
+        yield finding(rule, recipe, v.message, v.mark, severity=at_most(v.severity, rule.severity),
+                      fix=f"fix `{'.'.join(map(str, v.path))}` (see `diag explain {rule.code}`)",
+                      key=".".join(map(str, v.path)))
 
 
 @check("recipe.log_noise_env")
