@@ -1,4 +1,4 @@
-"""``diag check PATH...``: lint srt-slurm recipes for the P/D pitfalls (DIAG-C001..C016).
+"""``diag check PATH...``: lint srt-slurm recipes for the P/D pitfalls (DIAG-C001..C017).
 
 Files and directories (searched recursively for ``*.yaml``/``*.yml``; YAML that is not a recipe is
 skipped with a note on stderr). Every job of a file (override variants, sweep points) is checked;
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from diag.rules.finding import Finding
     from diag.rules.settings import Settings
 
+SCHEMA_CODE = "DIAG-C017"
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
 Format = CheckFormat
 
@@ -52,24 +53,37 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
 
 
 def _merge_jobs(per_job: list[list[Finding]], labels: list[str]) -> list[Finding]:
-    """One finding per (code, place, message); name the jobs when not every job has it."""
+    """One finding per rule, place and role across the jobs of a file (override variants, sweep points).
+
+    Identical findings merge first; findings of the same rule at the same key and role whose numbers
+    differ per job (a grid sweep's TPxPPxDP) then merge into one that lists the combinations.
+    """
     from diag.rules.finding import Finding
 
     if len(per_job) == 1:
         return per_job[0]
-    groups: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
+    groups: dict[tuple[object, ...], list[tuple[Finding, list[str]]]] = {}
     for label, found in zip(labels, per_job, strict=True):
         for f in found:
-            key = (f.code, f.location, f.message, f.severity, f.fix)
-            if key in groups:
-                groups[key][1].append(label)
+            variants = groups.setdefault((f.code, f.severity, f.location, f.endpoint), [])
+            same = next((v for v in variants if (v[0].message, v[0].fix) == (f.message, f.fix)), None)
+            if same is not None:
+                same[1].append(label)
             else:
-                groups[key] = (f, [label])
+                variants.append((f, [label]))
     out = []
-    for f, jobs in groups.values():
-        ev = {k: v for k, v in f.evidence.items() if k not in ("job", "variant")} | {"jobs": jobs}
-        msg = f.message if len(jobs) == len(labels) else f"{f.message} [jobs: {', '.join(jobs)}]"
-        out.append(Finding(f.code, f.name, f.severity, msg, f.endpoint, f.location, evidence=ev, fix=f.fix))
+    for variants in groups.values():
+        first, jobs = variants[0]
+        every = [j for _, js in variants for j in js]
+        ev = {k: v for k, v in first.evidence.items() if k not in ("job", "variant")} | {"jobs": every}
+        if len(variants) == 1:
+            msg = first.message if len(jobs) == len(labels) else f"{first.message} [jobs: {', '.join(jobs)}]"
+        else:
+            ev["per_job"] = {j: f.message for f, js in variants for j in js}
+            msg = (f"{first.message} (and {len(every) - len(jobs)} more of the {len(labels)} jobs with other "
+                   f"values) [jobs: {', '.join(every)}]")
+        out.append(Finding(first.code, first.name, first.severity, msg, first.endpoint, first.location,
+                           evidence=ev, fix=first.fix))
     return out
 
 
@@ -81,8 +95,24 @@ def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None
 
     recipes = load_recipes(path, display)
     rules = dict(rules) if isinstance(rules, dict) else (list(rules) if rules is not None else None)
-    per_job = [run_checks(r, rules) for r in recipes]
+    per_job = [_trusted(run_checks(r, rules)) for r in recipes]
     return _merge_jobs(per_job, [r.variant or r.job for r in recipes])
+
+
+def _trusted(found: list[Finding]) -> list[Finding]:
+    """A job with a schema error (DIAG-C017 at error) gets only its schema findings: nothing is coerced."""
+    schema = [f for f in found if f.code == SCHEMA_CODE]
+    return schema if any(f.severity == "error" for f in schema) else found
+
+
+def parse_error_finding(path: str, message: str, line: int | None, col: int | None) -> Finding:
+    """A file diag cannot read as a recipe, as a finding (so JSON, SARIF and GitHub output carry it)."""
+    from diag.rules.catalog import catalog
+    from diag.rules.finding import Finding, Location
+
+    rule = catalog()[SCHEMA_CODE]
+    return Finding(rule.code, rule.name, "error", f"parse error: {message}", None, Location(path, line or 1, col or 1),
+                   evidence={"parse_error": True}, fix="make the file valid YAML in the srt-slurm recipe layout")
 
 
 def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
@@ -93,6 +123,7 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     files, result.errors = collect_files(paths)
     rules = settings.rules("recipe")
     raw: list[Finding] = []
+    parse_errors: list[Finding] = []  # never filtered by select/ignore/suppressions: the file was not checked
     for path, explicit in files:
         shown = str(path)
         try:
@@ -103,11 +134,15 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
                 result.notes.append(f"{exc}; skipped")
         except RecipeError as exc:
             result.errors.append(f"{shown}:{exc.line or 1}:{exc.col or 1}: parse error: {exc}")
+            parse_errors.append(parse_error_finding(shown, str(exc), exc.line, exc.col))
+            result.files += 1
         except OSError as exc:
             result.errors.append(f"{shown}: cannot read: {exc.strerror}")
+            parse_errors.append(parse_error_finding(shown, f"cannot read: {exc.strerror}", None, None))
         except Exception as exc:  # a bug in diag: report it like ruff does (exit 2), never a traceback
             result.errors.append(f"{shown}:1:1: internal error: {type(exc).__name__}: {exc} (please report)")
-    result.findings = settings.apply(raw)
+            parse_errors.append(parse_error_finding(shown, f"internal error: {type(exc).__name__}: {exc}", None, None))
+    result.findings = parse_errors + settings.apply(raw)
     result.suppressed = sum(s.used for s in settings.suppressions)
     return result
 
@@ -125,6 +160,8 @@ def check(
     exit_zero: Annotated[bool, typer.Option("--exit-zero", metavar="", help="Exit 0 even when findings fail the run.")] = False,
     config: Annotated[Path | None, typer.Option(
         "--config", metavar="FILE", help="Config file (diag.toml or pyproject.toml); default: nearest one upward.")] = None,
+    allow_empty: Annotated[bool, typer.Option(
+        "--allow-empty", help="Exit 0 when no recipe is found (default: exit 2, a mistyped path must not pass).")] = False,
 ) -> None:
     """Lint srt-slurm recipes (v1, override, sweep and schema-2 files) for P/D pitfalls."""
     from diag.rules.settings import SettingsError, resolve
@@ -137,6 +174,9 @@ def check(
     except SettingsError as exc:
         fail("check", f"config error: {exc}")
     result = run_check(paths, settings)
+    if not result.files and not result.errors and not allow_empty:
+        shown = ", ".join(map(str, paths))
+        result.errors.append(f"no recipes found in {shown} (pass --allow-empty to accept that)")
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)
     for err in result.errors:

@@ -76,6 +76,19 @@ class KVTransfer:
     def failure_policy(self) -> str | None:
         return None if self.data is None else self.data.get("kv_load_failure_policy")
 
+    @property
+    def parts(self) -> list[tuple[str, str | None]]:
+        """(connector, kv_role) of every connector in effect: a MultiConnector's wrapped connectors
+        (each inheriting the outer role when it has none), else the one connector."""
+        if self.data is None or not self.connector:
+            return []
+        extra = self.data.get("kv_connector_extra_config")
+        inner = extra.get("connectors") if isinstance(extra, dict) else None
+        if str(self.connector) == "MultiConnector" and isinstance(inner, list):
+            return [(str(c.get("kv_connector")), c.get("kv_role") or self.role) for c in inner
+                    if isinstance(c, dict) and c.get("kv_connector")]
+        return [(str(self.connector), self.role)]
+
 
 @dataclass
 class Role:
@@ -136,6 +149,7 @@ class Benchmark:
     dataset: str | None = None
     mark: Mark | None = None
     concurrency_error: str | None = None
+    itl_threshold_ms: float | None = None  # AIPerf goodput ITL threshold: the benchmark reports ITL
 
 
 @dataclass
@@ -157,6 +171,7 @@ class Recipe:
     connector: str | None = None      # vLLM `connector:` shorthand (default nixl)
     connector_path: Path_ = ()
     benchmark: Benchmark = field(default_factory=Benchmark)
+    frontend_type: str = "dynamo"     # dynamo (workers run `python -m dynamo.<engine>`) | vllm | sglang | trtllm_serve
 
     def mark(self, *path: str | int) -> Mark | None:
         return mark_of(self.data, path)
@@ -291,7 +306,9 @@ def _benchmark(data: YMap) -> Benchmark:
                       isl=_int(raw.get("isl"), "benchmark.isl", data, ("benchmark", "isl")),
                       osl=_int(raw.get("osl"), "benchmark.osl", data, ("benchmark", "osl")),
                       dataset=str(raw["dataset_name"]) if raw.get("dataset_name") is not None else None,
-                      mark=mark_of(data, ("benchmark",)))
+                      mark=mark_of(data, ("benchmark",)),
+                      itl_threshold_ms=raw["itl_threshold_ms"] if isinstance(raw.get("itl_threshold_ms"), int | float)
+                      and not isinstance(raw.get("itl_threshold_ms"), bool) else None)
     try:
         bench.concurrencies = parse_concurrencies(raw.get("concurrencies"))
     except FlagSyntaxError as exc:
@@ -405,6 +422,9 @@ def build_recipe(data: YMap, path: str, job: str = "", variant: str | None = Non
     declared = get_path(identity, ("frameworks", "vllm"))
     recipe.build = parse_build(recipe.container, str(declared) if declared else None)
     recipe.benchmark = _benchmark(data)
+    frontend = data.get("frontend")
+    if isinstance(frontend, dict) and isinstance(frontend.get("type"), str):
+        recipe.frontend_type = frontend["type"].lower()
     for role in recipe.roles.values():
         role.kv = _kv_from_flag(role) or (
             _kv_from_connector(recipe) if recipe.backend == "vllm" and recipe.disaggregated else None)

@@ -111,7 +111,12 @@ def _expanded_size(node: Node, memo: dict[int, int]) -> int:
 
 def load_yaml(text: str) -> Any:
     """Parse one YAML document safely; raises :class:`RecipeError` with the position on failure."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:  # control characters (NUL, ...) are rejected before parsing
+        before = text[:exc.position]
+        raise RecipeError("unacceptable control character (NUL or similar): YAML does not allow it",
+                          before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1) from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -70,7 +70,7 @@ enable-request-id-headers enable-auto-tool-choice exclude-tools-when-tool-choice
 tool-parser-plugin tool-server log-config-file max-log-len disable-fastapi-docs
 enable-prompt-tokens-details enable-server-load-tracking enable-force-include-usage
 enable-tokenizer-info-endpoint h11-max-incomplete-event-size h11-max-header-count log-error-stack
-headless api-server-count config tokens-only
+headless api-server-count config tokens-only grpc
 """
 
 # `python -m dynamo.vllm` (components/src/dynamo/vllm/args.py) on top of vLLM's engine args.
@@ -90,6 +90,9 @@ ALIASES: dict[str, str] = {
     "dpe": "data-parallel-external-lb", "dcp": "decode-context-parallel-size",
     "pcp": "prefill-context-parallel-size", "asc": "api-server-count", "q": "quantization",
     "O": "compilation-config", "ac": "attention-config", "cc": "compilation-config",
+    # shorthands that set one field of --speculative-config
+    "spec-method": "speculative-config.method", "spec-model": "speculative-config.model",
+    "spec-tokens": "speculative-config.num_speculative_tokens",
 }
 
 
@@ -155,6 +158,8 @@ def classify(name: str) -> FlagStatus:
     raw = name.strip().lstrip("-")
     if raw in ALIASES:
         raw = ALIASES[raw]
+    elif raw.replace("_", "-") in ALIASES:
+        raw = ALIASES[raw.replace("_", "-")]
     canonical, negated = normalize_flag(raw)
     base = canonical.split(".", 1)[0]
     if base in known_flags():

@@ -7,10 +7,11 @@ flag checks only look at ``backend: vllm`` recipes; the P/D checks only at disag
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 
-from diag.parsers.recipe import Recipe
+from diag.parsers.recipe import Recipe, Role
 
 from . import recipe_checks_more  # noqa: F401  (registers C009..C016)
 from .catalog import Rule, by_scope
@@ -26,6 +27,7 @@ from .knowledge import (
 from .recipe_support import (
     CHECKS,
     as_int,
+    at_most,
     check,
     env_mark,
     facts,
@@ -80,15 +82,17 @@ def ssm_conv_layout(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                       fix=set_env_hint(role, SSM_VAR, required), model_family=fam.name)
 
 
-def _async_on(recipe: Recipe, value: object) -> tuple[bool | None, str]:
-    """Whether async scheduling is on for a role, and why diag thinks so."""
+def _async_on(recipe: Recipe, value: object) -> tuple[bool | None, str, bool]:
+    """Whether async scheduling is on for a role, why diag thinks so, and whether that is an assumption."""
     if value is not None:
-        on = truthy(value)
-        return on, "set in the recipe"
-    default_on = facts(recipe).at_least(behaviour_since("async_scheduling_default_on"))
+        return truthy(value), "set in the recipe", False
+    since = fmt_version(behaviour_since("async_scheduling_default_on"))
+    default_on = facts(recipe).has_behaviour("async_scheduling_default_on")
     if default_on:
-        return True, f"on by default since {fmt_version(behaviour_since('async_scheduling_default_on'))}"
-    return None, "default unknown for this build"
+        return True, f"on by default since {since}", False
+    if default_on is False:
+        return False, f"off by default before {since}", False
+    return True, f"assumed on: the default since {since}, and the build cannot be dated", True
 
 
 @check("recipe.async_scheduling_race")
@@ -102,7 +106,7 @@ def async_scheduling_race(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     for role in pair:
         if not kv_consumer(role):
             continue
-        on, why = _async_on(recipe, role.value("async-scheduling"))
+        on, why, assumed = _async_on(recipe, role.value("async-scheduling"))
         if not on:
             continue
         have = {fx: build.has(fx) for fx in needed}
@@ -127,6 +131,8 @@ def async_scheduling_race(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
             sev = str(rule.params.get("unknown_severity", "warning"))
             msg = (f"async scheduling ({why}) with a KV consumer ({kv_role}) on {build.label}: cannot verify "
                    f"it has {', '.join('#' + f for f in unknown)}; add the build to rules/data/versions.toml")
+        if assumed:
+            sev = at_most(sev, "warning")
         yield finding(rule, recipe, msg, flag_mark(recipe, role, "async-scheduling"), role=role, fix=fix,
                       severity=sev, missing=missing, unknown=unknown, build=build.label)
 
@@ -176,6 +182,42 @@ def prefill_batched_tokens(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                   severity=sev, fix=set_flag_hint(prefill, "max-num-batched-tokens", target), isl=isl, value=value)
 
 
+def _compilation_config(role: Role) -> dict[str, object]:
+    """The role's compilation-config as a mapping (YAML mapping or JSON string; {} when unusable)."""
+    raw = role.value("compilation-config")
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError:
+            return {}
+        return data if isinstance(data, dict) else {}
+    return {}
+
+
+def capture_size(role: Role) -> tuple[int | None, str]:
+    """The largest CUDA-graph batch size a role sets, and where it is set (None: vLLM's default).
+
+    Sources, as vLLM resolves them: ``max-cudagraph-capture-size``, ``cudagraph-capture-sizes`` (its
+    largest entry), and the same two inside ``compilation-config``.
+    """
+    explicit = as_int(role.value("max-cudagraph-capture-size"))
+    if explicit is not None:
+        return explicit, "max-cudagraph-capture-size"
+    sizes = role.value("cudagraph-capture-sizes")
+    if isinstance(sizes, list) and sizes and all(as_int(x) is not None for x in sizes):
+        return max(as_int(x) or 0 for x in sizes), "cudagraph-capture-sizes"
+    cc = _compilation_config(role)
+    inner = as_int(cc.get("max_cudagraph_capture_size"))
+    if inner is not None:
+        return inner, "compilation-config.max_cudagraph_capture_size"
+    sizes = cc.get("cudagraph_capture_sizes")
+    if isinstance(sizes, list) and sizes and all(as_int(x) is not None for x in sizes):
+        return max(as_int(x) or 0 for x in sizes), "compilation-config.cudagraph_capture_sizes"
+    return None, ""
+
+
 @check("recipe.cudagraph_capture_size")
 def cudagraph_capture_size(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     top = max(recipe.benchmark.concurrencies, default=0)
@@ -184,21 +226,24 @@ def cudagraph_capture_size(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     default = int(rule.params.get("default_capture_size", 512))
     headroom = int(rule.params.get("headroom", 128))
     for role in roles(recipe, "decode", "agg"):
+        if truthy(role.value("enforce-eager")):
+            continue  # no CUDA graphs at all: a deliberate choice, not a capture-size gap
         dp = as_int(role.value("data-parallel-size", 1)) or 1
         workers = role.workers or 1
         per_rank = math.ceil(top / (dp * workers))
         seqs = as_int(role.value("max-num-seqs"))
         if seqs is not None:
             per_rank = min(per_rank, seqs)
-        explicit = as_int(role.value("max-cudagraph-capture-size"))
+        explicit, source = capture_size(role)
         cap = explicit if explicit is not None else default
         if cap >= per_rank:
             continue
         want = int(math.ceil((per_rank + headroom) / 16) * 16)
-        origin = "" if explicit is not None else " (the default)"
-        yield finding(rule, recipe, f"max-cudagraph-capture-size {cap}{origin} is below the per-rank batch "
+        origin = f" (from {source})" if explicit is not None else " (the default)"
+        yield finding(rule, recipe, f"max CUDA-graph capture size {cap}{origin} is below the per-rank batch "
                       f"{per_rank} (top concurrency {top} / (DP {dp} x {workers} worker(s))): larger decode "
-                      "batches run without CUDA graphs", flag_mark(recipe, role, "max-cudagraph-capture-size"),
+                      "batches run without CUDA graphs", flag_mark(recipe, role, "max-cudagraph-capture-size",
+                                                                    "compilation-config"),
                       role=role, fix=set_flag_hint(role, "max-cudagraph-capture-size", want,
                                                    f" (C/DP + {headroom})"), per_rank=per_rank, capture=cap)
 
@@ -211,7 +256,8 @@ def stats_logging(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                                  "... GPU KV cache usage ... Prefix cache hit rate` lines"))
     backend = recipe.data.get("backend") if isinstance(recipe.data.get("backend"), dict) else {}
     per_gpu = str(backend.get("dp_launch_mode", "")).lower() == "per_gpu"
-    older = facts(recipe).at_least(behaviour_since("api_server_count_defaults_to_dp")) is False
+    newer = facts(recipe).has_behaviour("api_server_count_defaults_to_dp")
+    since = fmt_version(behaviour_since("api_server_count_defaults_to_dp"))
     for role in recipe.roles.values():
         if truthy(role.value("disable-log-stats")):
             yield finding(rule, recipe, f"disable-log-stats turns off vLLM's stats logger; diag tail will miss "
@@ -220,11 +266,13 @@ def stats_logging(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
             continue
         dp = as_int(role.value("data-parallel-size", 1)) or 1
         asc = as_int(role.value("api-server-count"))
-        if dp <= 1 or asc == 1 or per_gpu or (asc is None and older):
+        if dp <= 1 or asc == 1 or per_gpu or (asc is None and newer is False):
             continue
         count = asc if asc is not None else dp
-        yield finding(rule, recipe, f"DP{dp} endpoint with {count} API servers"
-                      f"{'' if asc is not None else ' (vLLM defaults to the DP size)'}: with more than one, "
+        origin = ("" if asc is not None else f" (vLLM defaults to the DP size since {since})" if newer
+                  else f" (assuming vLLM >= {since}, where it defaults to the DP size; {facts(recipe).label} "
+                       "cannot be dated)")
+        yield finding(rule, recipe, f"DP{dp} endpoint with {count} API servers{origin}: with more than one, "
                       f"vLLM disables its stats logging, so diag tail will miss {missed} (queue depth, KV "
                       "usage, throughput per engine)", flag_mark(recipe, role, "api-server-count",
                                                                  "data-parallel-size"),
@@ -247,20 +295,27 @@ def prefix_cache_random(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                       fix=set_flag_hint(role, "no-enable-prefix-caching", True))
 
 
+STREAM_INTERVAL_FLAGS = ("stream-interval", "stream_interval")
+
+
 @check("recipe.stream_interval")
 def stream_interval(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     bench = recipe.benchmark
-    if not vllm(recipe) or bench.type not in benchmark_kinds().latency:
+    reports_itl = bench.type in benchmark_kinds().latency or bench.itl_threshold_ms is not None
+    if recipe.backend not in ("vllm", "sglang", "trtllm") or not reports_itl:
         return
+    what = f"{bench.type}" + (f" (ITL goodput threshold {bench.itl_threshold_ms:g} ms)"
+                              if bench.itl_threshold_ms is not None else "")
     limit = int(rule.params.get("max_interval", 1))
     for role in roles(recipe, "decode", "agg"):
-        value = as_int(role.value("stream-interval"))
-        if value is None or value <= limit:
+        flag = role.flag(*STREAM_INTERVAL_FLAGS)
+        value = as_int(flag.value) if flag is not None else None
+        if flag is None or value is None or value <= limit:
             continue
-        yield finding(rule, recipe, f"stream-interval {value} buffers tokens in chunks of {value}: the ITL/TPOT "
-                      f"that {bench.type} reports are distorted (fine for throughput, wrong for latency)",
-                      flag_mark(recipe, role, "stream-interval"), role=role,
-                      fix=set_flag_hint(role, "stream-interval", 1, " when the sweep is about latency"))
+        yield finding(rule, recipe, f"{flag.key} {value} buffers tokens in chunks of {value}: the ITL/TPOT "
+                      f"that {what} reports are distorted (fine for throughput, wrong for latency)",
+                      flag.mark, role=role,
+                      fix=set_flag_hint(role, flag.key, 1, " when the sweep is about latency"))
 
 
 __all__ = ["SSM_VAR", "env_mark", "run_checks"]

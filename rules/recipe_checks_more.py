@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from diag.parsers import recipe_schema as recipe_schema_module
 from diag.parsers import vllm_flags
 from diag.parsers.recipe import Recipe, Role
 
 from .catalog import Rule
 from .finding import Finding
-from .knowledge import benchmark_kinds, gpu, parse_version
+from .knowledge import behaviour_since, benchmark_kinds, fmt_version, gpu, parse_version
 from .recipe_support import (
     as_int,
+    at_most,
     check,
+    dynamo,
     env_mark,
     env_where,
     facts,
@@ -23,6 +26,7 @@ from .recipe_support import (
     pd_pair,
     roles,
     set_flag_hint,
+    transports,
     truthy,
     vllm,
     where,
@@ -30,12 +34,22 @@ from .recipe_support import (
 )
 
 
+@check("recipe.schema")
+def recipe_schema(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
+    for v in recipe_schema_module.validate(recipe.data):
+        yield finding(rule, recipe, v.message, v.mark, severity=at_most(v.severity, rule.severity),
+                      fix=f"fix `{'.'.join(map(str, v.path))}` (see `diag explain {rule.code}`)",
+                      key=".".join(map(str, v.path)))
+
+
 @check("recipe.log_noise_env")
 def log_noise_env(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     backends = set(rule.params.get("backends", ["vllm", "sglang", "trtllm"]))
     if recipe.backend not in backends:
         return
-    wanted: dict[str, list[str]] = {k: [str(x) for x in v] for k, v in rule.params.get("env", {}).items()}
+    wanted: dict[str, list[str]] = {}
+    if dynamo(recipe):  # DYN_* only reach workers that run under Dynamo
+        wanted |= {k: [str(x) for x in v] for k, v in rule.params.get("env", {}).items()}
     if recipe.backend == "vllm":
         wanted |= {k: [str(x) for x in v] for k, v in rule.params.get("vllm_env", {}).items()}
     for role in recipe.roles.values():
@@ -46,8 +60,10 @@ def log_noise_env(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         if not missing:
             continue
         add = ", ".join(f'`{n}: "{wanted[n][0]}"`' for n in missing)
-        yield finding(rule, recipe, f"{', '.join(missing)} not set as recommended: worker logs keep Dynamo "
-                      "INFO noise and ANSI colour codes (slower, harder to read, torn records)",
+        noise = ("Dynamo INFO noise and ANSI colour codes" if any(n.startswith("DYN_") for n in missing)
+                 else "ANSI colour codes")
+        yield finding(rule, recipe, f"{', '.join(missing)} not set as recommended: worker logs keep {noise} "
+                      "(slower, harder to read, torn records)",
                       env_mark(recipe, role, missing[0]), role=role,
                       fix=f"add {add} to `{env_where(role)}`", missing=missing)
 
@@ -168,10 +184,20 @@ def parallelism_gpus(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                           "no GPU per worker", gmark, role=role,
                           fix=f"raise the {role.name} node count or lower its worker count")
             continue
-        if need is not None and have is not None and (need != have if recipe.backend == "vllm" else need > have):
-            tmark = flag_mark(recipe, role, "tensor-parallel-size", "tp-size", "tensor_parallel_size")
+        tmark = flag_mark(recipe, role, "tensor-parallel-size", "tp-size", "tensor_parallel_size")
+        if need is not None and have is not None and need > have:
             yield finding(rule, recipe, f"engine needs {spelled} = {need} GPUs per worker but the worker gets "
                           f"{have}", tmark, role=role,
+                          fix=f"make the parallel sizes in `{where(role)}` multiply to {have}, or set "
+                              f"`{_gpu_key(recipe, role)}: {need}`", need=need, have=have)
+        elif (need is not None and have is not None and need < have and recipe.backend == "vllm"
+              and (as_int(role.value("data-parallel-size", 1)) or 1) > 1):
+            # Without DP vLLM simply uses the first TPxPP GPUs; with DP srtctl's launcher may expect the
+            # ranks to fill the worker, which diag cannot confirm from the recipe alone.
+            yield finding(rule, recipe, f"engine uses {spelled} = {need} of the worker's {have} GPUs: vLLM's DP "
+                          "launcher may refuse a DP endpoint whose ranks do not fill its GPUs (assumed from the "
+                          "DP launch path; without DP vLLM just leaves the rest idle)", tmark, role=role,
+                          severity=at_most(rule.severity, "warning"),
                           fix=f"make the parallel sizes in `{where(role)}` multiply to {have}, or set "
                               f"`{_gpu_key(recipe, role)}: {need}`", need=need, have=have)
         if have is not None and ((have > gpn and have % gpn) or (have < gpn and gpn % have)):
@@ -219,7 +245,9 @@ def unknown_engine_flag(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
             rem = st.removed
             assert rem is not None
             gone = parse_version(rem.removed_in)
-            newer = True if recipe.build.kind == "nightly" else b.at_least(gone) if gone else None
+            newer = b.at_least(gone) if gone else None
+            if newer is None and recipe.build.kind == "nightly" and b.identified:
+                newer = True  # a known nightly is newer than every removal diag lists
             if newer is False:
                 continue
             repl = f"replace `{flag.key}` with `{rem.replacement}`" if rem.replacement else f"remove `{flag.key}`"
@@ -261,11 +289,17 @@ def _kv_example(role: Role) -> str:
     return f'{{"kv_connector": "NixlConnector", "kv_role": "{_kv_role_for(role)}"}}'
 
 
+def _nixl_kv_both(role: Role) -> bool:
+    return role.kv is not None and any(c in ("NixlConnector", "NixlPullConnector", "NixlPushConnector")
+                                       and r == "kv_both" for c, r in role.kv.parts)
+
+
 @check("recipe.kv_transfer_config")
 def kv_transfer_config(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     if not vllm(recipe):
         return
     pair = pd_pair(recipe)
+    deprecated = facts(recipe).has_behaviour("kv_both_nixl_deprecated")
     for role in recipe.roles.values():
         if role.kv is None:
             if pair is not None:
@@ -282,15 +316,23 @@ def kv_transfer_config(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         if problem:
             yield finding(rule, recipe, problem, role.kv.mark, role=role,
                           fix=f"set `kv-transfer-config: '{_kv_example(role)}'` in `{where(role)}`")
-        elif (role.kv.source == "flag" and role.kv.role == "kv_both" and "nixl" in str(role.kv.connector).lower()
+        elif (role.kv.source == "flag" and _nixl_kv_both(role) and deprecated
               and rule.params.get("report_kv_both", True)):
-            yield finding(rule, recipe, f"kv_role kv_both with {role.kv.connector} is deprecated; NIXL P/D "
-                          f"roles are explicit", role.kv.mark, role=role, severity="info",
+            yield finding(rule, recipe, f"kv_role kv_both with NixlConnector is deprecated since "
+                          f"{fmt_version(behaviour_since('kv_both_nixl_deprecated'))} ({facts(recipe).label} has the "
+                          "deprecation); NIXL P/D roles are explicit", role.kv.mark, role=role, severity="info",
                           fix=f'use `"kv_role": "{_kv_role_for(role)}"` in the kv-transfer-config of `{where(role)}`')
     if pair is not None and all(r.kv and r.kv.connector for r in pair):
         p, d = pair
         assert p.kv and d.kv
-        if p.kv.connector != d.kv.connector and not _kv_problem(p) and not _kv_problem(d):
+        if _kv_problem(p) or _kv_problem(d):
+            return
+        pt, dt = transports(p), transports(d)
+        if pt and dt and not (pt & dt):
+            yield finding(rule, recipe, f"prefill transfers KV with {', '.join(sorted(pt))} but decode with "
+                          f"{', '.join(sorted(dt))}: the two sides share no transfer connector", d.kv.mark, role=d,
+                          fix=f"use kv_connector {sorted(pt)[0]!r} on both sides (directly or inside MultiConnector)")
+        elif not pt and not dt and p.kv.connector != d.kv.connector:
             yield finding(rule, recipe, f"prefill uses {p.kv.connector} but decode uses {d.kv.connector}: the "
                           "two sides cannot talk", d.kv.mark, role=d,
                           fix=f"use kv_connector {p.kv.connector!r} on both sides")

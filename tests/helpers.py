@@ -129,12 +129,15 @@ def versions_markdown() -> str:
     for f in fixes().values():
         lines.append(f"| #{f.id} | {f.title} | {fmt_version(f.first_release)} | {f.merged} |")
     lines += ["", "Nightlies known to diag:", ""]
-    for commit, contained in nightlies().items():
-        has = ", ".join(f"#{c}" for c in sorted(contained)) or "none"
-        lines.append(f"- `nightly-{commit}`: {has}")
+    for commit, entry in nightlies().items():
+        has = ", ".join(f"#{c}" for c in sorted(entry.fixes)) or "none"
+        after = f" (built after {entry.built_after})" if entry.built_after else ""
+        lines.append(f"- `nightly-{commit}`: {has}{after}")
     table = _data("versions.toml").get("dynamo_runtime", {})
     if table:
         lines += ["", "Dynamo runtime images:", ""]
         lines += [f"- `ai-dynamo/vllm-runtime:{k}` ships vLLM v{v}" for k, v in table.items()]
+        lines += ["", "An unlisted runtime tag is bounded by its listed neighbours (a newer tag ships at least, an "
+                  "older tag at most, their vLLM)."]
     lines += ["", "Edit `rules/data/versions.toml` to add a release, nightly or runtime image."]
     return "\n".join(lines)

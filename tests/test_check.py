@@ -32,36 +32,46 @@ NEMOTRON = "srt-slurm-recipes__recipes__single-node__NVIDIA-Nemotron-3-Ultra__B3
 OVERRIDE = "srt-slurm__examples__example-override.yaml"
 
 # Every finding on the real recipes, as {file: {"CODE:severity": count}}. Errors and warnings are
-# explained next to their file; the infos are advice (log env, stream-interval, kv_both, ...).
+# explained next to their file; the infos are advice (log env, stream-interval, kv_both, ...). The exact
+# findings (messages and positions) are pinned in tests/data/recipes/expected.json (test_recipe_set.py).
 PD_DP = {"C006:warning": 2}  # DP>1 prefill and decode without api-server-count: 1 (no recipe sets it)
+ITL = {"C008:info": 1}       # stream-interval > 1 on decode/agg with a benchmark that reports ITL (any engine)
 EXPECTED: dict[str, dict[str, int]] = {
-    **{f: {**PD_DP, "C015:info": 2, "C008:info": 1} for f in QWEN_FAMILY},
+    # the nightly is dated after the kv_both deprecation (v0.23.0): the kv_both infos stay
+    **{f: {**PD_DP, "C015:info": 2, **ITL} for f in QWEN_FAMILY},
     f"{Q}4xdep2-1xdep8-acc.yaml": {**PD_DP, "C015:info": 2},  # gsm8k: no ITL/TPOT, so no C008
-    # vLLM v0.20.0, async scheduling on by default on the kv_both decode, #45357 missing (non-hybrid: warning)
-    MEGAMOE: {"C002:warning": 1, **PD_DP, "C008:info": 1, "C009:info": 2, "C015:info": 2},
+    # vLLM v0.20.0, async scheduling on by default on the kv_both decode, #45357 missing (non-hybrid: warning);
+    # v0.20.0 predates the kv_both deprecation, so no C015 info
+    MEGAMOE: {"C002:warning": 1, **PD_DP, **ITL, "C009:info": 2},
     "srt-slurm__recipes__vllm__deepseek-v4-pro__GB200__8k1k__disagg-gb200-3p1d-dep8-dep16-c4096-offload.yaml":
-        {"C002:warning": 1, **PD_DP, "C008:info": 1, "C009:info": 2, "C015:info": 2},
-    # vLLM v0.21.0: async scheduling set on decode, default on the kv_both prefill; both lack #45357
+        {"C002:warning": 1, **PD_DP, **ITL, "C009:info": 2},
+    # vLLM v0.21.0: async scheduling set on decode, lacks #45357; the kv_both prefill never loads KV (no C002)
     "srt-slurm-recipes__recipes__multi-node__Kimi-K2.5__GB200__vllm__8k1k-sa__disagg-gb200-3p1d-dep4-dep16.yaml":
-        {"C002:warning": 2, **PD_DP, "C008:info": 1, "C009:info": 2, "C010:info": 2, "C015:info": 2},
+        {"C002:warning": 1, **PD_DP, **ITL, "C009:info": 2, "C010:info": 2},
+    # vllm-runtime:1.2.0 ships at least v0.19 (async on by default) but cannot be dated past #45357: warning
     "srt-slurm-recipes__recipes__multi-node__MiniMax-M2.5__GB200__1k1k__disagg-gb200-2p1d-dep8.yaml":
-        {**PD_DP, "C008:info": 1, "C009:info": 2, "C015:info": 2},
+        {"C002:warning": 1, **PD_DP, **ITL, "C009:info": 2},
+    # an unidentified minimax-m3 image: async scheduling assumed on, fix unverifiable: warning
     "srt-slurm-recipes__recipes__multi-node__MiniMax-M3__GB300__vllm__8k1k__2p1d-dep2-dep8-8k1k.yaml":
-        {**PD_DP, "C008:info": 1, "C009:info": 2, "C015:info": 2},
+        {"C002:warning": 1, **PD_DP, **ITL, "C009:info": 2},
     # aggregated DP8 endpoint: same stats-logging warning
     "srt-slurm-recipes__recipes__single-node__Qwen3.5__B200__vllm__8k1k.yaml":
-        {"C006:warning": 1, "C007:info": 1, "C008:info": 1, "C009:info": 1},
+        {"C006:warning": 1, "C007:info": 1, **ITL, "C009:info": 1},
     "srt-slurm-recipes__recipes__multi-node__DeepSeek-V4-Pro__GB200__vllm__8k1k-sa__agg-gb200-low-latency-mtp2.yaml":
         {"C009:info": 1},
     NEMOTRON: {"C007:info": 1, "C009:info": 1},
-    # `disable-log-requests` was removed in vLLM v0.17.0; the Dynamo 0.8.0 image cannot be dated: warning
-    "srt-slurm__recipes__vllm__qwen3-32b__agg-round-robin.yaml": {"C014:warning": 1, "C009:info": 1},
-    "SemiAnalysisAI-srt-slurm__examples__vllm__dynamo-disagg.yaml": {"C007:info": 1, "C009:info": 2},
-    # The upstream example sets tp-size 16/32/64 but gives each worker one 8-GPU node (2 per variant x 4)
-    OVERRIDE: {"C013:error": 8, "C009:info": 2},
+    # `disable-log-requests` was removed in vLLM v0.17.0; Dynamo 0.8.0 predates 0.9.0 (vLLM 0.14.1): still valid
+    "srt-slurm__recipes__vllm__qwen3-32b__agg-round-robin.yaml": {"C009:info": 1},
+    # unidentified `vllm` image: async scheduling assumed on for the kv_both decode: warning
+    "SemiAnalysisAI-srt-slurm__examples__vllm__dynamo-disagg.yaml": {"C002:warning": 1, "C007:info": 1, "C009:info": 2},
+    # The upstream example sets tp-size 16/32/64 but gives each worker one 8-GPU node: one grouped finding per
+    # role for the zip sweep and one per role for override_tp64
+    OVERRIDE: {"C013:error": 4, "C009:info": 2},
     "srt-slurm__recipes__mocker__agg.yaml": {},
     **{f: {"C009:info": 2} for f in (
         "SemiAnalysisAI-srt-slurm__examples__sglang__dynamo-disagg.yaml",
+        "srt-slurm__examples__example-sweep.yaml")},
+    **{f: {**ITL, "C009:info": 2} for f in (
         "srt-slurm-recipes__recipes__multi-node__DeepSeek-R1__GB200__128k8k__sglang__fp4__stp__"
         "maxthroughput-ctx3_pp4_gen1_dep8_batch32_eplb0_mtp0.yaml",
         "srt-slurm-recipes__recipes__multi-node__DeepSeek-R1__GB200__1k1k__sglang__1k1k-max-tpt.yaml",
@@ -72,15 +82,16 @@ EXPECTED: dict[str, dict[str, int]] = {
         "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB300__8k1k__trtllm__disagg__ctx1dep2_gen1tep16_mtp3_c48.yaml",
         "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB300__8k1k__trtllm__disagg__ctx2dep2_gen15tp4_mtp3_c90.yaml",
         "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB300__8k1k__trtllm__disagg__ctx4dep2_gen1dep16_mtp3_c384.yaml",
-        "srt-slurm__examples__example-sweep.yaml",
         "srt-slurm__recipes__qwen3.5__fp8__disagg__mooncake__stp_prefix_off__wideep-2p1d-dep16-dpep-cc2048x4096.yaml",
-        "srt-slurm__recipes__qwen3.5__fp8__disagg__nixl__stp_prefix_off__1p1d-tp4-nixl.yaml",
-        "srt-slurm__recipes__qwen3.5__nvfp4__disagg__mtp_radix_off__1p1d-dep8-dpep-mtp-1k1k-gb300.yaml")},
-    **{f: {"C009:info": 1} for f in (
+        "srt-slurm__recipes__qwen3.5__fp8__disagg__nixl__stp_prefix_off__1p1d-tp4-nixl.yaml")},
+    # `frontend.type: sglang` / `trtllm_serve`: workers run without Dynamo, so no DYN_* advice
+    **{f: {**ITL} for f in (
         "srt-slurm-recipes__recipes__single-node__Qwen3.5__B200__sglang__8k1k.yaml",
         "srt-slurm-recipes__recipes__single-node__Qwen3.5__B300__sglang__agg-tp2-ep-mtp-8k1k.yaml",
+        "srt-slurm__recipes__qwen3.5__nvfp4__disagg__mtp_radix_off__1p1d-dep8-dpep-mtp-1k1k-gb300.yaml")},
+    "srt-slurm__examples__trtllm-rc23-qwen3.5-moe-aggregate.yaml": {},
+    **{f: {**ITL, "C009:info": 1} for f in (
         "srt-slurm-recipes__recipes__single-node__Qwen3.5__H200__sglang__8k1k-mtp.yaml",
-        "srt-slurm__examples__trtllm-rc23-qwen3.5-moe-aggregate.yaml",
         "srt-slurm__recipes__qwen3.5__nvfp4__agg__stp_prefix_off__dep4.yaml")},
 }
 
@@ -107,7 +118,8 @@ def test_the_qwen35_family_has_no_error(real_findings: dict[str, list[Any]]) -> 
 
 
 def test_non_vllm_recipes_get_no_engine_flag_findings(real_recipes: Path, real_findings: dict[str, list[Any]]) -> None:
-    generic = {"DIAG-C009", "DIAG-C013"}  # Dynamo log env and GPU arithmetic apply to every backend
+    # Dynamo log env, stream-interval and GPU arithmetic apply to every backend
+    generic = {"DIAG-C008", "DIAG-C009", "DIAG-C013"}
     for name, found in real_findings.items():
         text = (real_recipes / name).read_text()
         if "type: vllm" in text or "engine:\n  type: vllm" in text:
@@ -168,7 +180,7 @@ MUTATIONS = [
                      0)], "prefill", ("gdn-prefill-backend: triton", 0), 'gdn-prefill-backend: "flashinfer"', "warning"),
     ("C012", MEGAMOE, [("block-size: 256", "block-size: 64", 1)], "decode", ("block-size: 64", 0),
      "block-size: 256` in `backend.vllm_config.decode", "error"),
-    ("C013", QWEN, [("data-parallel-size: 8", "data-parallel-size: 4", 0)], "decode",
+    ("C013", QWEN, [("data-parallel-size: 8", "data-parallel-size: 16", 0)], "decode",
      ("      tensor-parallel-size: 1", 1), "multiply to 8", "error"),
     ("C014", QWEN, [("      async-scheduling: true", "      async-scheduleing: true", 1)], "decode",
      ("async-scheduleing", 0), "rename `async-scheduleing` to `async-scheduling`", "error"),
@@ -219,6 +231,12 @@ def test_findings_shared_by_all_jobs_are_reported_once(real_findings: dict[str, 
     assert len(sweep) == 2 and all(len(f.evidence["jobs"]) == 4 and "[jobs" not in f.message for f in sweep)
 
 
+def test_sweep_points_with_different_numbers_group_into_one_finding(real_findings: dict[str, list[Any]]) -> None:
+    zipped = [f for f in real_findings[OVERRIDE] if f.code == "DIAG-C013" and "override_tp64" not in f.evidence["jobs"]]
+    assert len(zipped) == 2 and all(len(f.evidence["per_job"]) == 3 for f in zipped)
+    assert all("and 2 more of the 5 jobs with other values" in f.message for f in zipped)
+
+
 # --- the catalog's own examples -----------------------------------------------------------------------------
 
 def _bases() -> dict[str, str]:
@@ -248,7 +266,7 @@ CASES = [(r, i, ex) for r in CONFIG_RULES for i, ex in enumerate(r.examples)]
 
 
 def test_config_catalog_is_complete() -> None:
-    assert [r.code for r in CONFIG_RULES] == [f"DIAG-C{i:03d}" for i in range(1, 17)]
+    assert [r.code for r in CONFIG_RULES] == [f"DIAG-C{i:03d}" for i in range(1, 18)]
     for r in CONFIG_RULES:
         assert r.why and r.remediation and r.summary and r.scope == "recipe"
         assert {ex["expect"] for ex in r.examples} == {"fire", "pass"}, r.code

@@ -1,0 +1,92 @@
+"""Issue 12: one test per class of false or missing finding, on real recipes from tests/data/recipes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from diag.check_cmd import check_file
+from diag.cli import app
+
+DATA = Path(__file__).resolve().parent / "data" / "recipes"
+R = "srt-slurm-recipes__recipes__"
+MULTI = ('{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":['
+         '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_load_failure_policy":"fail"},'
+         '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}]}}')  # srt-slurm docs/mooncake-kv-store.md
+
+
+def _codes(name: str, code: str, path: Path | None = None) -> list:
+    return [f for f in check_file(path or DATA / name) if f.code == f"DIAG-{code}"]
+
+
+def test_c014_spec_aliases_are_vllm_flags() -> None:
+    assert not _codes(f"{R}single-node__NVIDIA-Nemotron-3-Ultra__H200__vllm__8k1k-mtp.yaml", "C014")
+
+
+def test_c014_removed_flag_on_a_runtime_older_than_the_table_is_fine() -> None:
+    assert not _codes("srt-slurm__recipes__vllm__qwen3-32b__disagg-kv-router.yaml", "C014")
+
+
+def test_c013_tp_only_sweep_reports_one_grouped_error_for_the_oversized_points() -> None:
+    (f,) = _codes(f"{R}single-node__Kimi-K2.5__B200__vllm__1k1k.yaml", "C013")
+    assert f.severity == "error" and sorted(f.evidence["per_job"]) == [
+        "sweep[tp2_pp8]", "sweep[tp4_pp4]", "sweep[tp4_pp8]", "sweep[tp8_pp2]", "sweep[tp8_pp4]", "sweep[tp8_pp8]"]
+
+
+def test_c015_multiconnector_wrapping_nixl_talks_to_nixl(tmp_path: Path) -> None:
+    name = f"{R}multi-node__MiniMax-M2.5__GB200__1k1k__disagg-gb200-1p1d-tp4.yaml"
+    text = (DATA / name).read_text().replace(
+        "kv-transfer-config: '{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\"}'",
+        f"kv-transfer-config: '{MULTI}'", 1)
+    (tmp_path / name).write_text(text)
+    assert not [f for f in _codes(name, "C015", tmp_path / name) if f.severity == "error"]
+
+
+def test_c015_kv_both_is_not_deprecated_before_v0_23() -> None:
+    assert not _codes(f"{R}multi-node__Kimi-K2.5__GB200__vllm__8k1k-sa__disagg-gb200-1p4d-dep4-tep4.yaml", "C015")
+
+
+def test_c002_needs_a_kv_consumer_and_warns_on_an_unidentified_runtime() -> None:
+    found = _codes(f"{R}multi-node__MiniMax-M2.5__GB200__1k1k__disagg-gb200-1p1d-tp4.yaml", "C002")
+    assert [(f.endpoint, f.severity) for f in found] == [("decode", "warning")]  # vllm-runtime:1.2.0, no flag
+    assert "vLLM >= v0.19.0" in found[0].message
+
+
+def test_c005_reads_the_capture_size_inside_compilation_config() -> None:
+    assert not _codes(f"{R}single-node__DeepSeek-R1__B300__vllm__1k1k-mtp.yaml", "C005")
+
+
+def test_c008_covers_sglang_stream_interval() -> None:
+    (f,) = _codes(f"{R}single-node__DeepSeek-R1__B300__sglang__1k1k-mtp.yaml", "C008")
+    assert "stream-interval 30" in f.message
+
+
+def test_c009_no_dynamo_advice_without_dynamo() -> None:
+    assert not _codes(f"{R}single-node__Qwen3.5__B300__sglang__agg-tp2-mtp-1k1k.yaml", "C009")
+
+
+def test_c017_wrong_types_are_located_errors_and_stop_the_other_checks(tmp_path: Path) -> None:
+    name = "srt-slurm__recipes__qwen3.5__fp8__agg__stp_prefix_off__tp4.yaml"
+    src = DATA / "srt-slurm__recipes__vllm__nemotron-super-120b__b200-fp4__1k1k__agg-tp1.yaml"
+    text = src.read_text().replace("tensor-parallel-size: 1", 'tensor-parallel-size: "eight"', 1)
+    (tmp_path / name).write_text(text)
+    found = check_file(tmp_path / name)
+    assert found and all(f.code == "DIAG-C017" for f in found)
+    assert found[0].location.line == text[:text.index('"eight"')].count("\n") + 1
+
+
+def test_zero_recipes_is_an_error_unless_allowed(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["check", str(tmp_path)])
+    assert res.exit_code == 2 and "no recipes found in" in res.output
+    assert runner.invoke(app, ["check", "--allow-empty", str(tmp_path)]).exit_code == 0
+
+
+def test_parse_errors_are_findings_in_json(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_bytes(b"name: x\nmodel: {path: a}\x00\n")
+    res = CliRunner().invoke(app, ["check", "--format", "json", str(tmp_path / "r.yaml")])
+    assert res.exit_code == 2
+    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    assert doc["summary"]["files"] == 1 and doc["findings"][0]["code"] == "DIAG-C017"
