@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from diag.rules.finding import Finding
     from diag.rules.settings import Settings
 
-SCHEMA_CODE = "DIAG-C017"
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
 Format = CheckFormat
 
@@ -52,63 +51,42 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
     return files, errors
 
 
-def _merge_jobs(per_job: list[list[Finding]], labels: list[str]) -> list[Finding]:
-    """One finding per rule, place and role across the jobs of a file (override variants, sweep points).
-
-    Identical findings merge first; findings of the same rule at the same key and role whose numbers
-    differ per job (a grid sweep's TPxPPxDP) then merge into one that lists the combinations.
-    """
-    from diag.rules.finding import Finding
-
-    if len(per_job) == 1:
-        return per_job[0]
-    groups: dict[tuple[object, ...], list[tuple[Finding, list[str]]]] = {}
-    for label, found in zip(labels, per_job, strict=True):
-        for f in found:
-            variants = groups.setdefault((f.code, f.severity, f.location, f.endpoint), [])
-            same = next((v for v in variants if (v[0].message, v[0].fix) == (f.message, f.fix)), None)
-            if same is not None:
-                same[1].append(label)
-            else:
-                variants.append((f, [label]))
-    out = []
-    for variants in groups.values():
-        first, jobs = variants[0]
-        every = [j for _, js in variants for j in js]
-        ev = {k: v for k, v in first.evidence.items() if k not in ("job", "variant")} | {"jobs": every}
-        if len(variants) == 1:
-            msg = first.message if len(jobs) == len(labels) else f"{first.message} [jobs: {', '.join(jobs)}]"
-        else:
-            ev["per_job"] = {j: f.message for f, js in variants for j in js}
-            msg = (f"{first.message} (and {len(every) - len(jobs)} more of the {len(labels)} jobs with other "
-                   f"values) [jobs: {', '.join(every)}]")
-        out.append(Finding(first.code, first.name, first.severity, msg, first.endpoint, first.location,
-                           evidence=ev, fix=first.fix))
-    return out
-
-
 def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None,
                display: str | None = None) -> list[Finding]:
     """Findings of every job in one recipe file (raises RecipeError / NotARecipe)."""
     from diag.parsers.recipe import load_recipes
-    from diag.rules.recipe_checks import run_checks
+    from diag.rules.jobs import check_jobs
 
-    recipes = load_recipes(path, display)
-    rules = dict(rules) if isinstance(rules, dict) else (list(rules) if rules is not None else None)
-    per_job = [_trusted(run_checks(r, rules)) for r in recipes]
-    return _merge_jobs(per_job, [r.variant or r.job for r in recipes])
+    return check_jobs(load_recipes(path, display), rules)
 
 
-def _trusted(found: list[Finding]) -> list[Finding]:
-    """A job with a schema error (DIAG-C017 at error) gets only its schema findings: nothing is coerced."""
-    schema = [f for f in found if f.code == SCHEMA_CODE]
-    return schema if any(f.severity == "error" for f in schema) else found
+def check_run(run_dir: Path, settings: Settings) -> list[Finding] | None:
+    """The config rules on what ran in a run directory (its recipe with the flags, environment and build
+    its logs show ran) and the drift between the two: the config part of ``diag tail RUN_DIR``."""
+    from diag.rules.effective import config_findings, drift
+
+    from .files import find_runs
+    from .pipeline import assemble
+    from .sources import BatchSource
+
+    runs = find_runs([str(run_dir)])
+    if len(runs) != 1:
+        return None
+    source = BatchSource(runs[0])
+    source.poll()
+    run = assemble(source.logs(), source.side(), root=source.root)
+    if not run.jobs:
+        return None
+    found = config_findings(run, settings.rules("recipe"))
+    d001 = settings.rules("run").get("DIAG-D001")
+    return found + (drift(d001, run) if d001 is not None else [])
 
 
 def parse_error_finding(path: str, message: str, line: int | None, col: int | None) -> Finding:
     """A file diag cannot read as a recipe, as a finding (so JSON, SARIF and GitHub output carry it)."""
     from diag.rules.catalog import catalog
     from diag.rules.finding import Finding, Location
+    from diag.rules.jobs import SCHEMA_CODE
 
     rule = catalog()[SCHEMA_CODE]
     return Finding(rule.code, rule.name, "error", f"parse error: {message}", None, Location(path, line or 1, col or 1),
@@ -120,6 +98,8 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     from diag.parsers.recipe import NotARecipe, RecipeError
 
     result = CheckResult()
+    runs = [p for p in paths if p.is_dir() and (p / "logs").is_dir()]  # run directories: check what ran
+    paths = [p for p in paths if p not in runs]
     files, result.errors = collect_files(paths)
     rules = settings.rules("recipe")
     raw: list[Finding] = []
@@ -142,6 +122,13 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
         except Exception as exc:  # a bug in diag: report it like ruff does (exit 2), never a traceback
             result.errors.append(f"{shown}:1:1: internal error: {type(exc).__name__}: {exc} (please report)")
             parse_errors.append(parse_error_finding(shown, f"internal error: {type(exc).__name__}: {exc}", None, None))
+    for run_dir in runs:
+        found = check_run(run_dir, settings)
+        if found is None:
+            result.errors.append(f"{run_dir}: a run directory without a recipe (config.yaml) or logs diag reads")
+            continue
+        raw.extend(found)
+        result.files += 1
     result.findings = parse_errors + settings.apply(raw)
     result.suppressed = sum(s.used for s in settings.suppressions)
     return result

@@ -73,6 +73,8 @@ def finding_text(f: Finding) -> Text:
         t.append(f"\n    window {_ts(f.first_ts)} .. {_ts(f.last_ts)}{' (open)' if f.open else ''}", style="dim")
     if f.location:
         t.append(f"\n    at {f.location}", style="dim")
+    for line in R.link_lines(f):
+        t.append(f"\n    {line}", style="bold magenta")
     return t
 
 

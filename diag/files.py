@@ -242,13 +242,14 @@ class Side:
     benchmark: tuple[BenchResult, ...] = ()
     accuracy: tuple[AccuracyResult, ...] = ()
     errors: tuple[str, ...] = ()
+    jobs: tuple[Recipe, ...] = ()            # every job of the recipe file (override variants, sweep points)
 
 
 def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
     """Job metadata, recipe, benchmark results; a broken side file is an error line, not a crash.
     sa-bench result JSONs are exact and replace the console blocks of the same concurrency."""
     job: JobMeta | None = None
-    recipe: Recipe | None = None
+    jobs: list[Recipe] = []
     bench: list[BenchResult] = []
     accuracy: list[AccuracyResult] = []
     exact: list[BenchResult] = []
@@ -266,8 +267,8 @@ def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
                 exact.append(read_sa_bench_json(path))
             elif info.kind == "rollup" and path.suffix == ".json":
                 rollup.extend(read_rollup(path).runs)
-            elif info.kind == "recipe" and recipe is None:
-                recipe = _recipe(path)
+            elif info.kind == "recipe" and not jobs:
+                jobs = _recipes(path)
         except (BenchmarkFormatError, JobMetaError, OSError, ValueError) as e:
             errors.append(f"{path}: {e}")
     if not bench:
@@ -277,14 +278,13 @@ def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
         for r in exact:
             by_c[r.concurrency] = r
         bench = sorted(by_c.values(), key=lambda b: b.concurrency or 0)
-    return Side(job, recipe, tuple(bench), tuple(accuracy), tuple(errors))
+    return Side(job, jobs[0] if jobs else None, tuple(bench), tuple(accuracy), tuple(errors), tuple(jobs))
 
 
-def _recipe(path: Path) -> Recipe | None:
+def _recipes(path: Path) -> list[Recipe]:
     from diag.parsers.recipe import NotARecipe, load_recipes
 
     try:
-        recipes = load_recipes(path)
+        return load_recipes(path)
     except NotARecipe:
-        return None
-    return recipes[0] if recipes else None
+        return []

@@ -20,8 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from diag.parsers.ingest import ParsedLog
-from diag.rules.engine import diff, evaluate
+from diag.rules.effective import config_findings
+from diag.rules.engine import diff, evaluate, sort_findings
 from diag.rules.finding import Finding
+from diag.rules.links import link
 from diag.rules.runmodel import FrameCache, Run, build_endpoints
 from diag.rules.settings import Settings
 
@@ -47,7 +49,8 @@ def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
     return Run(root, tuple(logs), tuple(skipped), endpoints, tuple(lifecycle), tuple(quoted),
                job=side.job, recipe=recipe, benchmark=side.benchmark, accuracy=side.accuracy,
                concurrencies=tuple(recipe.benchmark.concurrencies) if recipe is not None else (),
-               build=build, errors=(*side.errors, *(lg.error for lg in logs if lg.error), *errors))
+               build=build, errors=(*side.errors, *(lg.error for lg in logs if lg.error), *errors),
+               jobs=side.jobs)
 
 
 def data_end(run: Run) -> datetime | None:
@@ -72,10 +75,13 @@ def judged_at(run: Run, source_now: datetime | None, finished: bool,
 
 
 def analyze(run: Run, settings: Settings, now: datetime | None) -> R.Report:
-    """Findings (thresholds, selection and suppressions of ``settings``), endpoint summaries and
-    health, header facts: everything an emitter shows, computed once."""
+    """Findings (thresholds, selection and suppressions of ``settings``): the runtime rules on the run
+    and the config rules on what ran, linked symptom -> cause; endpoint summaries and health, header
+    facts: everything an emitter shows, computed once."""
     rules = list(settings.rules(*RUNTIME_SCOPES).values())
-    findings = settings.apply(evaluate(run, rules), report_unused=False)
+    raw = evaluate(run, rules) + config_findings(run, settings.rules("recipe"))
+    roles = {ep.id: ep.role for ep in run.endpoints.values()}
+    findings = sort_findings(link(settings.apply(raw, report_unused=False), roles))
     summaries = tuple(R.endpoint_summary(ep, findings, now) for ep in run.endpoints.values())
     return R.Report(run, tuple(findings), summaries, tuple(R.header_lines(run)), R.topology(run), R.stage(run),
                     R.rate_match(run), R.tokens_per_gpu(run), now, settings.fail_on)

@@ -213,6 +213,15 @@ def model_of(run: Run) -> str | None:
     return model
 
 
+def link_lines(f: Finding) -> list[str]:
+    """Symptom -> cause links of a finding, one line each: what caused it, what it explains."""
+    out = [f"caused by {c['code']} [{c['endpoint'] or 'run'}]" + (f": {c['note']}" if c.get("note") else "")
+           for c in f.caused_by]
+    if f.explains:
+        out.append("explains " + ", ".join(sorted({f"{e['code']} [{e['endpoint'] or 'run'}]" for e in f.explains})))
+    return out
+
+
 def _num(x: float | int | None, nd: int = 0) -> str:
     return "-" if x is None else f"{x:,.{nd}f}"
 

@@ -239,3 +239,16 @@ def map_strings(value: Any, fn: Any) -> Any:
     if isinstance(value, str):
         return fn(value)
     return value
+
+
+class SourceMark(tuple):
+    """A mark in another file than the recipe: where a flag or variable that *ran* was written (the
+    orchestrator log's ``Command:``/``Env:`` line, a worker's ``non-default args``). Unpacks like a
+    :data:`Mark`; ``path`` names the file."""
+
+    path: str
+
+    def __new__(cls, path: str, line: int, col: int = 1) -> SourceMark:
+        self = super().__new__(cls, (line, col))
+        self.path = path
+        return self

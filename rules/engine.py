@@ -34,7 +34,8 @@ def _correlate(findings: list[Finding]) -> list[Finding]:
                       and f.first_ts is not None and f.first_ts >= d.first_ts - timedelta(seconds=5)), None)
         if cause is not None:
             ev = dict(f.evidence)
-            ev["after_engine_death"] = {"endpoint": cause.endpoint, "at": cause.first_ts.isoformat()}
+            ev["after_engine_death"] = {"endpoint": cause.endpoint, "at": cause.first_ts.isoformat(),
+                                        "code": cause.code}
             f = replace(f, evidence=ev, message=f"{f.message} (after {cause.endpoint} died at "
                         f"{cause.first_ts:%H:%M:%S}: likely a consequence)")
         out.append(f)
@@ -49,9 +50,13 @@ def evaluate(run: Run, rules: Iterable[Rule] | None = None) -> list[Finding]:
         if fn is None:
             raise RuleError(f"rule {rule.code} uses unknown template {rule.template!r}")
         out.extend(fn(rule, run))
-    out = _correlate(out)
-    return sorted(out, key=lambda f: (-severity_rank(f.severity), f.first_ts is None,
-                                      f.first_ts.isoformat() if f.first_ts else "", f.code, f.endpoint or ""))
+    return sort_findings(_correlate(out))
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Most severe first, then by time and code."""
+    return sorted(findings, key=lambda f: (-severity_rank(f.severity), f.first_ts is None,
+                                           f.first_ts.isoformat() if f.first_ts else "", f.code, f.endpoint or ""))
 
 
 def key(f: Finding) -> tuple[str, str | None, str]:

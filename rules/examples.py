@@ -9,10 +9,15 @@ cause/type names). Top level: ``concurrency``, ``accuracy`` (scores), ``sources`
 
 from __future__ import annotations
 
+import tomllib
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 from typing import Any
 
+from diag.parsers.flags import parse_flag_string
 from diag.parsers.ingest import Counts, ParsedLog
+from diag.parsers.recipe import Recipe, build_recipe
+from diag.parsers.recipe_yaml import load_yaml
 from diag.parsers.records import (
     AccuracyResult,
     Fault,
@@ -100,7 +105,20 @@ def build_example_run(spec: dict[str, Any]) -> Run:
         counts.noise["request"] = s.get("noise", 0)
         logs.append(ParsedLog("node0_decode_w0.out", _Info("worker", "decode", 0, "node0"), counts=counts))
     endpoints, lifecycle, quoted = build_endpoints(logs)
+    for n, (role, argv) in enumerate(sorted(spec.get("launch", {}).items())):
+        for ep in endpoints.values():
+            if ep.role == role:  # as the orchestrator's `Starting ... worker` / `Command:` lines attach them
+                ep.launch.append({"endpoint": ep.id, "node": None, "line": 10 + 3 * n, "command_line": 12 + 3 * n,
+                                  "file": "sweep_1.log", "argv": argv, "flags": parse_flag_string(argv)})
+    jobs = _recipe_jobs(spec["recipe_base"]) if "recipe_base" in spec else ()
     return Run(None, tuple(logs), (), endpoints, tuple(lifecycle), tuple(quoted),
                concurrencies=(int(spec["concurrency"]),) if "concurrency" in spec else (),
                accuracy=tuple(AccuracyResult("gsm8k", "accuracy", float(score), run=i)
-                              for i, score in enumerate(spec.get("accuracy", []))))
+                              for i, score in enumerate(spec.get("accuracy", []))),
+               recipe=jobs[0] if jobs else None, jobs=jobs)
+
+
+def _recipe_jobs(base: str) -> tuple[Recipe, ...]:
+    """A run's recipe from one of the config catalog's base recipes (``[bases]`` in config.toml)."""
+    text = resources.files("diag.rules").joinpath("catalog", "config.toml").read_text(encoding="utf-8")
+    return (build_recipe(load_yaml(tomllib.loads(text)["bases"][base]), "config.yaml"),)

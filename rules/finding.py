@@ -47,6 +47,8 @@ class Finding:
     open: bool = False
     evidence: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     fix: str | None = None
+    caused_by: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # config findings
+    explains: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)   # runtime findings
 
     def to_dict(self) -> dict[str, Any]:
         loc = self.location
@@ -65,4 +67,6 @@ class Finding:
                 "end_line": loc.end_line, "end_col": loc.end_col,
             },
             "fix": self.fix,
+            "caused_by": list(self.caused_by),
+            "explains": list(self.explains),
         }

@@ -36,7 +36,7 @@ CAUSE_TEXT = {
 }
 
 
-STARTUP_CAUSES = {"engine_failed_start", "kv_too_small", "no_kv_memory", "mamba_blocks", "ds_layout"}
+STARTUP_CAUSES = {"engine_failed_start", "kv_too_small", "no_kv_memory", "mamba_blocks"}  # ds_layout fires at the first transfer
 RUNTIME_MARKERS = ("EngineDeadError", "output_handler", "execute_model", "RPC call", "serving_", "completion",
                    "generate", "step", "process_input", "run_busy_loop")
 STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run", "initialize_kv_caches",

@@ -29,11 +29,12 @@ def check(template: str) -> Callable[[Check], Check]:
 def finding(rule: Rule, recipe: Recipe, message: str, mark: Mark | None, *, role: Role | None = None,
             fix: str | None = None, severity: str | None = None, **evidence: Any) -> Finding:
     line, col = mark or (None, None)
+    path = getattr(mark, "path", None) or recipe.path  # a SourceMark: the flag ran, written in a log
     ev = {"job": recipe.job, **({"variant": recipe.variant} if recipe.variant else {}), **evidence}
     prefix = f"{role.name}: " if role is not None and not message.startswith(role.name) else ""
     return Finding(code=rule.code, name=rule.name, severity=severity or rule.severity,
                    message=prefix + message, endpoint=role.name if role is not None else None,
-                   location=Location(recipe.path, line, col), evidence=ev, fix=fix)
+                   location=Location(path, line, col), evidence=ev, fix=fix)
 
 
 def flag_mark(recipe: Recipe, role: Role, *names: str) -> Mark | None:

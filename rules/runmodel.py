@@ -110,6 +110,7 @@ class Run:
     concurrencies: tuple[int, ...] = ()      # from the recipe, when known
     build: str | None = None                 # vLLM build (recipe's image, else the version a log printed)
     errors: tuple[str, ...] = ()
+    jobs: tuple[Recipe, ...] = ()            # every job of the run's recipe file (``recipe`` is the first)
 
     def engine_count(self, role: str) -> int:
         return sum(len(e.engines) for e in self.endpoints.values() if e.role == role)
@@ -291,15 +292,17 @@ def _attach_launches(endpoints: dict[str, Endpoint], lifecycle: list[tuple[str, 
     from diag.parsers.flags import parse_flag_string
 
     cur: dict[str, Any] | None = None
-    for _, ev in lifecycle:
+    for file, ev in lifecycle:
         if ev.event == "worker_start":
             eid = endpoint_id(ev.get("mode"), ev.get("index"))
-            cur = {"endpoint": eid, "node": ev.get("node"), "line": ev.line}
+            cur = {"endpoint": eid, "node": ev.get("node"), "line": ev.line, "file": file}
             if eid in endpoints:
                 endpoints[eid].launch.append(cur)
         elif cur is not None and ev.event == "worker_env":
             cur["env"] = ev.get("env") or {}
+            cur["env_line"] = ev.line
         elif cur is not None and ev.event == "command":
+            cur["command_line"] = ev.line
             cur["argv"] = ev.get("argv")
             try:
                 cur["flags"] = parse_flag_string(ev.get("argv") or "")

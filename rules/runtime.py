@@ -17,7 +17,7 @@ import polars as pl
 
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption, StatsSample
 
-from . import incidents
+from . import effective, incidents
 from .catalog import Rule
 from .finding import Finding
 from .runmodel import Endpoint, Run
@@ -27,6 +27,7 @@ from .windows import bucketed, windows
 TEMPLATES: dict[str, Template] = {
     "fault_incident": incidents.fault_incident,
     "accuracy": incidents.accuracy,
+    "drift": effective.drift,
 }
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import derived  # samples/derived.py (this script's folder is on sys.path): runs derived from these
+
 ISL, OSL = 8192, 1024
 MEAN_IN, MEAN_OUT = 7373, 922  # sa-bench random_range_ratio 0.8: lengths uniform in [0.8 x, x]
 MODEL, HF_PATH = "Qwen3.5-397B-A17B-NVFP4", "hf:nvidia/Qwen3.5-397B-A17B-NVFP4"
@@ -1291,6 +1293,7 @@ def generate(out: Path) -> None:
     for i, sc in enumerate(SCENARIOS):
         build_run(sc, 1000 + 17 * i, out)
     build_slurm(out)
+    derived.generate(out / "runs", {sc.name: sc.job for sc in SCENARIOS})
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..emit import HEALTH_STYLE, SEV_STYLE
+from ..report import link_lines
 from .records import RecordLine
 from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot
 
@@ -182,6 +183,8 @@ def finding_text(fr: FindingRow) -> Text:
         where.append(f"at {f.location}")
     if where:
         t.append("\n  " + " · ".join(where), style="dim")
+    for line in link_lines(f):
+        t.append(f"\n  {line}", style="bold magenta")
     if f.evidence:
         t.append("\n  evidence: " + evidence_text(f.evidence), style="dim")
     return t

@@ -293,6 +293,7 @@ class ExplainScreen(ModalScreen[None]):
         from diag.rules.catalog import CatalogError
 
         from ..explain import explain_text
+        from ..report import link_lines
 
         f = self.row.f
         try:
@@ -305,6 +306,7 @@ class ExplainScreen(ModalScreen[None]):
             lines.append(f"- window {f.first_ts:%Y-%m-%d %H:%M:%S} .. {f.last_ts:%H:%M:%S}" if f.last_ts else "")
         if f.location:
             lines.append(f"- at `{f.location}`")
+        lines += [f"- {line}" for line in link_lines(f)]
         if f.evidence:
             lines.append(f"- evidence: {evidence_text(f.evidence, 20)}")
         if f.fix:

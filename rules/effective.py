@@ -1,0 +1,230 @@
+"""What actually ran: the recipe's jobs with the flags, environment and vLLM build that the run's logs
+show ran laid over them, the DIAG-C catalog run on that, and the drift between recipe and run.
+
+Sources of "what ran", per role, first process wins: the orchestrator's ``Command:`` / ``Env:`` lines
+(``Endpoint.launch``), else a worker's ``non-default args`` (scalar values of vLLM flags); then the
+startup facts vLLM reports (API server count, async scheduling, the conv-state layout) where no
+command line said them, and the version the engines printed. Flags and variables srtctl's launcher manages itself (ports, addresses,
+the model path: ``rules/data/launch.toml``) are neither drift nor checked. A flag or variable that
+ran carries a :class:`SourceMark`, so a finding about it points into the log that shows it ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from diag.parsers.flags import normalize_flag
+from diag.parsers.recipe import EnvVar, Flag, Recipe, Role, VllmBuild
+from diag.parsers.recipe_yaml import SourceMark
+from diag.parsers.vllm_flags import known_flags
+
+from .catalog import Rule, by_scope
+from .finding import Finding, Location
+from .jobs import merge_jobs, trusted
+from .knowledge import _data
+from .recipe_checks import run_checks
+from .runmodel import Run
+
+_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+FACT_FLAGS = {"api_server_count": "api_server_count", "async_scheduling": "async_scheduling"}  # startup fact -> flag
+
+
+@dataclass
+class Ran:
+    """What ran for one role."""
+
+    flags: dict[str, tuple[Any, SourceMark]] = field(default_factory=dict)
+    env: dict[str, tuple[str, SourceMark]] = field(default_factory=dict)
+    version: tuple[str, SourceMark] | None = None
+    differs: list[str] = field(default_factory=list)   # flags whose value differs between processes
+
+
+def managed() -> tuple[frozenset[str], frozenset[str]]:
+    data = _data("launch.toml")
+    return frozenset(data["managed_flags"]), frozenset(data["managed_env"])
+
+
+def what_ran(run: Run) -> dict[str, Ran]:
+    """Per role (prefill, decode, agg): the flags, environment and version that ran."""
+    m_flags, m_env = managed()
+    out: dict[str, Ran] = {}
+    for ep in run.endpoints.values():
+        ran = out.setdefault(ep.role, Ran())
+        for p in ep.launch:
+            mark = SourceMark(p["file"], p.get("command_line") or p["line"])
+            for name, value in (p.get("flags") or {}).items():
+                _put(ran, name, value, mark, m_flags)
+            env_mark = SourceMark(p["file"], p.get("env_line") or p["line"])
+            for name, value in (p.get("env") or {}).items():
+                if name not in m_env:
+                    ran.env.setdefault(name, (str(value), env_mark))
+        args = ep.facts.get("non_default_args")
+        if not ep.launch and isinstance(args, dict) and "non_default_args" in ep.fact_lines:
+            file, line = ep.fact_lines["non_default_args"]
+            known = known_flags()
+            for name, value in args.items():
+                if isinstance(value, (bool, int, float, str)) and name in known:
+                    _put(ran, name, value, SourceMark(file, line), m_flags)
+        for fact, name in FACT_FLAGS.items():  # what vLLM reported it did, where no command line said it
+            if fact in ep.facts and fact in ep.fact_lines and ep.facts[fact] is not None:
+                file, line = ep.fact_lines[fact]
+                _put(ran, name, ep.facts[fact], SourceMark(file, line), m_flags)
+        if (layout := ep.facts.get("ssm_conv_layout")) and "ssm_conv_layout" in ep.fact_lines:
+            file, line = ep.fact_lines["ssm_conv_layout"]
+            ran.env.setdefault("VLLM_SSM_CONV_STATE_LAYOUT", (str(layout), SourceMark(file, line)))
+        if (v := ep.facts.get("version")) and ran.version is None and "version" in ep.fact_lines:
+            file, line = ep.fact_lines["version"]
+            ran.version = (str(v), SourceMark(file, line))
+    return {role: r for role, r in out.items() if r.flags or r.env or r.version}
+
+
+def _put(ran: Ran, name: str, value: Any, mark: SourceMark, m_flags: frozenset[str]) -> None:
+    key, negated = normalize_flag(name)
+    if key in m_flags:
+        return
+    value = (not value) if negated and isinstance(value, bool) else value
+    if key in ran.flags:
+        if canon(ran.flags[key][0]) != canon(value) and key not in ran.differs:
+            ran.differs.append(key)
+        return
+    ran.flags[key] = (value, mark)
+
+
+def canon(value: Any) -> str:
+    """A value as compared between recipe and command line: JSON strings parsed, scalars as text."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value.strip()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def _overlay_role(role: Role, ran: Ran) -> Role:
+    flags = dict(role.flags)
+    for key, (value, mark) in ran.flags.items():
+        have = flags.get(key)
+        if have is None or canon(have.value) != canon(value):
+            flags[key] = Flag(key.replace("_", "-"), key, value, mark, (*role.flags_path, key), source="ran")
+    env = dict(role.env)
+    for name, (value, mark) in ran.env.items():
+        have = env.get(name)
+        if have is None or have.value != value:
+            env[name] = EnvVar(name, value, mark, (*role.env_path, name))
+    return dataclasses.replace(role, flags=flags, env=env)
+
+
+def _build_ran(recipe: Recipe, runs: Mapping[str, Ran]) -> VllmBuild:
+    version = next((r.version for r in runs.values() if r.version), None)
+    if version is None or not _RELEASE.fullmatch(version[0]):
+        return recipe.build
+    if recipe.build.kind == "release" and recipe.build.version == version[0]:
+        return recipe.build
+    return VllmBuild("release", version=version[0], source="log", image=recipe.build.image)
+
+
+def effective(recipe: Recipe, runs: Mapping[str, Ran]) -> Recipe:
+    """One job as it ran: what ran laid over each of its roles, the build the engines printed."""
+    roles = {name: _overlay_role(role, runs[name]) if name in runs else role for name, role in recipe.roles.items()}
+    return dataclasses.replace(recipe, roles=roles, build=_build_ran(recipe, runs))
+
+
+def config_findings(run: Run, rules: Mapping[str, Rule] | Iterable[Rule] | None = None) -> list[Finding]:
+    """The DIAG-C catalog on what ran (every job of the run's recipe, merged like ``diag check``)."""
+    if not run.jobs:
+        return []
+    runs = what_ran(run)
+    rules = dict(rules) if isinstance(rules, Mapping) else (list(rules) if rules is not None else None)
+    per_job = [trusted(run_checks(effective(r, runs), rules)) for r in run.jobs]
+    return merge_jobs(per_job, [r.variant or r.job for r in run.jobs])
+
+
+def _verdicts(findings: Iterable[Finding]) -> set[tuple[str, str | None, str]]:
+    return {(f.code, f.endpoint, f.severity) for f in findings}
+
+
+def drift(rule: Rule, run: Run) -> list[Finding]:
+    """DIAG-D001: flags, environment and build that differ between the recipe and what ran (the first
+    job stands for the recipe). Info, or the rule's severity when the difference changes a C-rule's
+    verdict (which ones the evidence names)."""
+    recipe = run.recipe
+    if recipe is None:
+        return []
+    runs = what_ran(run)
+    if not runs:
+        return []
+    catalog_rules = by_scope("recipe")
+    as_written = _verdicts(run_checks(recipe, catalog_rules))
+    as_ran = _verdicts(run_checks(effective(recipe, runs), catalog_rules))
+    changed = sorted({c for c, _, _ in as_written ^ as_ran})
+    out = []
+    for role_name, ran in sorted(runs.items()):
+        role = recipe.roles.get(role_name)
+        if role is None:
+            continue
+        diffs = _role_drift(role, ran)
+        if not diffs:
+            continue
+        first = diffs[0]
+        text = "; ".join(d["text"] for d in diffs[:6]) + (f"; and {len(diffs) - 6} more" if len(diffs) > 6 else "")
+        severity = rule.severity if changed else "info"
+        verdict = f" (changes the verdict of {', '.join(changed)})" if changed else ""
+        out.append(Finding(rule.code, rule.name, severity, f"{role_name}: what ran differs from the recipe: {text}"
+                           f"{verdict}", endpoint=role_name,
+                           location=Location(first["mark"].path, first["mark"][0], first["mark"][1]),
+                           evidence={"differences": [{k: v for k, v in d.items() if k != "mark"} for d in diffs],
+                                     "changes_verdict_of": changed, "recipe": recipe.path},
+                           fix="make the recipe say what runs (or find what overrides it: srtctl's topology-managed "
+                               "flags, a launcher script, the image's defaults)"))
+    build = _build_ran(recipe, runs)
+    if build is not recipe.build and recipe.build.kind != "unknown":
+        version, mark = next(r.version for r in runs.values() if r.version)  # type: ignore[misc]
+        out.append(Finding(rule.code, rule.name, rule.severity if changed else "info",
+                           f"the engines run vLLM {version} but the recipe's image implies {recipe.build.label}",
+                           location=Location(mark.path, mark[0], mark[1]),
+                           evidence={"ran": version, "recipe": recipe.build.label, "changes_verdict_of": changed},
+                           fix="pin the image that carries the build you mean to run"))
+    return out
+
+
+def _role_drift(role: Role, ran: Ran) -> list[dict[str, Any]]:
+    m_flags, _ = managed()
+    diffs: list[dict[str, Any]] = []
+    for key, (value, mark) in sorted(ran.flags.items()):
+        have = role.flags.get(key)
+        if have is None:
+            diffs.append({"kind": "flag", "name": key, "recipe": None, "ran": value, "mark": mark,
+                          "text": f"--{key.replace('_', '-')} {_short(value)} ran but the recipe does not set it"})
+        elif canon(have.value) != canon(value):
+            diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": value, "mark": mark,
+                          "text": f"{have.key} {_short(value)} ran, the recipe says {_short(have.value)}"})
+    ran_marks = [m for _, m in ran.flags.values()]
+    for key, have in sorted(role.flags.items()):
+        if key not in ran.flags and key not in m_flags and ran_marks and have.source != "extra_args":
+            diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": None, "mark": ran_marks[0],
+                          "text": f"the recipe sets {have.key} but the command that ran does not pass it"})
+    for name, (value, mark) in sorted(ran.env.items()):
+        have = role.env.get(name)
+        if have is not None and have.value != value:
+            diffs.append({"kind": "env", "name": name, "recipe": have.value, "ran": value, "mark": mark,
+                          "text": f"{name}={value} ran, the recipe says {have.value}"})
+    for key in ran.differs:
+        diffs.append({"kind": "flag", "name": key, "recipe": None, "ran": "differs between processes",
+                      "mark": ran.flags[key][1], "text": f"--{key.replace('_', '-')} differs between its processes"})
+    return diffs
+
+
+def _short(value: Any) -> str:
+    text = canon(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,130 @@
+"""Sample runs derived from the generated ones: the same run, with the recipe and what ran made to
+differ, or with one P/D pitfall in what ran and the failure it causes in the logs (symptom -> cause).
+
+Each derived run copies a base run under a new job id and applies text edits (regular expressions over
+named files), so the logs stay the generator's realistic ones. ``samples/make_samples.py`` calls
+:func:`generate` after the base runs; the byte-identical regeneration test covers these too.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+OOM = r"torch\.OutOfMemoryError: CUDA out of memory\.[^\n]*"
+DS_ASSERT = "AssertionError: 3-read Mamba conv transfer requires DS conv state layout. Set VLLM_SSM_CONV_STATE_LAYOUT=DS"
+BLOCK_ASSERT = "AssertionError: Local block size 16 is not divisible by remote block size 32 or vice versa."
+
+
+@dataclass(frozen=True)
+class Edit:
+    files: str          # glob under the run directory
+    pattern: str
+    repl: str
+    count: int = 0      # 0: every match; the edit must match at least once
+
+
+@dataclass(frozen=True)
+class Derived:
+    name: str
+    base: str
+    job: int
+    why: str
+    expect: tuple[str, ...]                       # codes the run must report, with its links
+    links: tuple[tuple[str, str], ...]            # (symptom, cause) pairs the report must link
+    edits: tuple[Edit, ...]
+    append: tuple[tuple[str, str], ...] = ()      # (file, text) appended
+
+
+def _decode_cmd(flag: str) -> Edit:
+    """Add a flag to every decode worker's ``Command:`` line."""
+    return Edit("logs/sweep_*.log", r"(Command: python3 -m dynamo\.vllm [^\n]*--disaggregation-mode decode[^\n]*)",
+                rf"\1 {flag}")
+
+
+def _prefill_cmd(flag: str) -> Edit:
+    return Edit("logs/sweep_*.log", r"(Command: python3 -m dynamo\.vllm [^\n]*--disaggregation-mode prefill[^\n]*)",
+                rf"\1 {flag}")
+
+
+DERIVED = (
+    Derived("drift-batched-tokens", "prefill-bound", 4987301,
+            "the recipe says prefill max-num-batched-tokens 16384 (2 x ISL) but the workers ran 8192: the "
+            "recipe looks right, the run was prefill-bound because of what ran",
+            ("DIAG-B001", "DIAG-C004", "DIAG-D001"), (("DIAG-B001", "DIAG-C004"),),
+            (Edit("logs/sweep_*.log", r"--max-num-batched-tokens 16384", "--max-num-batched-tokens 8192"),)),
+    Derived("async-accuracy", "healthy", 5123388,
+            "async scheduling on vLLM v0.21.0 (no P/D race fixes #45357/#48481): gsm8k accuracy collapses to 0",
+            ("DIAG-A001", "DIAG-C002"), (("DIAG-A001", "DIAG-C002"),),
+            (Edit("config.yaml", r'container: "[^"]*"', 'container: "vllm/vllm-openai:v0.21.0"', 1),
+             Edit("logs/*.out", r"v?0\.26\.0rc2\.dev187\+gd223c900d", "0.21.0")),
+            append=(("logs/benchmark.out", "\nRunning gsm8k evaluation (1319 questions, 5-shot)...\n"
+                                           "Accuracy: 0.000\nInvalid: 1.000\nLatency: 212.441 s\n"),)),
+    Derived("mamba-kv", "kv-exhaustion", 5010502,
+            "no --mamba-ssm-cache-dtype bfloat16 on either side: the hybrid model's Mamba state takes KV memory "
+            "in float32 and decode runs out of KV",
+            ("DIAG-K001", "DIAG-C003"), (("DIAG-K001", "DIAG-C003"), ("DIAG-K003", "DIAG-C003")),
+            (Edit("config.yaml", r'\n      mamba-ssm-cache-dtype: "bfloat16"', ""),
+             Edit("logs/sweep_*.log", r" --mamba-ssm-cache-dtype bfloat16", ""),
+             Edit("logs/*_w*.out", r", 'mamba_ssm_cache_dtype': 'bfloat16'", ""))),
+    Derived("ds-layout-crash", "engine-crash", 5044790,
+            "decode launched without VLLM_SSM_CONV_STATE_LAYOUT=DS: the first KV transfer kills the engine on "
+            "the conv-state layout assertion",
+            ("DIAG-E001", "DIAG-C001"), (("DIAG-E001", "DIAG-C001"),),
+            (Edit("config.yaml", r'\n    VLLM_SSM_CONV_STATE_LAYOUT: "?DS"?', "", 0),
+             Edit("logs/sweep_*.log", r" VLLM_SSM_CONV_STATE_LAYOUT=DS", ""),
+             Edit("logs/*_w*.out", r"[^\n]*VLLM_SSM_CONV_STATE_LAYOUT env detected[^\n]*\n", ""),
+             Edit("logs/*_decode_w*.out", OOM, DS_ASSERT),
+             Edit("logs/sweep_*.log", OOM, DS_ASSERT))),
+    Derived("block-size-crash", "engine-crash", 5044791,
+            "prefill ran --block-size 16 and decode --block-size 32 (a launcher override, not the recipe): "
+            "NIXL cannot map the remote blocks and the decode engine dies",
+            ("DIAG-E001", "DIAG-C012", "DIAG-D001"), (("DIAG-E001", "DIAG-C012"),),
+            (_prefill_cmd("--block-size 16"), _decode_cmd("--block-size 32"),
+             Edit("logs/*_decode_w*.out", OOM, BLOCK_ASSERT),
+             Edit("logs/sweep_*.log", OOM, BLOCK_ASSERT))),
+)
+
+
+def _apply(run: Path, d: Derived, base_job: int) -> None:
+    for path in sorted(run.rglob("*")):  # the new job id in every name and every text
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            if str(base_job) in text:
+                path.write_text(text.replace(str(base_job), str(d.job)), encoding="utf-8")
+    for path in sorted(run.rglob(f"*{base_job}*"), key=lambda p: -len(p.parts)):
+        path.rename(path.with_name(path.name.replace(str(base_job), str(d.job))))
+    for e in d.edits:
+        hits = 0
+        for path in sorted(run.glob(e.files)):
+            text = path.read_text(encoding="utf-8")
+            new, n = re.subn(e.pattern, e.repl, text, count=e.count)
+            hits += n
+            if n:
+                path.write_text(new, encoding="utf-8")
+        if not hits:
+            raise SystemExit(f"derived run {d.name}: edit {e.pattern!r} matched nothing in {e.files}")
+    for rel, text in d.append:
+        with (run / rel).open("a", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def generate(runs: Path, base_jobs: dict[str, int]) -> None:
+    """Write every derived run under ``runs`` from the base runs already there."""
+    import json
+
+    for d in DERIVED:
+        out = runs / d.name
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.copytree(runs / d.base, out)
+        _apply(out, d, base_jobs[d.base])
+        manifest = out / "MANIFEST.json"
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        data["scenario"] = d.name
+        data["derived_from"] = d.base
+        data["why"] = d.why
+        data["expect"] = {**data["expect"], "findings": list(d.expect), "links": [list(p) for p in d.links]}
+        manifest.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,0 +1,120 @@
+"""What actually ran: the config rules on what ran, drift, and symptom -> cause links, on the derived
+sample runs (samples/derived.py) and on real Qwen3.5 recipes turned into runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from schemas import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "samples" / "runs"
+DERIVED = sorted(p.name for p in RUNS.iterdir() if "derived_from" in json.loads((p / "MANIFEST.json").read_text()))
+
+
+def diag(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("NO_COLOR", None)
+    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120, env=env)
+
+
+def _doc(run: str) -> dict:
+    doc = json.loads(diag("tail", f"samples/runs/{run}", "--format", "json").stdout)
+    validate(doc, "tail")
+    return doc
+
+
+def test_there_is_a_derived_run_per_pair() -> None:
+    pairs = {tuple(p) for r in DERIVED for p in json.loads((RUNS / r / "MANIFEST.json").read_text())["expect"]["links"]}
+    assert {("DIAG-A001", "DIAG-C002"), ("DIAG-B001", "DIAG-C004"), ("DIAG-K001", "DIAG-C003"),
+            ("DIAG-E001", "DIAG-C012")} <= pairs
+    assert any(s in ("DIAG-E001", "DIAG-E004") and c == "DIAG-C001" for s, c in pairs)
+    assert any("DIAG-D001" in json.loads((RUNS / r / "MANIFEST.json").read_text())["expect"]["findings"]
+               for r in DERIVED)
+
+
+@pytest.mark.parametrize("run", DERIVED)
+def test_links_in_json_text_and_tui(run: str) -> None:
+    expect = json.loads((RUNS / run / "MANIFEST.json").read_text())["expect"]
+    doc = _doc(run)
+    codes = {f["code"] for f in doc["findings"]}
+    assert set(expect["findings"]) <= codes, (run, sorted(codes))
+    for symptom, cause in expect["links"]:
+        sym = [f for f in doc["findings"] if f["code"] == symptom or (symptom == "DIAG-E001" and f["code"] == "DIAG-E004")]
+        assert any(c["code"] == cause for f in sym for c in f["caused_by"]), (run, symptom, cause)
+        causes = [f for f in doc["findings"] if f["code"] == cause]
+        assert any(e["code"] in (symptom, "DIAG-E004") for f in causes for e in f["explains"]), (run, cause)
+        note = next(c["note"] for f in sym for c in f["caused_by"] if c["code"] == cause)
+        text = diag("tail", f"samples/runs/{run}").stdout
+        assert f"caused by {cause}" in text and note.split(":")[0][:40] in " ".join(text.split())
+        tui = diag("watch", "--once", f"samples/runs/{run}").stdout
+        assert f"caused by {cause}" in tui and "explains " in tui
+
+
+def test_drift_points_into_the_log_and_changes_a_verdict() -> None:
+    doc = _doc("drift-batched-tokens")
+    d001 = [f for f in doc["findings"] if f["code"] == "DIAG-D001"]
+    assert len(d001) == 1 and d001[0]["severity"] == "warning"
+    assert d001[0]["evidence"]["changes_verdict_of"] == ["DIAG-C004"]
+    assert d001[0]["location"]["path"].endswith("sweep_4987301.log") and d001[0]["location"]["line"] == 30
+    diff = d001[0]["evidence"]["differences"]
+    assert diff == [{"kind": "flag", "name": "max_num_batched_tokens", "recipe": 16384, "ran": 8192,
+                     "text": "max-num-batched-tokens 8192 ran, the recipe says 16384"}]
+    c004 = next(f for f in doc["findings"] if f["code"] == "DIAG-C004")
+    assert c004["location"]["path"].endswith("sweep_4987301.log"), "the finding points at what ran"
+    # the base run ran what its recipe says: no drift, no C004
+    base = {f["code"] for f in _doc("prefill-bound")["findings"]}
+    assert "DIAG-D001" not in base and "DIAG-C004" not in base
+
+
+@pytest.mark.parametrize("run", ["drift-batched-tokens", "block-size-crash", "stats-missing"])
+def test_check_on_a_run_dir_is_the_config_part_of_tail(run: str) -> None:
+    doc = _doc(run)
+    config = sorted((f["code"], f["severity"], f["message"], json.dumps(f["location"])) for f in doc["findings"]
+                    if f["code"].startswith(("DIAG-C", "DIAG-D")))
+    res = diag("check", f"samples/runs/{run}", "--format", "json")
+    checked = json.loads(res.stdout)
+    validate(checked, "check")
+    got = sorted((f["code"], f["severity"], f["message"], json.dumps(f["location"])) for f in checked["findings"])
+    assert got == config and config
+
+
+def _qwen35_recipes(shared: Path) -> list[Path]:
+    return sorted(p for p in (shared / "samples" / "recipes").rglob("*.yaml")
+                  if "qwen3.5" in p.read_text(encoding="utf-8", errors="replace").lower()
+                  or "qwen3_5" in p.name.lower() or "qwen3.5" in p.name.lower())
+
+
+def test_real_qwen35_recipes_as_runs_match_diag_check(real_recipes: Path, tmp_path: Path) -> None:
+    """A run directory holding a real recipe as its config.yaml (and no log that says otherwise): the
+    config findings of `diag tail` equal `diag check` on the recipe, line for line."""
+    recipes = _qwen35_recipes(real_recipes.parents[1])
+    assert len(recipes) >= 3, recipes
+    frontend = next((RUNS / "healthy" / "logs").glob("*_frontend_*.out"))
+    compared = 0
+    for recipe in recipes:
+        run = tmp_path / recipe.stem
+        (run / "logs").mkdir(parents=True)
+        shutil.copy(recipe, run / "config.yaml")
+        shutil.copy(frontend, run / "logs" / frontend.name)
+        checked = json.loads(diag("check", str(recipe), "--format", "json").stdout)
+        if any(f["evidence"].get("parse_error") for f in checked["findings"]):
+            continue
+        tail = json.loads(diag("tail", str(run), "--format", "json").stdout)
+
+        def key(f: dict) -> tuple:
+            loc = f["location"] or {}
+            return f["code"], f["severity"], f["message"], loc.get("line"), loc.get("col"), f["fix"]
+
+        want = sorted(key(f) for f in checked["findings"])
+        got = sorted(key(f) for f in tail["findings"] if f["code"].startswith("DIAG-C"))
+        assert got == want, recipe.name
+        compared += 1
+    assert compared >= 3
