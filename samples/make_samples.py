@@ -6,7 +6,7 @@
 
 Every run is a Qwen3.5-397B NxDEP2 prefill + 1xDEP8 decode job (GB200; 4xDEP2 on 4 nodes unless the
 scenario says otherwise) laid out like a real ``outputs/<jobid>/`` directory. The two ``sweep-*`` runs
-are one concurrency sweep (256..2048) over two topologies, 4xDEP2 and 6xDEP2, for ``diag report``. The output is a pure function of this file: one seeded ``random.Random``
+are one concurrency sweep (256..2048) over two topologies, 4xDEP2 and 5xDEP2, for ``diag report``. The output is a pure function of this file: one seeded ``random.Random``
 per scenario, fixed start times, no wall clock. Each run's ``MANIFEST.json`` is filled from what was
 actually written: records are counted as they are emitted (a torn record once, glued records separately).
 
@@ -108,9 +108,9 @@ SCENARIOS += [
     Scn("sweep-4xdep2", 5131402, _t(2026, 11, 9, 8, 2, 31), 14, "nightly", "sweep", SWEEP, 2,
         {256: (7.0, 32, 1, 0), 512: (10.9, 61, 2, 0), 1024: (13.5, 120, 3, 0), 2048: (18.4, 120, 190, 0)},
         pw=4, bound={2048: "prefill"}, expect={"findings": ["DIAG-B001"]}),
-    Scn("sweep-6xdep2", 5131417, _t(2026, 11, 9, 9, 40, 7), 15, "nightly", "sweep", SWEEP, 2,
+    Scn("sweep-5xdep2", 5131417, _t(2026, 11, 9, 9, 40, 7), 15, "nightly", "sweep", SWEEP, 2,
         {256: (7.1, 32, 1, 0), 512: (11.2, 62, 1, 0), 1024: (15.5, 124, 2, 1), 2048: (19.5, 200, 3, 300)},
-        pw=6, bound={2048: "kv"}, expect={"findings": ["DIAG-K001"]}),
+        pw=5, bound={2048: "kv"}, expect={"findings": ["DIAG-K001"]}),
 ]
 SLURM = Scn("slurm", 5090552, _t(2026, 10, 14, 7, 58, 12), 4, "nightly", "healthy", (256,), 4,
             {256: (5.5, 60, 2, 0)})
