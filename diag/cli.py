@@ -8,6 +8,7 @@ import typer
 from diag import __version__
 from diag.check_cmd import check
 from diag.options import CONTEXT, no_color
+from diag.report_cmd import report
 from diag.rules_cmd import explain, rules_list
 from diag.tail_cmd import tail
 from diag.watch_cmd import watch
@@ -47,6 +48,7 @@ app.command("tail", context_settings=CONTEXT)(tail)
 app.command("rules", context_settings=CONTEXT)(rules_list)
 app.command("explain", context_settings=CONTEXT)(explain)
 app.command("watch", context_settings=CONTEXT)(watch)
+app.command("report", context_settings=CONTEXT)(report)
 
 
 def main() -> None:

@@ -139,7 +139,8 @@ def _bench(b: Any) -> dict[str, Any]:
     from dataclasses import asdict, is_dataclass
 
     d = asdict(b) if is_dataclass(b) else dict(b)
-    return {k: v for k, v in d.items() if v is not None and not isinstance(v, (list, tuple))}
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in d.items()
+            if v is not None and not isinstance(v, (list, tuple))}
 
 
 def report_dict(report: R.Report) -> dict[str, Any]:

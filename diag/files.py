@@ -13,7 +13,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -275,7 +275,10 @@ def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
         bench = rollup
     if exact:
         by_c = {b.concurrency: b for b in bench}
-        for r in exact:
+        for r in exact:   # the console's `date` lines carry their zone: their window wins
+            console = by_c.get(r.concurrency)
+            if console is not None and console.started and console.ended:
+                r = replace(r, started=console.started, ended=console.ended)
             by_c[r.concurrency] = r
         bench = sorted(by_c.values(), key=lambda b: b.concurrency or 0)
     return Side(job, jobs[0] if jobs else None, tuple(bench), tuple(accuracy), tuple(errors), tuple(jobs))

@@ -7,7 +7,7 @@ Every emitter (text, JSON, JSONL, the TUI) renders a :class:`Report`; none compu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
@@ -17,6 +17,7 @@ from diag.rules.finding import Finding
 from diag.rules.runmodel import Endpoint, Run
 
 HEALTH_ORDER = HEALTH_STATES
+STATS_INTERVAL_S = 10.0   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
 STALE_S = 60.0      # an endpoint whose last stats line is older than this (as of the report's time) is STALE
 
 
@@ -73,6 +74,18 @@ def _per_interval(ep: Endpoint, col: str) -> pl.Series:
     """The endpoint's total of ``col`` per stats interval (engines summed)."""
     return (ep.stats.filter(pl.col("ts").is_not_null())
             .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col(col).sum()).sort("ts")[col])
+
+
+def _engine_means(ep: Endpoint, col: str, start: datetime | None, end: datetime | None) -> pl.Series:
+    """Each engine's mean of ``col`` over the stats samples whose interval lies mostly within [start, end]
+    (a stats line reports the STATS_INTERVAL_S before it: its midpoint must fall in the window)."""
+    mid = pl.col("ts") - timedelta(seconds=STATS_INTERVAL_S / 2)
+    stats = ep.stats.filter(pl.col("ts").is_not_null())
+    if start is not None:
+        stats = stats.filter(mid >= start)
+    if end is not None:
+        stats = stats.filter(mid <= end)
+    return stats.group_by("engine").agg(pl.col(col).mean())[col]
 
 
 def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float = STALE_S) -> str:
@@ -147,15 +160,23 @@ def isl_osl(run: Run) -> tuple[int | None, int | None]:
     return next(((int(i), int(o)) for i, o in pairs if i and o), (None, None))
 
 
-def rate_match(run: Run) -> dict[str, Any] | None:
-    """Sum of prefill prompt tok/s / ISL vs sum of decode gen tok/s / OSL (requests per second)."""
+def rate_match(run: Run, start: datetime | None = None, end: datetime | None = None) -> dict[str, Any] | None:
+    """Sum of prefill prompt tok/s / ISL vs sum of decode gen tok/s / OSL (requests per second), over
+    the whole run or the stats samples within [start, end] (one sweep point's window)."""
     isl, osl = isl_osl(run)
     pre = [e for e in run.endpoints.values() if e.role == "prefill" and e.samples]
     dec = [e for e in run.endpoints.values() if e.role == "decode" and e.samples]
     if not (isl and osl and pre and dec):
         return None
-    p = sum(_per_interval(e, "prompt_tps").mean() or 0.0 for e in pre)
-    d = sum(_per_interval(e, "gen_tps").mean() or 0.0 for e in dec)
+    if start is None and end is None:
+        p = sum(_per_interval(e, "prompt_tps").mean() or 0.0 for e in pre)  # type: ignore[misc]
+        d = sum(_per_interval(e, "gen_tps").mean() or 0.0 for e in dec)  # type: ignore[misc]
+    else:   # a short window: per-engine means, so a 10 s bucket holding one node's ticks only cannot skew it
+        p_eng = [_engine_means(e, "prompt_tps", start, end) for e in pre]
+        d_eng = [_engine_means(e, "gen_tps", start, end) for e in dec]
+        if not any(len(x) for x in p_eng) or not any(len(x) for x in d_eng):
+            return None
+        p, d = sum(float(x.sum()) for x in p_eng), sum(float(x.sum()) for x in d_eng)
     p_rps, d_rps = p / isl, d / osl
     return {"isl": isl, "osl": osl, "prefill_prompt_tps": round(p, 1), "decode_gen_tps": round(d, 1),
             "prefill_req_s": round(p_rps, 3), "decode_req_s": round(d_rps, 3),

@@ -10,6 +10,12 @@
   tail only (the per-request arrays sit in the middle).
 * :func:`read_rollup` — srtctl's ``benchmark-rollup.json`` (§6.1).
 
+Each measured run's time window (``started``/``ended``, what ``diag report`` judges a sweep point
+over) comes from the ``date`` lines bench.sh prints after ``Running benchmark with concurrency: C``
+and after the result block (they carry their zone; only UTC/GMT are taken), else from a result
+JSON's ``date`` (local wall clock without a zone, taken as UTC: the containers run in UTC) minus
+its duration.
+
 Bad or truncated files raise :class:`BenchmarkFormatError` (a ``ValueError``) with a one-line message.
 """
 
@@ -19,6 +25,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +83,12 @@ ACC_LMEVAL = _fmt("acc-lm-eval-row",
                   ["|gsm8k|      3|flexible-extract|     5|exact_match|↑  |0.9500|±  |0.0060|",
                    "|     |       |strict-match    |     5|exact_match|↑  |0.9477|±  |0.0061|"],
                   "accuracy", ("|",))
-BENCH_OUT_FORMATS: tuple[LineFormat, ...] = (MAX_CONC, RUNNING, BLOCK_HEAD, BLOCK_FIELD, ACC_LINE, ACC_REPEAT,
-                                             ACC_SCORES, ACC_LMEVAL)
+BENCH_DATE = _fmt("bench-date", r"^\s*(?P<dow>[A-Z][a-z]{2}) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) "
+                  r"(?P<hms>\d\d:\d\d:\d\d) (?P<tz>UTC|GMT) (?P<y>\d{4})\s*$",
+                  ["Wed Aug 12 14:12:14 UTC 2026", "Thu Jan  1 00:03:09 UTC 2027"], "bench_result",
+                  ("UTC", "GMT"))
+BENCH_OUT_FORMATS: tuple[LineFormat, ...] = (MAX_CONC, RUNNING, BLOCK_HEAD, BLOCK_FIELD, BENCH_DATE, ACC_LINE,
+                                             ACC_REPEAT, ACC_SCORES, ACC_LMEVAL)
 
 _BLOCK_END = re.compile(r"^\s*={10,}\s*$")
 _STAT = re.compile(r"^(?P<stat>mean|median|p\d+(?:\.\d+)?|std|max|min) "
@@ -133,29 +144,50 @@ def _result(source: str, values: dict[str, Any], **known: Any) -> BenchResult:
     return BenchResult(source, extra=tuple(extra), **kw)
 
 
+def _bench_date(m: re.Match[str]) -> datetime | None:
+    try:
+        return datetime.strptime(f"{m['mon']} {m['d']} {m['hms']} {m['y']}", "%b %d %H:%M:%S %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
 def parse_benchmark_out(text: str) -> list[BenchResult]:
     """One result per concurrency from a ``benchmark.out`` text, in first-seen order; the last
     section for a concurrency wins (warmup first, real run last)."""
     runs: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
     announced: int | None = None
+    started: datetime | None = None     # the `date` right after "Running benchmark with concurrency"
     in_block = False
     for i, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip("\r")
         m = MAX_CONC.regex.match(line)
-        if m and (not in_block or line.lstrip().startswith("Maximum")):
+        # vLLM's result block repeats "Maximum request concurrency: C" as a field; another C inside a
+        # block means the block was cut and a new section began
+        if m and not (in_block and cur is not None and m["c"] in ("None", str(cur["conc"] or m["c"]))):
             conc = int(m["c"]) if m["c"] != "None" else announced
-            cur = {"conc": conc, "line": i, "vals": {}, "block": False}
+            cur = {"conc": conc, "line": i, "vals": {}, "block": False, "started": started}
+            started = None
             runs.append(cur)
             continue
         m = RUNNING.regex.match(line)
         if m:
             announced = int(m["c"])
             in_block = False
+            started = None
+            continue
+        m = BENCH_DATE.regex.match(line)
+        if m and not in_block:
+            when = _bench_date(m)
+            if cur is not None and cur["block"] and "ended" not in cur:
+                cur["ended"] = when
+            elif announced is not None and started is None:
+                started = when
             continue
         if BLOCK_HEAD.regex.match(line):
             if cur is None or cur["block"]:
-                cur = {"conc": announced, "line": i, "vals": {}, "block": False}
+                cur = {"conc": announced, "line": i, "vals": {}, "block": False, "started": started}
+                started = None
                 runs.append(cur)
             cur["block"] = in_block = True
             continue
@@ -175,7 +207,8 @@ def parse_benchmark_out(text: str) -> list[BenchResult]:
         conc = run["conc"] if run["conc"] is not None else vals.get("concurrency")
         vals.pop("concurrency", None)
         complete = run["block"] and "successful_requests" in vals
-        best[conc] = _result("benchmark.out", vals, concurrency=conc, line=run["line"], complete=complete)
+        best[conc] = _result("benchmark.out", vals, concurrency=conc, line=run["line"], complete=complete,
+                             started=run["started"], ended=run.get("ended"))
     return list(best.values())
 
 
@@ -341,8 +374,19 @@ def _finish(source: str, vals: dict[str, Any], path: Path) -> BenchResult:
             and isinstance(vals.get("successful_requests"), int):
         vals["failed_requests"] = vals["num_prompts"] - vals["successful_requests"]
     model = vals.pop("model", None)
+    ended = _json_date(vals.pop("date", None))
+    duration = vals.get("duration_s")
+    started = ended - timedelta(seconds=duration) if ended and isinstance(duration, (int, float)) else None
     return _result(source, {k: v for k, v in vals.items() if not isinstance(v, str)},
-                   model=model if isinstance(model, str) else None)
+                   model=model if isinstance(model, str) else None, started=started, ended=ended)
+
+
+def _json_date(text: Any) -> datetime | None:
+    """sa-bench's ``date`` (``%Y%m%d-%H%M%S``, wall clock without a zone: taken as UTC)."""
+    try:
+        return datetime.strptime(text, "%Y%m%d-%H%M%S").replace(tzinfo=UTC) if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 def read_sa_bench_json(path: str | Path, head_bytes: int = HEAD_BYTES,

@@ -219,6 +219,8 @@ class BenchResult:
     isl: int | None = None
     osl: int | None = None
     model: str | None = None
+    started: datetime | None = None            # the measured run's time window (UTC): bench.sh's `date`
+    ended: datetime | None = None              # lines around it, else the result JSON's date - duration
     line: int | None = None                    # first line of the run's section in benchmark.out
     complete: bool = True                      # False: the run started but printed no result block
     extra: tuple[tuple[str, float], ...] = ()  # every other numeric value (p90_ttft_ms, std_*, ...)

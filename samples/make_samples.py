@@ -4,8 +4,9 @@
     python samples/make_samples.py            # rewrites samples/runs/<scenario>/ and samples/slurm-*.out
     python samples/make_samples.py --out DIR  # the same tree under DIR (the test regenerates into a tmp dir)
 
-Every run is a Qwen3.5-397B 4xDEP2 prefill + 1xDEP8 decode job (GB200, 4 nodes) laid out like a real
-``outputs/<jobid>/`` directory. The output is a pure function of this file: one seeded ``random.Random``
+Every run is a Qwen3.5-397B NxDEP2 prefill + 1xDEP8 decode job (GB200; 4xDEP2 on 4 nodes unless the
+scenario says otherwise) laid out like a real ``outputs/<jobid>/`` directory. The two ``sweep-*`` runs
+are one concurrency sweep (256..2048) over two topologies, 4xDEP2 and 5xDEP2, for ``diag report``. The output is a pure function of this file: one seeded ``random.Random``
 per scenario, fixed start times, no wall clock. Each run's ``MANIFEST.json`` is filled from what was
 actually written: records are counted as they are emitted (a torn record once, glued records separately).
 
@@ -76,6 +77,8 @@ class Scn:
     vcolor: bool = False     # VLLM_LOGGING_COLOR=1: coloured subprocess prefix, level and time
     rust_ansi: bool = True   # False when the recipe sets DYN_SDK_DISABLE_ANSI_LOGGING=1
     kv_both: bool = False    # kv_role='kv_both' as in the shipped recipe (deprecation warning)
+    pw: int = 4              # prefill workers (DEP2 each, two per node)
+    bound: dict = field(default_factory=dict)   # C -> "prefill" (plateau, queue) or "kv" (decode KV full)
     expect: dict = field(default_factory=dict)
 
 
@@ -101,6 +104,15 @@ SCENARIOS = [
         4,
         {512: (10.5, 60, 2, 1), 1024: (13.4, 120, 4, 2)}, vcolor=True,
         expect={"findings": ["DIAG-E002", "DIAG-E003"]}),
+]
+SWEEP = (256, 512, 1024, 2048)
+SCENARIOS += [
+    Scn("sweep-4xdep2", 5131402, _t(2026, 11, 9, 8, 2, 31), 14, "nightly", "sweep", SWEEP, 2,
+        {256: (7.0, 32, 1, 0), 512: (10.9, 61, 2, 0), 1024: (13.5, 120, 3, 0), 2048: (18.4, 120, 190, 0)},
+        pw=4, bound={2048: "prefill"}, expect={"findings": ["DIAG-B001"]}),
+    Scn("sweep-5xdep2", 5131417, _t(2026, 11, 9, 9, 40, 7), 15, "nightly", "sweep", SWEEP, 2,
+        {256: (7.1, 32, 1, 0), 512: (11.2, 62, 1, 0), 1024: (15.5, 124, 2, 1), 2048: (19.5, 200, 3, 300)},
+        pw=5, bound={2048: "kv"}, expect={"findings": ["DIAG-K001"]}),
 ]
 SLURM = Scn("slurm", 5090552, _t(2026, 10, 14, 7, 58, 12), 4, "nightly", "healthy", (256,), 4,
             {256: (5.5, 60, 2, 0)})
@@ -260,13 +272,18 @@ class WLog:
 
 # ------------------------------ topology and time
 def topology(sc: Scn) -> list[Proc]:
-    """4 DEP2 prefill processes (2 per node) and the DEP8 decode endpoint as one process per node."""
-    nodes = [f"gb200-r{sc.rack:02d}-n{12 + i}" for i in range(4)]
-    ip = [f"10.0.{sc.rack}.{12 + i}" for i in range(4)]
+    """sc.pw DEP2 prefill processes (2 per node) and the DEP8 decode endpoint as one process per node."""
+    pn = pf_nodes(sc)
+    nodes = [f"gb200-r{sc.rack:02d}-n{12 + i}" for i in range(pn + 2)]
+    ip = [f"10.0.{sc.rack}.{12 + i}" for i in range(pn + 2)]
     procs = [Proc("prefill", w, nodes[w // 2], ip[w // 2], [0, 1], 2, [2 * (w % 2), 2 * (w % 2) + 1], w,
-                  ip[w // 2]) for w in range(4)]
-    return procs + [Proc("decode", 0, nodes[2 + k], ip[2 + k], list(range(4 * k, 4 * k + 4)), 8, [0, 1, 2, 3],
-                         4 + k, ip[2]) for k in range(2)]
+                  ip[w // 2]) for w in range(sc.pw)]
+    return procs + [Proc("decode", 0, nodes[pn + k], ip[pn + k], list(range(4 * k, 4 * k + 4)), 8,
+                         [0, 1, 2, 3], sc.pw + k, ip[pn]) for k in range(2)]
+
+
+def pf_nodes(sc: Scn) -> int:
+    return (sc.pw + 1) // 2
 
 
 def slurm_topology(sc: Scn) -> list[Proc]:
@@ -319,7 +336,7 @@ def stats_for(sc: Scn, role: str, seg: Seg, t: datetime, rng: random.Random, n_p
     if role == "prefill":
         ptps = seg.rate * MEAN_IN / n_pf * env * g(0.05)
         wait = rng.randint(0, seg.pwait)
-        if sc.kind == "prefill-bound":   # flat at the plateau, queue growing
+        if sc.kind == "prefill-bound" or sc.bound.get(seg.conc) == "prefill":   # flat at the plateau, queue growing
             tail = 1.0 if frac < 0.93 else env
             ptps = 17000 * g(0.025) * tail
             wait = int(seg.pwait * min(1.0, 0.08 + frac / 0.4) * g(0.05) * tail)
@@ -330,7 +347,7 @@ def stats_for(sc: Scn, role: str, seg: Seg, t: datetime, rng: random.Random, n_p
     gen = seg.rate * MEAN_OUT / n_dec * env * g(0.04)
     kv = run * (MEAN_IN + MEAN_OUT / 2) / DEC_TOKENS * 100 * g(0.02)
     wait, pre, ptps = rng.randint(0, seg.dwait), None, 0.0
-    if sc.kind == "kv-exhaustion" and seg.conc >= 4096 and env > 0.5:
+    if ((sc.kind == "kv-exhaustion" and seg.conc >= 4096) or sc.bound.get(seg.conc) == "kv") and env > 0.5:
         kv = 95.2 + 4.6 * rng.random()
         wait = int(seg.dwait * min(1.0, 0.1 + frac / 0.5) * g(0.05))
         pre = rng.choice([None, 1, 2, 2, 3, 5, 8])
@@ -974,7 +991,7 @@ def yaml_block(d: dict, ind: int) -> str:
 def config_yaml(sc: Scn) -> str:
     """config.yaml: the submitted srt-slurm v1 recipe, modelled on the shipped 4xdep2-1xdep8 recipe."""
     env = yaml_block(recipe_env(sc), 4)
-    return f"""name: "qwen35-397b-nvfp4-gb200-disagg-4xdep2-1xdep8-{sc.name}"
+    return f"""name: "qwen35-397b-nvfp4-gb200-disagg-{sc.pw}xdep2-1xdep8-{sc.name}"
 
 model:
   path: "{HF_PATH}"
@@ -989,8 +1006,8 @@ resources:
   gpu_type: "gb200"
   gpus_per_node: 4
 
-  prefill_nodes: 2
-  prefill_workers: 4
+  prefill_nodes: {pf_nodes(sc)}
+  prefill_workers: {sc.pw}
   gpus_per_prefill: 2
 
   decode_nodes: 2
@@ -1031,8 +1048,8 @@ benchmark:
 
 
 def job_json(sc: Scn) -> dict:
-    res = {"gpu_type": "gb200", "gpus_per_node": 4, "prefill_nodes": 2, "decode_nodes": 2, "agg_nodes": 0,
-           "prefill_workers": 4, "decode_workers": 1, "agg_workers": 0, "gpus_per_prefill": 2,
+    res = {"gpu_type": "gb200", "gpus_per_node": 4, "prefill_nodes": pf_nodes(sc), "decode_nodes": 2,
+           "agg_nodes": 0, "prefill_workers": sc.pw, "decode_workers": 1, "agg_workers": 0, "gpus_per_prefill": 2,
            "gpus_per_decode": 8, "gpus_per_agg": None}
     return {"version": "2.0", "job_id": str(sc.job), "job_name": f"qwen35-397b-nvfp4-gb200-disagg-{sc.name}",
             "generated_at": sec(sc.start, -40).isoformat(),
@@ -1118,7 +1135,7 @@ def benchmark_files(sc: Scn, tl: Timeline, rng: random.Random, out: Path) -> lis
         results.append(r)
         lines += [*bench_block(r), unix_date(seg.t1), "Completed benchmark with concurrency: "
                                                       f"{seg.conc}", "-" * 41]
-        name = f"results_concurrency_{seg.conc}_gpus_16_ctx_8_gen_8.json"
+        name = f"results_concurrency_{seg.conc}_gpus_{2 * sc.pw + 8}_ctx_{2 * sc.pw}_gen_8.json"
         write(out / "logs" / f"sa-bench_isl_{ISL}_osl_{OSL}" / name, json.dumps(r) + "\n")
     write(out / "logs" / "benchmark.out", "\n".join(lines) + "\n")
     if not tl.crash:

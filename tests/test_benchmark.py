@@ -497,3 +497,32 @@ def test_nan_values(tmp_path: Path) -> None:
     data["mean_itl_ms"] = float("nan")
     p = _write(tmp_path, "results_concurrency_64_gpus_8.json", data)
     assert math.isnan(read_sa_bench_json(p).mean_itl_ms)
+
+
+def test_benchmark_out_time_windows_and_the_in_block_concurrency_field() -> None:
+    """bench.sh's `date` lines bound each measured run; vLLM's block repeats the concurrency as a field."""
+    text = "\n".join([
+        "Maximum request concurrency: 512", "Warmup run completed.",
+        "Running benchmark with concurrency: 512", "Wed Aug 12 14:12:14 UTC 2026",
+        "Maximum request concurrency: 512",
+        "============ Serving Benchmark Result ============",
+        "Successful requests:                     4096      ",
+        "Maximum request concurrency:             512       ",
+        "Benchmark duration (s):                  222.61    ",
+        "==================================================",
+        "Wed Aug 12 14:15:57 UTC 2026", "Completed benchmark with concurrency: 512",
+        "Running benchmark with concurrency: 1024", "Wed Aug 12 14:16:10 CEST 2026",   # zone unknown: no time
+        "Maximum request concurrency: 1024",
+    ])
+    r512, r1024 = parse_benchmark_out(text)
+    assert (r512.concurrency, r512.successful_requests, r512.duration_s, r512.complete) == (512, 4096, 222.61, True)
+    assert (r512.started.isoformat(), r512.ended.isoformat()) == ("2026-08-12T14:12:14+00:00",
+                                                                 "2026-08-12T14:15:57+00:00")
+    assert (r1024.started, r1024.ended, r1024.complete) == (None, None, False)
+
+
+def test_sa_bench_json_window_is_date_minus_duration(tmp_path: Path) -> None:
+    data = _sa_bench(2) | {"date": "20260812-141557", "duration": 60.5}
+    r = read_sa_bench_json(_write(tmp_path, "results_concurrency_64_gpus_8.json", data))
+    assert (r.started.isoformat(), r.ended.isoformat()) == ("2026-08-12T14:14:56.500000+00:00",
+                                                           "2026-08-12T14:15:57+00:00")

@@ -1,0 +1,78 @@
+"""`diag report RUN_DIR...`: the sweep as pictures — one self-contained HTML file (or a text summary,
+or the JSON table behind every plot) from the same pipeline reports ``diag tail`` prints."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from .options import EXIT_USAGE, console_for, fail, quiet_pipe
+
+
+class ReportFormat(StrEnum):
+    html = "html"
+    text = "text"
+    json = "json"
+
+
+def report(
+    paths: list[str] = typer.Argument(..., metavar="RUN_DIR...", help="Run directories (outputs/<jobid>/); "
+                                      "the first is the baseline of the run-vs-run diff."),
+    output: Path | None = typer.Option(None, "--output", "-o", metavar="FILE",
+                                       help="Write here (default: report.html for html, stdout otherwise)."),
+    fmt: ReportFormat = typer.Option(ReportFormat.html, "--format", help="html (one offline file), text or json."),
+    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="diag.toml to use instead of the one found."),
+) -> None:
+    """The sweep as pictures: Pareto frontier, the verdict behind every point, run vs run."""
+    from diag.rules.settings import SettingsError, resolve
+
+    from .files import InputError, find_runs
+    from .pipeline import Pipeline
+    from .sources import BatchSource
+
+    try:
+        settings = resolve(Path.cwd(), config)
+    except SettingsError as e:
+        fail("report", f"config error: {e}")
+    try:
+        runs = find_runs(paths)
+    except InputError as e:
+        fail("report", str(e))
+    reports = [Pipeline(BatchSource(rf), settings).once() for rf in runs]
+    for rep in reports:
+        for err in rep.run.errors:
+            typer.echo(f"diag report: {err}", err=True)
+    if not any(rep.run.benchmark for rep in reports):
+        fail("report", "no benchmark results in " + ", ".join(paths))
+    from .report_doc import build
+
+    doc = build(reports)
+    if fmt is ReportFormat.html:
+        from .html_report import render_html
+
+        out = output or Path("report.html")
+        out.write_text(render_html(doc), encoding="utf-8")
+        typer.echo(f"wrote {out}", err=True)
+    elif fmt is ReportFormat.json:
+        from .emit import dumps
+
+        text = dumps(doc) + "\n"
+        if output:
+            output.write_text(text, encoding="utf-8")
+        else:
+            with quiet_pipe():
+                sys.stdout.write(text)
+                sys.stdout.flush()
+    else:
+        from .report_text import render_text
+
+        if output:
+            with output.open("w", encoding="utf-8") as fh:
+                render_text(doc, console_for(fh))
+        else:
+            with quiet_pipe():
+                render_text(doc, console_for())
+    raise typer.Exit(EXIT_USAGE if any(rep.run.errors for rep in reports) else 0)

@@ -1,0 +1,74 @@
+"""The ``diag report --format json`` document (schema ``diag-report-1``): the table behind every plot
+of the HTML report, built from the runs' :class:`~diag.report.Report`\\ s via :mod:`diag.sweep`.
+
+The HTML and text renderers draw from this document only, so what a plot shows is what the JSON says.
+Tables: ``points`` (Pareto, per-run curves, verdicts), ``frontier`` (per GPU denominator, in x order),
+``series`` (per endpoint and 10 s interval), ``windows`` (findings' windows, shaded) and ``steps``
+(each concurrency's measured window, marked), ``diffs`` (the first run against each other one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import report as R
+from . import sweep as S
+from .emit import envelope
+
+REPORT_SCHEMA = "diag-report-1"
+
+
+def _series_rows(rs: S.RunSweep) -> list[dict[str, Any]]:
+    rows = []
+    for ep in sorted(rs.report.run.endpoints.values(), key=lambda e: (e.role != "prefill", e.id)):
+        for row in S.endpoint_series(ep).iter_rows(named=True):
+            rows.append({"run": rs.label, "endpoint": ep.id, "role": ep.role, "ts": row["ts"].isoformat(),
+                         **{c: (round(float(row[c]), 1) if row[c] is not None else None) for c, _ in S.SERIES}})
+    return rows
+
+
+def _window_rows(rs: S.RunSweep) -> list[dict[str, Any]]:
+    return [{"run": rs.label, "code": f.code, "name": f.name, "severity": f.severity, "endpoint": f.endpoint,
+             "first_ts": f.first_ts.isoformat(), "last_ts": (f.last_ts or f.first_ts).isoformat(),
+             "message": f.message}
+            for f in rs.report.findings if f.first_ts is not None]
+
+
+def _frontier(points: list[dict[str, Any]], denominator: str) -> list[dict[str, Any]]:
+    on = [p for p in points if p["frontier"].get(denominator)]
+    return [{"run": p["run"], "concurrency": p["concurrency"], "tok_s_per_user": p["tok_s_per_user"],
+             "tok_s_per_gpu": p["tok_s_per_gpu"][denominator]}
+            for p in sorted(on, key=lambda p: (p["tok_s_per_user"], -p["tok_s_per_gpu"][denominator]))]
+
+
+def build(reports: Sequence[R.Report]) -> dict[str, Any]:
+    """The report document of ``reports`` (one per run directory, in the order given)."""
+    runs = S.sweep(reports)
+    points = [p.to_dict() for rs in runs for p in rs.points]
+    return {
+        **envelope(REPORT_SCHEMA),
+        "denominators": {"working": "GPUs the engines run on (result file gpus_<T>, else the job's resources)",
+                         "allocated": "GPUs of the whole nodes the job holds"},
+        "runs": [{"label": rs.label, "root": str(rs.report.run.root) if rs.report.run.root else None,
+                  "topology": rs.topology, "header": dict(rs.report.header),
+                  "gpus": R.gpu_counts(rs.report.run), "tokens_per_gpu": rs.report.tokens_per_gpu,
+                  "findings": rs.report.counts, "best": _best(rs)} for rs in runs],
+        "points": points,
+        "frontier": {d: _frontier(points, d) for d in S.DENOMINATORS},
+        "series": [row for rs in runs for row in _series_rows(rs)],
+        "windows": [row for rs in runs for row in _window_rows(rs)],
+        "steps": [{"run": p["run"], "concurrency": p["concurrency"], "started": p["started"], "ended": p["ended"]}
+                  for p in points if p["started"]],
+        "diffs": S.diffs(runs),
+    }
+
+
+def _best(rs: S.RunSweep) -> dict[str, Any] | None:
+    """The valid point with the most total tok/s per working GPU."""
+    ok = [p for p in rs.points if p.verdict != "invalid" and p.tok_s_per_gpu["working"] is not None]
+    if not ok:
+        return None
+    p = max(ok, key=lambda p: p.tok_s_per_gpu["working"] or 0.0)
+    return {"concurrency": p.concurrency, "tok_s_per_gpu": p.tok_s_per_gpu, "tok_s_per_user": p.tok_s_per_user,
+            "verdict": p.verdict}

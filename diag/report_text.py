@@ -1,0 +1,58 @@
+"""``diag report --format text``: a compact rich summary of the report document (best point per run,
+the frontier, the verdict of every point, what differs between runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+VERDICT_STYLE = {"balanced": "green", "prefill-bound": "yellow", "decode-bound": "magenta", "KV-limited": "red",
+                 "invalid": "bold red", "unknown": "dim"}
+
+
+def _num(x: float | int | None, nd: int = 0) -> str:
+    return "-" if x is None else f"{x:,.{nd}f}"
+
+
+def render_text(doc: dict[str, Any], console: Console) -> None:
+    runs = Table(title="runs", title_justify="left", pad_edge=False)
+    for col in ("run", "topology", "GPUs working/allocated", "best C", "tok/s/GPU working/allocated", "verdict"):
+        runs.add_column(col)
+    for r in doc["runs"]:
+        b = r["best"] or {}
+        tpg = b.get("tok_s_per_gpu", {})
+        runs.add_row(r["label"], r["topology"], f"{_num(r['gpus'].get('working_gpus'))}/"
+                     f"{_num(r['gpus'].get('allocated_gpus'))}", str(b.get("concurrency") or "-"),
+                     f"{_num(tpg.get('working'))}/{_num(tpg.get('allocated'))}",
+                     Text(b.get("verdict") or "-", style=VERDICT_STYLE.get(b.get("verdict") or "", "")))
+    console.print(runs)
+    points = Table(title="sweep points (* on the frontier per working GPU, + per allocated GPU)",
+                   title_justify="left", pad_edge=False)
+    for col, just in (("run", "left"), ("C", "right"), ("tok/s/user", "right"), ("tok/s/GPU w", "right"),
+                      ("tok/s/GPU a", "right"), ("front", "left"), ("verdict", "left"), ("why", "left")):
+        points.add_column(col, justify=just)
+    for p in doc["points"]:
+        mark = ("*" if p["frontier"].get("working") else "") + ("+" if p["frontier"].get("allocated") else "")
+        points.add_row(p["run"], str(p["concurrency"]), _num(p["tok_s_per_user"], 1),
+                       _num(p["tok_s_per_gpu"]["working"]), _num(p["tok_s_per_gpu"]["allocated"]), mark,
+                       Text(p["verdict"], style=VERDICT_STYLE.get(p["verdict"], "")), p["reason"])
+    console.print(points)
+    for d, front in doc["frontier"].items():
+        console.print(escape(f"frontier per {d} GPU: " + (" -> ".join(
+            f"{f['run']}@{f['concurrency']} ({_num(f['tok_s_per_user'], 1)} tok/s/user, "
+            f"{_num(f['tok_s_per_gpu'])} tok/s/GPU)" for f in front) or "none")))
+    for diff in doc["diffs"]:
+        console.print()
+        console.print(Text(f"{diff['a']} -> {diff['b']}", style="bold"))
+        for c in diff["config"]:
+            console.print(escape(f"  {c['key']}: {c['a']} -> {c['b']}"))
+        for f in diff["findings"]:
+            console.print(escape(f"  {f['code']} {f['name']}{' [' + f['endpoint'] + ']' if f['endpoint'] else ''}: "
+                                 f"only in {f['only_in']}"))
+        console.print("  TPS/GPU delta: " + ", ".join(
+            f"C={r['concurrency']} {_num(r['working']['delta'], 0)} ({_num(r['working']['delta_pct'], 1)} %)"
+            for r in diff["tps_per_gpu"]))
