@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -421,6 +421,14 @@ class WatchState:
             records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
             errors=(*run.errors, *self.source.errors), done=self.source.finished,
             kv_threshold=self.kv_threshold, log=tuple(self.log))
+
+
+def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
+    """Findings grouped by code, most severe code first (one toast per code)."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.code, []).append(f)
+    return dict(sorted(groups.items(), key=lambda kv: -max(severity_rank(f.severity) for f in kv[1])))
 
 
 def _superseded(f: Finding, current: list[Finding]) -> bool:
