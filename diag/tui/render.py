@@ -223,8 +223,15 @@ def _val(v: Any, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _evidence_item(k: str, v: Any) -> str:
+    """Durations (keys in seconds, ``window_s``) in human units like every age on screen."""
+    if k.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f"{k[:-2]} {human_duration(v)}"
+    return f"{k} {_val(v)}"
+
+
 def evidence_text(ev: dict[str, Any], limit: int = 8) -> str:
-    return " · ".join(f"{k} {_val(v)}" for k, v in list(ev.items())[:limit])
+    return " · ".join(_evidence_item(k, v) for k, v in list(ev.items())[:limit])
 
 
 def _hm(t: datetime | None) -> str:
