@@ -100,7 +100,7 @@ class PlotScreen(LiveScreen):
 
     @work(thread=True, exclusive=True, group="plots")
     def _compute(self, snap: Snapshot, window: int, columns: int) -> None:
-        plots = plot_set(snap, self.endpoint, window, columns * 2)  # braille: two points per cell
+        plots = plot_set(snap, self.endpoint, window, columns)  # one point per cell column
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self.draw, plots)
 
