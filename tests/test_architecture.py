@@ -74,6 +74,14 @@ def test_only_tui_imports_textual() -> None:
     assert not bad, bad
 
 
+def test_tui_core_is_headless() -> None:
+    """The snapshot, the plots' data, the cells and the record lines never import Textual."""
+    core = ("diag.tui.state", "diag.tui.plotdata", "diag.tui.render", "diag.tui.records")
+    bad = [f"{n} imports {i}" for n in core for i in imports(ALL[n])
+           if i.split(".")[0] in ("textual", "textual_plotext", "plotext")]
+    assert not bad, bad
+
+
 def test_tui_imports_no_cli_module() -> None:
     bad = [f"{n} imports {i}" for n, p in ALL.items() if n.startswith("diag.tui")
            for i in imports(p) if i in CLI]

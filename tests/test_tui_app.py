@@ -100,7 +100,7 @@ EXPECTED = {
 @sync
 async def test_one_row_per_endpoint_with_health_badges(scenario: str) -> None:
     app = make_app(RUNS / scenario)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(200, 50)) as pilot:
         await ready(pilot)
         got = rows(app)
         assert {k: v["health"] for k, v in got.items()} == EXPECTED[scenario]
@@ -336,3 +336,220 @@ async def test_scrape_sources_plug_in_beside_the_logs() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# ------------------------------------------------------------------ issue 17: sorting, focus, layout, toasts, plots
+def column_keys(app: WatchApp) -> list[str]:
+    return [str(c.key.value) for c in app.screen.query_one("#endpoints", DataTable).ordered_columns]
+
+
+def cursor_key(app: WatchApp) -> str:
+    return app.screen.selected_endpoint()
+
+
+@sync
+async def test_sort_by_keys_and_header_click_keeps_the_selection() -> None:
+    app = make_app(RUNS / "prefill-bound")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert any(b.binding.description == "sort" for b in app.screen.active_bindings.values()), "in the footer"
+        assert list(rows(app)) == ["prefill-w0", "prefill-w1", "prefill-w2", "prefill-w3", "decode-w0"]
+        await pilot.press("down", "down", "down", "down")
+        assert cursor_key(app) == "decode-w0"
+        await pilot.press("H")  # health, worst first
+        assert next(iter(rows(app))) == "decode-w0" and "sort health ▼" in status(app)
+        assert cursor_key(app) == "decode-w0", "the selection follows the endpoint"
+        await pilot.press("H")
+        assert list(rows(app))[-1] == "decode-w0" and cursor_key(app) == "decode-w0"
+        await pilot.press("G")  # generation tok/s, largest first
+        gens = [float(r["gen"].replace(",", "")) for r in rows(app).values()]
+        assert gens == sorted(gens, reverse=True)
+        app.refresh_views()  # a refresh keeps order and selection
+        await pilot.pause()
+        assert cursor_key(app) == "decode-w0" and [float(r["gen"].replace(",", "")) for r in rows(app).values()] == gens
+        await pilot.press("N")
+        assert list(rows(app)) == ["decode-w0", "prefill-w0", "prefill-w1", "prefill-w2", "prefill-w3"]
+        table = app.screen.query_one("#endpoints", DataTable)
+        await pilot.click(table, offset=(table.ordered_columns[0].get_render_width(table) + 2, 0))  # "health"
+        await pilot.pause()
+        assert app.screen.sort_key == "health" and "▼" in str(table.ordered_columns[1].label)
+        assert cursor_key(app) == "decode-w0"
+
+
+@sync
+async def test_escape_returns_focus_to_the_table_and_slash_stays_a_key() -> None:
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        table = app.screen.query_one("#endpoints", DataTable)
+        await pilot.press("tab")
+        assert app.focused is app.screen.query_one("#findings", OptionList)
+        await pilot.press("escape")
+        assert app.focused is table
+        await pilot.press("down", "down", "down", "down", "enter")
+        await until(pilot, lambda: isinstance(app.screen, EndpointScreen))
+        screen = app.screen
+        box = screen.query_one("#search", Input)
+        await pilot.press("slash", *"preempt")
+        await until(pilot, lambda: screen.query_text == "preempt")
+        await pilot.press("escape")
+        assert box.value == "" and app.focused is screen.query_one("#engines", DataTable)
+        await pilot.press("slash")
+        assert app.focused is box and box.value == "", "the / after esc is a key, not typed into the box"
+        await pilot.press(*"kv")
+        assert box.value == "kv"
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert app.focused is app.screen.query_one("#endpoints", DataTable)
+
+
+@sync
+async def test_modal_screens_open_at_once_and_a_second_f_keeps_the_filter() -> None:
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        started = time.monotonic()
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+        await pilot.press("f")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, FilterScreen), "a second f does not close the filter"
+        assert time.monotonic() - started < 1.5
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("tab", "e")
+        await until(pilot, lambda: isinstance(app.screen, ExplainScreen))
+        # the dialog is up before the rule's text: a placeholder, then the Markdown from the worker
+        assert app.screen.query("#explain-placeholder") or app.screen.query(Markdown)
+        await until(pilot, lambda: bool(app.screen.query(Markdown)))
+        assert not app.screen.query("#explain-placeholder")
+
+
+def _overlaps(a, b) -> bool:
+    return a.x < b.right and b.x < a.right and a.y < b.bottom and b.y < a.bottom
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+@sync
+async def test_toasts_coalesce_per_code_and_never_cover_the_table(size: tuple[int, int]) -> None:
+    from diag.rules.finding import Finding
+
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await ready(pilot)
+        burst = tuple(Finding("DIAG-N001", "nixl-transfer-failures", "warning", "m", endpoint=f"decode-w{i}")
+                      for i in range(12))
+        burst += tuple(Finding("DIAG-K001", "kv-cache-exhaustion", "error", "m", endpoint="decode-w0")
+                       for _ in range(3))
+        app.toast_findings(burst)
+        app.toast_findings(burst[:2])  # the same code again within its toast's window: a counter
+        await pilot.pause(0.3)
+        notes = list(app._notifications)
+        room = app.toast_room()
+        assert len(notes) <= min(2, room) and len({n.title for n in notes}) == len(notes)
+        by_title = {n.title: n.message for n in notes}
+        if room >= 2:
+            assert by_title["14 × DIAG-N001 opened"].endswith("+13 more")
+            assert by_title["3 × DIAG-K001 opened"].endswith("+2 more")
+        else:
+            assert app.unseen > 0 and "new findings (l: log)" in status(app)
+        table = app.screen.query_one("#endpoints", DataTable)
+        from textual.widgets._toast import Toast, ToastRack
+
+        await pilot.pause(0.2)
+        toasts = list(app.screen.get_child_by_type(ToastRack).query(Toast))
+        assert len(toasts) == len(notes)
+        for toast in toasts:
+            assert not _overlaps(toast.region, table.region), (toast.region, table.region)
+
+
+@sync
+async def test_a_fast_replay_raises_at_most_one_toast_per_code() -> None:
+    src = replay(RUNS / "engine-crash", speed=3000)
+    app = WatchApp(WatchState(src), interval=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        seen: list[int] = []
+        deadline = time.monotonic() + 30
+        while not (app.snapshot and app.snapshot.done) and time.monotonic() < deadline:
+            notes = [n for n in app._notifications if "opened" in n.title]
+            seen.append(len(notes) - len({n.title.split()[-2] for n in notes}))
+            await pilot.pause(0.05)
+        assert app.snapshot is not None and app.snapshot.done
+        assert max(seen) == 0, "two toasts for one code"
+        assert any(e.event in ("open", "start") for e in app.snapshot.log)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+@sync
+async def test_columns_give_way_by_priority(size: tuple[int, int]) -> None:
+    from diag.tui.render import COLUMNS
+
+    app = make_app(RUNS / "prefill-bound")
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        cols = column_keys(app)
+        table = app.screen.query_one("#endpoints", DataTable)
+        assert {"endpoint", "health", "prompt", "gen", "kv"} <= set(cols)
+        assert table.virtual_size.width <= size[0], "no column is cut off at the right"
+        if size == (200, 50):
+            assert cols == [c.key for c in COLUMNS]
+        else:
+            dropped = {c.key for c in COLUMNS} - set(cols)
+            kept_priorities = [c.priority for c in COLUMNS if c.key in cols]
+            assert dropped and all(c.priority >= max(kept_priorities) for c in COLUMNS if c.key in dropped)
+            assert all(re.fullmatch(r"-|\d+[smhd]", r["age"]) for r in rows(app).values() if "age" in r)
+
+
+@sync
+async def test_plot_screens_draw_each_series() -> None:
+    from diag.tui.plotscreen import ChartPlot, PlotScreen
+
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, PlotScreen) and app.screen.plots is not None)
+        screen = app.screen
+        counts = {p.chart.key: p.series_count for p in screen.query(ChartPlot)}
+        assert counts == {"rate": 2, "queues": 4, "kv": 5, "preempt": 2}
+        kv = screen.query_one("#plot-kv", ChartPlot)
+        assert kv.chart.hlines[0][0] == 95.0 and kv.chart.spans
+        drawn = kv.render().plain
+        assert "DIAG-K001 kv_usage 95 %" in drawn and "░" in drawn and "decode-w0" in drawn
+        draws = screen.draws
+        await pilot.press("1")
+        await until(pilot, lambda: screen.draws > draws and screen.plots.window_min == 1)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("down", "down", "down", "down", "g")
+        await until(pilot, lambda: isinstance(app.screen, PlotScreen) and app.screen.plots is not None)
+        counts = {p.chart.key: p.series_count for p in app.screen.query(ChartPlot)}
+        assert counts == {"rate": 2, "queues": 2, "kv": 8, "preempt": 1}
+        assert app.screen.endpoint == "decode-w0" and "engine 7" in app.screen.query_one("#plot-kv").render().plain
+
+
+@sync
+async def test_findings_log_and_copy_to_the_clipboard() -> None:
+    from diag.tui.logscreen import LogScreen
+
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("tab", "c")
+        assert app.clipboard.startswith("DIAG-K001 kv-cache-exhaustion") and "evidence: " in app.clipboard
+        assert "window: " in app.clipboard and "(15m)" in app.clipboard
+        await pilot.press("escape", "l")
+        await until(pilot, lambda: isinstance(app.screen, LogScreen))
+        ol = app.screen.query_one("#log", OptionList)
+        assert ol.option_count == len(app.snapshot.log) >= 4
+        ol.highlighted = ol.option_count - 1
+        await pilot.press("c")
+        assert app.clipboard.startswith(app.screen.entries[-1].f.code)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = str(app.screen.query_one("#help", Static).render())
+        assert "12s, 4m, 3h" in text and "seconds since" not in text

@@ -37,3 +37,20 @@ def test_main_screen(snap_compare, monkeypatch: pytest.MonkeyPatch, scenario: st
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert snap_compare(_app(scenario), terminal_size=size, run_before=_loaded)
+
+
+async def _plots(pilot) -> None:
+    from diag.tui.plotscreen import PlotScreen
+
+    await _loaded(pilot)
+    await pilot.press("down", "down", "down", "down", "g")
+    while not isinstance(pilot.app.screen, PlotScreen) or pilot.app.screen.plots is None:
+        await pilot.pause(0.05)
+    await pilot.pause(0.2)
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
+def test_endpoint_plot_screen(snap_compare, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]) -> None:
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert snap_compare(_app("kv-exhaustion"), terminal_size=size, run_before=_plots)

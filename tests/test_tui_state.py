@@ -54,7 +54,7 @@ def test_snapshot_has_every_endpoint_header_and_findings(prefill_snapshot: st.Sn
     for k in ("job", "model", "topology", "build", "stage", "elapsed", "tok/s", "rate P/D"):
         assert k in keys, k
     head = dict(snap.header)
-    assert head["elapsed"] == "20m19s" and "GPUs" in head["tok/s"] and head["stage"] == "completed"
+    assert head["elapsed"] == "20m" and "GPUs" in head["tok/s"] and head["stage"] == "completed"
     codes = [(fr.state, fr.f.code) for fr in snap.findings]
     assert ("open", "DIAG-B001") in codes
     states = [s for s, _ in codes]
@@ -302,3 +302,65 @@ def test_once_runs_without_textual() -> None:
                        env=_env())
     assert p.returncode == 0, p.stderr
     assert "DOWN" in p.stdout and "DIAG-E001" in p.stdout
+
+
+# ------------------------------------------------------------------ what the plots read (issue 17)
+def test_ring_carries_queues_preemptions_and_each_engines_kv() -> None:
+    rows = [(s, "0", 100.0, 10.0) for s in range(0, 300, 10)] + [(s + 7, "1", 50.0, 30.0) for s in range(0, 300, 10)]
+    df = _stats(sorted(rows)).with_columns(pl.when(pl.int_range(pl.len()) == 5).then(3).otherwise(0).alias("preemptions"))
+    ring = st.Ring()
+    ring.update(df)
+    assert ring.engines == ["0", "1"]
+    inner = list(ring.points)[2:-2]
+    assert all(p.running == 2 and p.waiting == 0 and p.engine_kv == (10.0, 30.0) for p in inner)
+    assert sum(p.preempt for p in ring.points) == 3, "a stats line's preemptions land in exactly one slot"
+
+
+def test_snapshot_carries_engine_names_threshold_and_a_findings_log() -> None:
+    snap = st.WatchState(FollowSource([str(RUNS / "kv-exhaustion")]), clock=at_end).step()
+    decode = snap.endpoint("decode-w0")
+    assert decode is not None and decode.engine_names == tuple(str(i) for i in range(8))
+    assert sum(p.preempt for p in decode.series) == decode.s.preemptions
+    from diag.rules.catalog import catalog
+    assert snap.kv_threshold == catalog()["DIAG-K001"].params["kv_usage"]
+    assert {e.f.code for e in snap.log} >= {"DIAG-K001"} and all(e.event == "start" for e in snap.log)
+
+
+def test_plot_set_series_for_the_run_and_one_endpoint() -> None:
+    from diag.tui.plotdata import KV_SERIES_MAX, plot_set
+
+    snap = st.WatchState(FollowSource([str(RUNS / "kv-exhaustion")]), clock=at_end).step()
+    run = plot_set(snap, None, 15)
+    assert [c.key for c in run.charts] == ["rate", "queues", "kv", "preempt"]
+    assert [s.label for s in run.chart("rate").series] == ["prefill prompt tok/s", "decode gen tok/s"]
+    assert len(run.chart("queues").series) == 4 and len(run.chart("kv").series) == 5
+    assert len(run.chart("preempt").series) == 2
+    assert run.chart("kv").hlines[0][0] == snap.kv_threshold
+    assert {s.code for s in run.chart("kv").spans} >= {"DIAG-K001"}
+    assert all(-15 <= x <= 0 for s in run.charts[0].series for x in s.xs)
+    one = plot_set(snap, "decode-w0", 15)
+    assert len(one.chart("kv").series) == 8 and len(one.chart("rate").series) == 2
+    assert max(one.chart("kv").series[0].ys) > snap.kv_threshold
+    assert sum(one.chart("preempt").series[0].ys) > 0
+    narrow = plot_set(snap, "decode-w0", 15, columns=20)
+    assert all(len(s.xs) <= 20 for c in narrow.charts for s in c.series), "binned to the plot's columns"
+    assert len(plot_set(snap, "decode-w0", 1).chart("rate").series[0].xs) <= 6
+    assert KV_SERIES_MAX == 8
+
+
+def test_plot_set_caps_kv_lines_and_reads_only_the_window() -> None:
+    from diag.tui.plotdata import KV_SERIES_MAX, in_window, plot_set
+
+    snap = st.WatchState(FollowSource([str(RUNS / "kv-exhaustion")]), clock=at_end).step()
+    base = snap.endpoints[0]
+    many = tuple(dataclasses.replace(base, s=dataclasses.replace(base.s, id=f"prefill-w{i}")) for i in range(20))
+    big = dataclasses.replace(snap, endpoints=many)
+    assert len(plot_set(big, None, 15).chart("kv").series) == KV_SERIES_MAX
+    assert plot_set(big, None, 15).chart("kv").series[-1].label == "max of 13 others"
+    pts = [st.Point(float(t), 1.0, 1.0, 1.0) for t in range(0, 1000, 10)]
+    assert [p.t for p in in_window(pts, 900, 950)] == [910, 920, 930, 940, 950]
+
+
+def test_human_durations() -> None:
+    assert [st.human_duration(s) for s in (None, 12, 119, 240, 7199, 3 * 3600, 2301 * 3600)] == \
+        ["-", "12s", "119s", "4m", "119m", "3h", "95d"]

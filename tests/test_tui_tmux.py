@@ -62,9 +62,38 @@ def test_watch_in_tmux_shows_endpoints_and_quits(tmux) -> None:
     tmux("send-keys", "-t", "w", "1")
     assert _wait(lambda: "window 1 min" in screen(), 10), screen()
     tmux("send-keys", "-t", "w", "?")
-    assert _wait(lambda: "sparkline window" in screen(), 10), screen()
+    assert _wait(lambda: "sparkline and plot window" in screen(), 10), screen()
     tmux("send-keys", "-t", "w", "Escape")
-    assert _wait(lambda: "sparkline window" not in screen(), 10), screen()
+    assert _wait(lambda: "sparkline and plot window" not in screen(), 10), screen()
 
     tmux("send-keys", "-t", "w", "q")
     assert _wait(lambda: tmux("has-session", "-t", "w", check=False).returncode != 0, 15), "q did not quit"
+
+
+def test_replay_in_tmux_through_the_plot_screens(tmux) -> None:
+    """A fast replay in a real terminal: the run's plots, then an endpoint's, redrawn as it plays."""
+    env = f"env -u NO_COLOR TERM=xterm-256color COLUMNS= LINES= {sys.executable}"
+    cmd = f"cd {ROOT} && {env} -m diag watch --replay samples/runs/kv-exhaustion --speed 400"
+    tmux("new-session", "-d", "-s", "p", "-x", "160", "-y", "48", cmd)
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", "p", check=False).stdout
+
+    assert _wait(lambda: "decode-w0" in screen()), screen()
+    tmux("send-keys", "-t", "p", "p")
+    assert _wait(lambda: "rate match" in screen() and "run · 5 endpoints" in screen(), 15), screen()
+    assert _wait(lambda: "DIAG-K001 kv_usage 95 %" in screen(), 15), screen()
+    text = screen()
+    assert "running / waiting per role" in text and "preemptions per 10 s" in text
+    assert _wait(lambda: "decode gen tok/s" in screen() and "prefill prompt tok/s" in screen(), 20), screen()
+    tmux("send-keys", "-t", "p", "Escape")
+    assert _wait(lambda: "rate match" not in screen() and "findings" in screen(), 10), screen()
+    tmux("send-keys", "-t", "p", "K")  # sort by KV %: the selection stays on the first row's endpoint
+    assert _wait(lambda: "sort KV % ▼" in screen(), 10), screen()
+    tmux("send-keys", "-t", "p", "g")
+    assert _wait(lambda: "KV % per engine" in screen(), 15), screen()
+    assert _wait(lambda: "replay finished" in screen() or "engine" in screen(), 30), screen()
+    tmux("send-keys", "-t", "p", "Escape")
+    assert _wait(lambda: "KV % per engine" not in screen(), 10), screen()
+    tmux("send-keys", "-t", "p", "q")
+    assert _wait(lambda: tmux("has-session", "-t", "p", check=False).returncode != 0, 15), "q did not quit"

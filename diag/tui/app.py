@@ -14,15 +14,22 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import Notification
 from textual.timer import Timer
+from textual.widgets import DataTable
 from textual.worker import WorkerState
 
-from diag.rules.finding import severity_rank
+from diag.rules.finding import Finding, severity_rank
 
+from .logscreen import LogScreen
+from .plotscreen import PlotScreen
+from .render import finding_clip
 from .screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, LiveScreen, MainScreen
-from .state import WINDOWS, FindingRow, Snapshot, WatchState
+from .state import WINDOWS, FindingRow, Snapshot, WatchState, by_code
 
-COMBO_S = 1.0  # "1" then "5" within this many seconds is the 15-minute window
+COMBO_S = 1.0    # "1" then "5" within this many seconds is the 15-minute window
+TOAST_S = 6.0    # a finding code's toast stays this long; openings of the code meanwhile add to its count
+TOAST_LINES = 2  # a toast's height (title, message; see watch.tcss)
 
 
 class WatchApp(App[None]):
@@ -49,6 +56,8 @@ class WatchApp(App[None]):
         self._timer: Timer | None = None
         self._last_digit: tuple[str, float] = ("", 0.0)
         self._told_done = False
+        self.toasts: dict[str, tuple[Notification, int, float]] = {}  # code → (toast, openings, expiry)
+        self.unseen = 0  # findings opened that no toast showed (no room): the status line counts them
 
     # ------------------------------------------------------------------ collection
     def on_mount(self) -> None:
@@ -86,14 +95,52 @@ class WatchApp(App[None]):
     def _show(self, snap: Snapshot) -> None:
         first = self.snapshot is None
         self.snapshot = snap
-        if not first:
-            for f in snap.opened:
-                self.notify(f"{f.code} {f.name} [{f.endpoint or 'run'}]", title="finding opened",
-                            severity="error" if f.severity == "error" else "warning", timeout=6)
+        if not first and snap.opened:
+            self.toast_findings(snap.opened)
         if snap.done and not self._told_done:
             self._told_done = True
             self.notify("replay finished", timeout=4)
         self.refresh_views()
+
+    def toast_room(self) -> int:
+        """How many toasts fit below the endpoint table (toasts never cover it)."""
+        screen = self.screen
+        tables = screen.query("#endpoints").results(DataTable)
+        table = next(tables, None)
+        if table is None:
+            return 3
+        free = screen.size.height - table.region.bottom - 2  # the footer and the rack's margin
+        return max(0, free // TOAST_LINES)
+
+    def toast_findings(self, opened: tuple[Finding, ...]) -> None:
+        """One toast per finding code: further openings of a code while its toast shows replace it
+        with a count; past the room below the table, the oldest toasts go and the status counts."""
+        now = time.monotonic()
+        self.toasts = {c: t for c, t in self.toasts.items() if t[2] > now}
+        for code, found in by_code(opened).items():
+            old = self.toasts.pop(code, None)
+            count = len(found) + (old[1] if old else 0)
+            if old is not None:
+                self._drop_toast(old[0])
+            f = found[-1]
+            where = f.endpoint or "run"
+            more = f" +{count - 1} more" if count > 1 else ""
+            note = Notification(f"{f.code} {f.name} [{where}]{more}",
+                                "finding opened" if count == 1 else f"{count} × {code} opened",
+                                "error" if f.severity == "error" else "warning", TOAST_S, markup=False)
+            self.toasts[code] = (note, count, now + TOAST_S)
+            self._notifications.add(note)  # at once (not via a Notify message): a replacement is final
+        room = self.toast_room()
+        while len(self.toasts) > room:
+            code = next(iter(self.toasts))
+            note, count, _ = self.toasts.pop(code)
+            self._drop_toast(note)
+            self.unseen += count
+        self._refresh_notifications()
+
+    def _drop_toast(self, note: Notification) -> None:
+        if note in self._notifications:
+            self._unnotify(note, refresh=False)
 
     def refresh_views(self) -> None:
         if self.snapshot is None:
@@ -103,14 +150,18 @@ class WatchApp(App[None]):
                 screen.show(self.snapshot)
 
     # ------------------------------------------------------------------ view state
-    def status(self) -> str:
-        parts = ["⏸ paused" if self.paused else "● live"]
-        if self.snapshot is not None and self.snapshot.label:
-            parts.append(self.snapshot.label)
-        parts.append(f"window {self.window} min")
+    def status(self, extra: str = "") -> str:
+        """The status line, most useful first (the label, longest, goes last: a narrow terminal cuts it)."""
+        parts = ["⏸ paused" if self.paused else "● live", f"window {self.window} min"]
         filt = [f"role={self.role_filter}"] if self.role_filter else []
         filt += [f"severity≥{self.min_severity}"] if self.min_severity else []
         parts.append("filter " + " ".join(filt) if filt else "no filter")
+        if extra:
+            parts.append(extra)
+        if self.unseen:
+            parts.append(f"{self.unseen} new findings (l: log)")
+        if self.snapshot is not None and self.snapshot.label:
+            parts.append(self.snapshot.label)
         return "  ·  ".join(parts)
 
     def visible_endpoints(self, snap: Snapshot) -> list[Any]:
@@ -170,6 +221,21 @@ class WatchApp(App[None]):
 
     def action_open_endpoint(self, eid: str | None, search: bool = False) -> None:
         self.push_screen(EndpointScreen(eid, search=search))
+
+    def action_plots(self, eid: str | None) -> None:
+        self.push_screen(PlotScreen(eid))
+
+    def action_findings_log(self) -> None:
+        self.unseen = 0
+        self.push_screen(LogScreen())
+
+    def copy_finding(self, row: FindingRow | None) -> None:
+        """The finding as text on the clipboard (OSC 52: works over ssh and inside tmux)."""
+        if row is None:
+            self.notify("no finding selected", severity="warning", timeout=3)
+            return
+        self.copy_to_clipboard(finding_clip(row))
+        self.notify(f"{row.f.code} copied to the clipboard", timeout=2)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

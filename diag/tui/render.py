@@ -9,30 +9,71 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from diag.rules.catalog import HEALTH_STATES
+
 from ..emit import HEALTH_STYLE, SEV_STYLE
 from ..report import link_lines
+from .plotdata import end_epoch
 from .records import RecordLine
-from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot
+from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot, human_duration
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 SPARK_W = 10
 TONE_STYLE = {"fault": "bold red", "warn": "yellow", "info": "cyan", "stats": "dim"}
 
-# (key, label, justify): most useful first, so an 80-column terminal sees them without scrolling
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("endpoint", "endpoint", "left"), ("health", "health", "left"), ("role", "role", "left"),
-    ("prompt", "prompt/s", "right"), ("gen", "gen/s", "right"), ("run", "run", "right"),
-    ("wait", "wait", "right"), ("kv", "KV %", "left"), ("tps_spark", "tok/s ~", "left"),
-    ("kv_spark", "KV ~", "left"), ("age", "age", "right"), ("pre", "pre", "right"),
-    ("eng", "eng", "right"), ("nodes", "nodes", "left"),
+class Column(NamedTuple):
+    """A column of the endpoint table: ``priority`` 0 always stays; on a narrow terminal the highest
+    numbers give way first. ``sort`` is the k9s-style key (shift + letter) that sorts by it."""
+
+    key: str
+    label: str
+    justify: str
+    priority: int
+    min_width: int
+    sort: str
+    descending: bool  # the first press sorts worst / largest first
+
+
+# in display order; endpoint, health, the roles' throughputs and KV % always stay
+COLUMNS: tuple[Column, ...] = (
+    Column("endpoint", "endpoint", "left", 0, 10, "N", False),
+    Column("health", "health", "left", 0, 8, "H", True),
+    Column("role", "role", "left", 8, 7, "O", False),
+    Column("prompt", "prompt/s", "right", 0, 8, "P", True),
+    Column("gen", "gen/s", "right", 0, 7, "G", True),
+    Column("run", "run", "right", 2, 4, "R", True),
+    Column("wait", "wait", "right", 1, 4, "W", True),
+    Column("kv", "KV %", "left", 0, 10, "K", True),
+    Column("tps_spark", "tok/s ~", "left", 4, SPARK_W, "T", True),
+    Column("kv_spark", "KV ~", "left", 5, SPARK_W, "V", True),
+    Column("age", "age", "right", 3, 4, "A", True),
+    Column("pre", "pre", "right", 6, 3, "X", True),
+    Column("eng", "eng", "right", 7, 3, "E", True),
+    Column("nodes", "nodes", "left", 9, 5, "D", False),
 )
+COLUMN = {c.key: c for c in COLUMNS}
+CELL_PAD = 2  # a DataTable cell's padding, both sides
+
+
+def fit_columns(widths: dict[str, int], available: int) -> list[str]:
+    """The columns that fit in ``available`` cells: every priority-0 column, then the others in
+    priority order until the next one does not fit (each at least its minimum width); display order."""
+    need = {c.key: max(c.min_width, widths.get(c.key, 0)) + CELL_PAD for c in COLUMNS}
+    chosen = {c.key for c in COLUMNS if c.priority == 0}
+    used = sum(need[k] for k in chosen)
+    for c in sorted((c for c in COLUMNS if c.priority), key=lambda c: c.priority):
+        if used + need[c.key] > available:
+            break
+        chosen.add(c.key)
+        used += need[c.key]
+    return [c.key for c in COLUMNS if c.key in chosen]
 
 
 def num(x: float | int | None, nd: int = 0) -> str:
@@ -40,13 +81,7 @@ def num(x: float | int | None, nd: int = 0) -> str:
 
 
 def age_text(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s < 120:
-        return f"{s:.0f}s"
-    if s < 7200:
-        return f"{s / 60:.0f}m"
-    return f"{s / 3600:.0f}h"
+    return human_duration(s)
 
 
 def window_values(points: Sequence[Point], end: float, window_s: int, pick: Callable[[Point], float | None]
@@ -96,13 +131,6 @@ def badge(health: str) -> Text:
     return Text(health, style=HEALTH_STYLE.get(health, ""))
 
 
-def _end_epoch(snap: Snapshot) -> float | None:
-    if snap.now is not None:
-        return snap.now.timestamp()
-    last = [e.series[-1][0] for e in snap.endpoints if e.series]
-    return max(last) if last else None
-
-
 def _tps(p: Point) -> float | None:
     return None if p[1] is None and p[2] is None else (p[1] or 0.0) + (p[2] or 0.0)
 
@@ -126,7 +154,7 @@ def node_prefix(snap: Snapshot) -> str:
 
 def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: str = "") -> dict[str, Any]:
     s = row.s
-    end = _end_epoch(snap)
+    end = end_epoch(snap)
     tps = kv = " " * SPARK_W
     if end is not None:
         tps = spark(window_values(row.series, end, window_min * 60, _tps))
@@ -136,6 +164,43 @@ def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: st
             "wait": num(s.waiting_last), "kv": kv_bar(s.kv_last), "tps_spark": Text(tps, style="cyan"),
             "kv_spark": Text(kv, style="magenta"), "age": age_text(row.age_s), "pre": str(s.preemptions),
             "eng": str(s.engines), "nodes": short_nodes(s.nodes, prefix)}
+
+
+HEALTH_RANK = {h: i for i, h in enumerate(reversed(HEALTH_STATES))}  # OK 0 … DOWN worst
+
+
+def _natural(eid: str) -> tuple[str, int, str]:
+    head, _, tail = eid.rpartition("-w")
+    return (head, int(tail), "") if tail.isdigit() else (eid, -1, eid)
+
+
+def sort_value(row: EndpointRow, key: str, snap: Snapshot, window_min: int) -> Any:
+    """What the endpoint table sorts by for a column (None: no value, always last)."""
+    s = row.s
+    if key in ("tps_spark", "kv_spark"):
+        end = end_epoch(snap)
+        if end is None:
+            return None
+        vals = [v for v in window_values(row.series, end, window_min * 60, _tps if key == "tps_spark"
+                                         else lambda p: p[3]) if v is not None]
+        if not vals:
+            return None
+        return sum(vals) / len(vals) if key == "tps_spark" else max(vals)
+    return {"endpoint": _natural(s.id), "health": HEALTH_RANK.get(s.health, 0), "role": s.role,
+            "prompt": s.prompt_tps_last, "gen": s.gen_tps_last, "run": s.running_last, "wait": s.waiting_last,
+            "kv": s.kv_last, "age": row.age_s, "pre": s.preemptions, "eng": s.engines,
+            "nodes": ",".join(s.nodes)}[key]
+
+
+def sort_rows(rows: Sequence[EndpointRow], key: str | None, descending: bool, snap: Snapshot,
+              window_min: int) -> list[EndpointRow]:
+    """Rows sorted by a column; ties (and no sort) keep the run's order, rows without a value go last."""
+    if key is None:
+        return list(rows)
+    valued = [(sort_value(r, key, snap, window_min), i, r) for i, r in enumerate(rows)]
+    present = sorted((v for v in valued if v[0] is not None), key=lambda v: v[1])
+    present.sort(key=lambda v: v[0], reverse=descending)
+    return [r for _, _, r in present] + [r for v, _, r in valued if v is None]
 
 
 def engine_cells(r: EngineRow) -> tuple[Any, ...]:
@@ -159,8 +224,15 @@ def _val(v: Any, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _evidence_item(k: str, v: Any) -> str:
+    """Durations (keys in seconds, ``window_s``) in human units like every age on screen."""
+    if k.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f"{k[:-2]} {human_duration(v)}"
+    return f"{k} {_val(v)}"
+
+
 def evidence_text(ev: dict[str, Any], limit: int = 8) -> str:
-    return " · ".join(f"{k} {_val(v)}" for k, v in list(ev.items())[:limit])
+    return " · ".join(_evidence_item(k, v) for k, v in list(ev.items())[:limit])
 
 
 def _hm(t: datetime | None) -> str:
@@ -178,7 +250,8 @@ def finding_text(fr: FindingRow) -> Text:
     t.append(f"\n  {f.message}")
     where = []
     if f.first_ts:
-        where.append(f"{_hm(f.first_ts)}–{_hm(f.last_ts)}")
+        span = f" ({human_duration((f.last_ts - f.first_ts).total_seconds())})" if f.last_ts else ""
+        where.append(f"{_hm(f.first_ts)}–{_hm(f.last_ts)}{span}")
     if f.location:
         where.append(f"at {f.location}")
     if where:
@@ -188,6 +261,22 @@ def finding_text(fr: FindingRow) -> Text:
     if f.evidence:
         t.append("\n  evidence: " + evidence_text(f.evidence), style="dim")
     return t
+
+
+def finding_clip(fr: FindingRow) -> str:
+    """A finding as plain text for an issue: code, message, window, evidence, location, fix."""
+    f = fr.f
+    lines = [f"{f.code} {f.name} ({f.severity}, {fr.state}) [{f.endpoint or 'whole run'}]", f.message]
+    if f.first_ts:
+        span = f" ({human_duration((f.last_ts - f.first_ts).total_seconds())})" if f.last_ts else ""
+        lines.append(f"window: {f.first_ts:%Y-%m-%d %H:%M:%S}–{_hm(f.last_ts)}{span}")
+    if f.evidence:
+        lines.append("evidence: " + ", ".join(f"{k}={v}" for k, v in f.evidence.items()))
+    if f.location:
+        lines.append(f"location: {f.location}")
+    if f.fix:
+        lines.append(f"fix: {f.fix}")
+    return "\n".join(lines)
 
 
 def record_text(r: RecordLine, with_endpoint: bool = False) -> Text:
@@ -251,13 +340,13 @@ def render_once(snap: Snapshot, console: Console, window_min: int = 5) -> None:
     widest = max((len(r.id) for r in snap.endpoints), default=8)
     # the endpoint name is never cut; on a narrow terminal the columns the name already implies go first
     drop = {"role", "nodes", "eng"} if console.width < 120 else set()
-    cols = [c for c in COLUMNS if c[0] not in drop]
-    for key, label, just in cols:
-        t.add_column(label, justify=just, no_wrap=True,  # type: ignore[arg-type]
-                     min_width=widest if key == "endpoint" else None)
+    cols = [c for c in COLUMNS if c.key not in drop]
+    for c in cols:
+        t.add_column(c.label, justify=c.justify, no_wrap=True,  # type: ignore[arg-type]
+                     min_width=widest if c.key == "endpoint" else None)
     for row in snap.endpoints:
         cells = endpoint_cells(row, snap, window_min, prefix)
-        t.add_row(*(cells[k] for k, _, _ in cols))
+        t.add_row(*(cells[c.key] for c in cols))
     console.print(t if snap.endpoints else Text("no endpoints found in the logs read", style="yellow"))
     n_open = sum(fr.state == "open" for fr in snap.findings)
     console.print(Text(f"findings: {n_open} open, {len(snap.findings) - n_open} closed", style="bold"))

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any, ClassVar, Protocol, cast
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from .render import (
+    COLUMN,
     COLUMNS,
     ENGINE_COLUMNS,
     age_text,
@@ -21,14 +24,16 @@ from .render import (
     engine_cells,
     evidence_text,
     finding_text,
+    fit_columns,
     header_text,
     node_prefix,
     record_text,
+    sort_rows,
 )
 from .state import FindingRow, Snapshot
 
 RECORDS_SHOWN = 300
-JUSTIFY = {k: j for k, _, j in COLUMNS}
+SCROLLBAR = 2  # a vertical scrollbar's width, kept free when the table scrolls
 
 
 class WatchHost(Protocol):
@@ -37,7 +42,7 @@ class WatchHost(Protocol):
     snapshot: Snapshot | None
     window: int
 
-    def status(self) -> str: ...
+    def status(self, extra: str = "") -> str: ...
 
     def visible_endpoints(self, snap: Snapshot) -> list[Any]: ...
 
@@ -46,6 +51,10 @@ class WatchHost(Protocol):
     def action_explain(self, row: FindingRow | None) -> None: ...
 
     def action_open_endpoint(self, eid: str | None, search: bool = False) -> None: ...
+
+    def action_plots(self, eid: str | None) -> None: ...
+
+    def copy_finding(self, row: FindingRow | None) -> None: ...
 
 
 class LiveScreen(Screen[None]):
@@ -62,16 +71,18 @@ class LiveScreen(Screen[None]):
         self.query_one("#status", Static).update(self.wapp.status())
 
 
-def _fill(table: DataTable[Any], rows: list[tuple[str, list[Any]]], keys: list[str]) -> list[str]:
-    """Update a table in place when its rows are the same, else rebuild it keeping the cursor row."""
+def _fill(table: DataTable[Any], rows: list[tuple[str, list[Any]]], keys: list[str], keep: str | None = None
+          ) -> list[str]:
+    """Update a table in place when its rows are the same, else rebuild it with the cursor on the
+    row it was on (or ``keep``): the selection follows the endpoint, not the position."""
     new = [k for k, _ in rows]
     cols = [c.key for c in table.ordered_columns]
-    if new == keys:
+    if new == keys and table.row_count == len(new):
         for k, cells in rows:
             for col, cell in zip(cols, cells, strict=False):
                 table.update_cell(k, col, cell, update_width=True)
         return keys
-    current = keys[table.cursor_row] if keys and 0 <= table.cursor_row < len(keys) else None
+    current = keep or (keys[table.cursor_row] if keys and 0 <= table.cursor_row < len(keys) else None)
     table.clear()
     for k, cells in rows:
         table.add_row(*cells, key=k)
@@ -80,15 +91,30 @@ def _fill(table: DataTable[Any], rows: list[tuple[str, list[Any]]], keys: list[s
     return new
 
 
+def _width(cell: Any) -> int:
+    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
+
+
+SORT_KEYS = "".join(c.sort for c in COLUMNS)
+
+
 class MainScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("H", "sort('health')", "sort", key_display="⇧H/K/W/P/G…"),
+        *(Binding(c.sort, f"sort('{c.key}')", f"sort by {c.label}", show=False) for c in COLUMNS
+          if c.key != "health"),
+        Binding("g", "plots", "plots"),
+        Binding("p", "app.plots(None)", "run plots"),
+        Binding("l", "app.findings_log", "log"),
+        Binding("f", "app.filter", "filter"),
+        Binding("e", "explain", "explain", show=False),
+        Binding("c", "copy", "copy", show=False),
+        Binding("slash", "search", "search", key_display="/"),
         Binding("space", "app.toggle_pause", "pause", key_display="space"),
         Binding("1", "app.window(1)", "window", key_display="1/5/15/60"),
         Binding("5", "app.window(5)", "5 min", show=False),
         Binding("6", "app.window(60)", "60 min", show=False),
-        Binding("f", "app.filter", "filter"),
-        Binding("e", "explain", "explain"),
-        Binding("slash", "search", "search", key_display="/"),
+        Binding("escape", "focus_table", "table", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -98,19 +124,28 @@ class MainScreen(LiveScreen):
         yield DataTable(id="endpoints", cursor_type="row")
         yield Static(id="findings-title")
         yield OptionList(id="findings")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        table: DataTable[Any] = self.query_one("#endpoints", DataTable)
-        for key, label, just in COLUMNS:
-            table.add_column(Text(label, justify=just), key=key)  # type: ignore[arg-type]
-        table.fixed_columns = 1
+        self.sort_key: str | None = None
+        self.sort_desc = False
+        self.columns: list[str] = []
+        self._signature: tuple[Any, ...] = ()
         self._keys: list[str] = []
         self._rows: list[FindingRow] = []
         self._status()
         if self.wapp.snapshot is not None:
             self.show(self.wapp.snapshot)
-        table.focus()
+        self.query_one("#endpoints", DataTable).focus()
+
+    def _status(self) -> None:
+        extra = f"sort {COLUMN[self.sort_key].label} {'▼' if self.sort_desc else '▲'}" if self.sort_key else ""
+        self.query_one("#status", Static).update(self.wapp.status(extra))
+
+    def _label(self, key: str) -> Text:
+        c = COLUMN[key]
+        arrow = (" ▼" if self.sort_desc else " ▲") if key == self.sort_key else ""
+        return Text(c.label + arrow, justify=c.justify)  # type: ignore[arg-type]
 
     def show(self, snap: Snapshot) -> None:
         app = self.wapp
@@ -122,13 +157,7 @@ class MainScreen(LiveScreen):
         if snap.errors:
             more = f" (+{len(snap.errors) - 2} more)" if len(snap.errors) > 2 else ""
             errors.update(Text("⚠ " + " · ".join(snap.errors[:2]) + more, style="bold red"))
-        prefix = node_prefix(snap)
-        rows = []
-        for e in app.visible_endpoints(snap):
-            cells = endpoint_cells(e, snap, app.window, prefix)
-            rows.append((e.id, [v if isinstance(v, Text) else Text(v, justify=JUSTIFY[k])  # type: ignore[arg-type]
-                                for k, v in cells.items()]))
-        self._keys = _fill(self.query_one("#endpoints", DataTable), rows, self._keys)
+        self._show_table(snap)
         vis = app.visible_findings(snap)
         n_open = sum(fr.state == "open" for fr in vis)
         hidden = len(snap.findings) - len(vis)
@@ -146,9 +175,38 @@ class MainScreen(LiveScreen):
                 ol.highlighted = keys.index(keep)
         self._rows = vis
 
+    def _show_table(self, snap: Snapshot) -> None:
+        """Rows in the chosen order; the columns that fit the width by priority (none cut off)."""
+        app = self.wapp
+        table: DataTable[Any] = self.query_one("#endpoints", DataTable)
+        prefix = node_prefix(snap)
+        ordered = sort_rows(app.visible_endpoints(snap), self.sort_key, self.sort_desc, snap, app.window)
+        cells = {e.id: endpoint_cells(e, snap, app.window, prefix) for e in ordered}
+        widths = {c.key: max([self._label(c.key).cell_len, *(_width(v[c.key]) for v in cells.values())])
+                  for c in COLUMNS}
+        available = self.app.size.width
+        if len(ordered) + 1 > self.app.size.height // 2:  # the table's max-height is 50 %: it scrolls
+            available -= SCROLLBAR
+        visible = fit_columns(widths, available)
+        signature = (tuple(visible), self.sort_key, self.sort_desc)
+        keep = self.selected_endpoint()
+        if signature != self._signature:
+            table.clear(columns=True)
+            for key in visible:
+                table.add_column(self._label(key), key=key)
+            table.fixed_columns = 1
+            self._keys, self._signature, self.columns = [], signature, visible
+        rows = [(eid, [v if isinstance(v, Text) else Text(v, justify=COLUMN[k].justify)  # type: ignore[arg-type]
+                       for k in visible for v in (c[k],)]) for eid, c in cells.items()]
+        self._keys = _fill(table, rows, self._keys, keep)
+
     def on_resize(self) -> None:
         if self.wapp.snapshot is not None:
             self.show(self.wapp.snapshot)
+
+    def selected_endpoint(self) -> str | None:
+        table = self.query_one("#endpoints", DataTable)
+        return self._keys[table.cursor_row] if self._keys and 0 <= table.cursor_row < len(self._keys) else None
 
     def selected_finding(self) -> FindingRow | None:
         ol = self.query_one("#findings", OptionList)
@@ -157,11 +215,32 @@ class MainScreen(LiveScreen):
         i = ol.highlighted if ol.highlighted is not None else 0
         return self._rows[i] if i < len(self._rows) else None
 
+    def action_sort(self, key: str) -> None:
+        """k9s-style: a column's key (or a click on its header) sorts by it; again reverses."""
+        if key == self.sort_key:
+            self.sort_desc = not self.sort_desc
+        else:
+            self.sort_key, self.sort_desc = key, COLUMN[key].descending
+        if self.wapp.snapshot is not None:
+            self.show(self.wapp.snapshot)
+
+    def action_focus_table(self) -> None:
+        self.query_one("#endpoints", DataTable).focus()
+
+    def action_plots(self) -> None:
+        self.wapp.action_plots(self.selected_endpoint())
+
+    def action_copy(self) -> None:
+        self.wapp.copy_finding(self.selected_finding())
+
     def action_explain(self) -> None:
         self.wapp.action_explain(self.selected_finding())
 
     def action_search(self) -> None:
         self.wapp.action_open_endpoint(None, search=True)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        self.action_sort(str(event.column_key.value))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.wapp.action_open_endpoint(str(event.row_key.value))
@@ -177,6 +256,7 @@ class EndpointScreen(LiveScreen):
         Binding("escape", "back", "back", key_display="esc"),
         Binding("space", "app.toggle_pause", "pause", key_display="space"),
         Binding("slash", "search", "search", key_display="/"),
+        Binding("g", "plots", "plots"),
     ]
 
     def __init__(self, endpoint: str | None, *, search: bool = False) -> None:
@@ -194,7 +274,7 @@ class EndpointScreen(LiveScreen):
         yield Input(placeholder="search records (/), esc clears", id="search", compact=True)
         with ScrollableContainer(id="records-scroll"):
             yield Static(id="records")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         if self.endpoint is not None:
@@ -247,16 +327,25 @@ class EndpointScreen(LiveScreen):
     def action_search(self) -> None:
         self.query_one("#search", Input).focus()
 
+    def action_plots(self) -> None:
+        self.wapp.action_plots(self.endpoint)
+
     def action_back(self) -> None:
+        """In the search box: clear it and give the focus back to the table (so the next ``/`` is
+        a key again, not a character typed into the box); else back to the previous screen."""
         box = self.query_one("#search", Input)
-        if box.has_focus and box.value:
+        if box.has_focus:
             box.value = ""
+            if self.endpoint is not None:
+                self.query_one("#engines", DataTable).focus()
+            else:
+                self.query_one("#records-scroll").focus()
             return
         self.app.pop_screen()
 
 
 class FilterScreen(ModalScreen[str | None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "cancel"), Binding("f", "dismiss(None)", "cancel", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "cancel")]
 
     def __init__(self, roles: list[str], role: str | None, severity: str | None) -> None:
         super().__init__()
@@ -282,8 +371,12 @@ class FilterScreen(ModalScreen[str | None]):
 
 
 class ExplainScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "close"), Binding("e", "dismiss", "close", show=False),
-                Binding("q", "dismiss", "close", show=False)]
+    """A rule in full and this finding's figures; the catalog text is read in a worker thread so
+    the dialog opens at once with a placeholder."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "close"), Binding("e", "dismiss", "close", show=False),
+        Binding("q", "dismiss", "close", show=False), Binding("c", "copy", "copy")]
 
     def __init__(self, row: FindingRow) -> None:
         super().__init__()
@@ -315,8 +408,26 @@ class ExplainScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog"):
-            yield Markdown(self.markdown(), id="explain")
-            yield Static(Text("esc close", style="dim"))
+            yield Static(Text(f"{self.row.f.code} {self.row.f.name}: loading the rule…", style="dim"),
+                         id="explain-placeholder")
+            yield Static(Text("esc close · c copy", style="dim"))
+
+    def on_mount(self) -> None:
+        self._load()
+
+    @work(thread=True, exclusive=True, group="explain")
+    def _load(self) -> None:
+        md = self.markdown()
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._loaded, md)
+
+    def _loaded(self, md: str) -> None:
+        holder = self.query_one("#explain-placeholder", Static)
+        self.query_one("#dialog").mount(Markdown(md, id="explain"), before=holder)
+        holder.remove()
+
+    def action_copy(self) -> None:
+        cast(WatchHost, self.app).copy_finding(self.row)
 
 
 HELP = """\
@@ -324,13 +435,21 @@ HELP = """\
 
 [b]keys[/b]
   space      pause / resume (a replay's clock stops too)
-  1 5 15 60  sparkline window, minutes (1 then 5: 15; 6: 60)
+  1 5 15 60  sparkline and plot window, minutes (1 then 5: 15; 6: 60)
+  ⇧+letter   sort the endpoints (again: reverse), or click a header:
+             N endpoint  H health  O role  P prompt/s  G gen/s
+             R run  W wait  K KV %  T tok/s ~  V KV ~  A age
+             X preemptions  E engines  D nodes
+  g          plots of the highlighted endpoint;  p  plots of the run
   f          filter endpoints by role, findings by severity
   e          explain the highlighted finding (why, what to change)
+  c          copy the highlighted finding to the clipboard (OSC 52)
+  l          findings log: every finding opened and closed
   enter      open the highlighted endpoint (or click it twice):
              its engines (DP ranks) and recent log records
   /          search log records;  tab  table <-> findings
-  esc        back / close;  ?  help;  q  quit
+  esc        back / close; on the main screen: focus the table
+  ?  help;  q  quit
 
 [b]health[/b]
   OK · WARN warning finding · CRIT error finding · DOWN engine dead
@@ -339,7 +458,9 @@ HELP = """\
 [b]columns[/b]
   prompt/s gen/s run wait KV %: latest stats, engines summed
   (KV averaged); tok/s ~ and KV ~: sparklines over the window;
-  age: seconds since the last sample; pre: preemptions
+  age: time since the endpoint's last sample (12s, 4m, 3h, 9d);
+  pre: preemptions. A narrow terminal drops the low-priority
+  columns first; endpoint, health, prompt/s, gen/s, KV % stay.
 """
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -45,7 +45,21 @@ PINNED = (StartupFact, Lifecycle)
 TERMINAL_STAGES = ("completed", "failed", "killed", "timeout")
 RECENT_S = 120.0                    # a window that ended this close to the latest data is still open
 
-Point = tuple[float, float | None, float | None, float | None]  # (epoch s, prompt tok/s, gen tok/s, KV %)
+LOG_KEEP = 500                      # findings-log entries (openings and closings) kept in a session
+
+
+class Point(NamedTuple):
+    """One 10 s slot of an endpoint: its engines' latest values summed (KV averaged), the
+    preemptions logged in the slot, and each engine's KV % in the order of :attr:`Ring.engines`."""
+
+    t: float                        # epoch s, the end of the slot
+    prompt: float | None            # prompt tok/s
+    gen: float | None               # generation tok/s
+    kv: float | None                # KV % (engines' mean)
+    running: float | None = None
+    waiting: float | None = None
+    preempt: int = 0
+    engine_kv: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,7 @@ class EndpointRow:
     s: S.EndpointSummary
     age_s: float | None
     series: tuple[Point, ...]
+    engine_names: tuple[str, ...] = ()  # the order of each point's ``engine_kv``
 
     @property
     def id(self) -> str:
@@ -89,6 +104,16 @@ class FindingRow:
 
 
 @dataclass(frozen=True)
+class LogEntry:
+    """A finding that opened (or was there at the start) or closed, as of the run's time ``at``."""
+
+    seq: int
+    at: datetime | None
+    event: str          # open | close | start
+    f: Finding
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything a frame shows; built in the collecting thread, never mutated."""
 
@@ -104,6 +129,8 @@ class Snapshot:
     closed: tuple[Finding, ...] = ()
     errors: tuple[str, ...] = ()
     done: bool = False
+    kv_threshold: float = 95.0          # DIAG-K001's kv_usage, as configured
+    log: tuple[LogEntry, ...] = ()      # findings opened and closed this session, oldest first
 
     def endpoint(self, eid: str) -> EndpointRow | None:
         return next((e for e in self.endpoints if e.id == eid), None)
@@ -117,10 +144,12 @@ def _ts_key(r: RecordLine) -> tuple[bool, datetime, int]:
 
 
 class Ring:
-    """One endpoint's sparkline series: 10 s points (engines' latest values summed, KV averaged)."""
+    """One endpoint's plotted series: 10 s points (engines' latest values summed, KV averaged,
+    preemptions counted per slot, and each engine's KV), bounded to ``maxlen`` points."""
 
     def __init__(self, maxlen: int = SERIES_POINTS) -> None:
         self.points: deque[Point] = deque(maxlen=maxlen)
+        self.engines: list[str] = []
 
     def update(self, stats: pl.DataFrame) -> None:
         df = stats.filter(pl.col("ts").is_not_null())
@@ -139,18 +168,37 @@ class Ring:
         end = datetime.fromtimestamp((hi.timestamp() // STEP_S + 1) * STEP_S, tz=UTC)  # type: ignore[union-attr]
         grid = pl.DataFrame({"b": pl.datetime_range(start, end, f"{STEP_S}s", time_zone="UTC", time_unit="us",
                                                     eager=True)})
-        engines = df.select("engine").unique()
-        cols = ["ts", "engine", "prompt_tps", "gen_tps", "kv_usage"]
+        engines = df.select(pl.col("engine").cast(pl.String)).unique()
+        for e in sorted(engines["engine"].drop_nulls(), key=lambda e: (len(e), e)):
+            if e not in self.engines:
+                self.engines.append(e)
+        cols = ["ts", "engine", "prompt_tps", "gen_tps", "kv_usage", "running", "waiting"]
         joined = (grid.join(engines, how="cross").sort("b")
-                  .join_asof(df.select(cols).sort("ts"), left_on="b", right_on="ts", by="engine",
-                             strategy="backward", tolerance=f"{2 * STEP_S}s", check_sortedness=False))
+                  .join_asof(df.select(cols).with_columns(pl.col("engine").cast(pl.String)).sort("ts"),
+                             left_on="b", right_on="ts", by="engine", strategy="backward",
+                             tolerance=f"{2 * STEP_S}s", check_sortedness=False))
         agg = (joined.group_by("b").agg(pl.col("ts").count().alias("n"), pl.col("prompt_tps").sum(),
-                                        pl.col("gen_tps").sum(), pl.col("kv_usage").mean()).sort("b"))
+                                        pl.col("gen_tps").sum(), pl.col("kv_usage").mean(),
+                                        pl.col("running").sum(), pl.col("waiting").sum()).sort("b"))
+        step_us = STEP_S * 1_000_000
+        preempt = dict(df.select(((pl.col("ts").dt.epoch("us") + step_us - 1) // step_us * STEP_S).alias("b"),
+                                 pl.col("preemptions").fill_null(0))
+                       .group_by("b").agg(pl.col("preemptions").sum()).iter_rows())
+        per_engine: dict[float, dict[str, float]] = {}
+        for b, e, kv in joined.filter(pl.col("kv_usage").is_not_null()).select("b", "engine", "kv_usage").iter_rows():
+            per_engine.setdefault(b.timestamp(), {})[e] = kv
         first = agg["b"][0].timestamp() if agg.height else None
         while self.points and first is not None and self.points[-1][0] >= first:
             self.points.pop()
-        for b, n, p, g, kv in agg.select("b", "n", "prompt_tps", "gen_tps", "kv_usage").iter_rows():
-            self.points.append((b.timestamp(), p if n else None, g if n else None, kv if n else None))
+        for b, n, p, g, kv, run, wait in agg.select("b", "n", "prompt_tps", "gen_tps", "kv_usage", "running",
+                                                    "waiting").iter_rows():
+            t = b.timestamp()
+            if not n:
+                self.points.append(Point(t, None, None, None, preempt=int(preempt.get(int(t), 0))))
+                continue
+            kvs = per_engine.get(t, {})
+            self.points.append(Point(t, p, g, kv, run, wait, int(preempt.get(int(t), 0)),
+                                     tuple(kvs.get(e) for e in self.engines)))
 
 
 def compact(logs: list[ParsedLog], horizon: datetime | None, cap: int | None = None) -> int:
@@ -198,11 +246,18 @@ def recent_records(ep: Endpoint) -> tuple[RecordLine, ...]:
     return tuple(sorted(events + stats, key=_ts_key))
 
 
-def fmt_duration(s: float) -> str:
+def human_duration(s: float | None) -> str:
+    """Ages and durations everywhere in the TUI: ``12s``, ``4m``, ``3h``, ``9d`` (one unit, rounded down)."""
+    if s is None:
+        return "-"
     s = max(0, int(s))
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s"
+    if s < 120:
+        return f"{s}s"
+    if s < 2 * 3600:
+        return f"{s // 60}m"
+    if s < 48 * 3600:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
 
 
 def _short_build(b: str) -> str:
@@ -220,7 +275,7 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
             ("stage", stage)]
     end = run.end if stage in TERMINAL_STAGES or now is None else now
     if run.start and end:
-        rows.append(("elapsed", fmt_duration((end - run.start).total_seconds())))
+        rows.append(("elapsed", human_duration((end - run.start).total_seconds())))
     total = sum((s.prompt_tps_last or 0.0) + (s.gen_tps_last or 0.0) for s in report.endpoints)
     gpus = S.gpu_counts(run)
     working = gpus.get("working_gpus") or gpus.get("working")
@@ -261,6 +316,9 @@ class WatchState:
         self.engine_rows: dict[str, list[EngineRow]] = {}
         self.seq = 0
         self.last_step_s = 0.0
+        self.log: deque[LogEntry] = deque(maxlen=LOG_KEEP)
+        self._log_seq = 0
+        self.kv_threshold = float(self.pipeline.settings.rule("DIAG-K001").params["kv_usage"])
         self._pending: tuple[list[Finding], list[Finding]] = ([], [])
 
     @property
@@ -301,6 +359,10 @@ class WatchState:
                 self.closed.pop(k, None)
             while len(self.closed) > CLOSED_KEEP:
                 self.closed.pop(next(iter(self.closed)))
+            self._log("open", op, report.now)
+            self._log("close", cl, report.now)
+        else:
+            self._log("start", findings, report.now)
         self.findings, self.report = findings, report
         endpoints = report.run.endpoints
         for gone in set(self.rings) - set(endpoints):
@@ -309,6 +371,12 @@ class WatchState:
             self.rings.setdefault(ep.id, Ring()).update(ep.stats)
         self.records = {ep.id: recent_records(ep) for ep in endpoints.values()}
         self.engine_rows = {ep.id: _engines(ep) for ep in endpoints.values()}
+
+    def _log(self, event: str, findings: list[Finding], now: datetime | None) -> None:
+        for f in findings:
+            at = (f.last_ts if event == "close" else f.first_ts) or now
+            self._log_seq += 1
+            self.log.append(LogEntry(self._log_seq, at, event, f))
 
     def _finding_rows(self, run: Run) -> tuple[FindingRow, ...]:
         """Open first (firing at the end of the data, a standing condition, or ended less than
@@ -340,7 +408,9 @@ class WatchState:
         for s in report.endpoints:
             last = run.endpoints[s.id].stats["ts"].max() if s.samples else None
             age = (now - last).total_seconds() if now is not None and last is not None else None  # type: ignore[operator]
-            rows.append(EndpointRow(s, None if age is None else max(0.0, age), tuple(self.rings[s.id].points)))
+            ring = self.rings[s.id]
+            rows.append(EndpointRow(s, None if age is None else max(0.0, age), tuple(ring.points),
+                                    tuple(ring.engines)))
         engines = {eid: tuple(_aged(r, now) for r in rs) for eid, rs in self.engine_rows.items()}
         self.seq += 1
         opened, closed = self._pending
@@ -349,7 +419,16 @@ class WatchState:
             seq=self.seq, now=now, label=self.source.label, header=header(report, now),
             endpoints=tuple(rows), findings=self._finding_rows(run), engines=MappingProxyType(engines),
             records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
-            errors=(*run.errors, *self.source.errors), done=self.source.finished)
+            errors=(*run.errors, *self.source.errors), done=self.source.finished,
+            kv_threshold=self.kv_threshold, log=tuple(self.log))
+
+
+def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
+    """Findings grouped by code, most severe code first (one toast per code)."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.code, []).append(f)
+    return dict(sorted(groups.items(), key=lambda kv: -max(severity_rank(f.severity) for f in kv[1])))
 
 
 def _superseded(f: Finding, current: list[Finding]) -> bool:
@@ -380,5 +459,5 @@ def memory_footprint(state: WatchState) -> dict[str, int]:
             "closed": len(state.closed)}
 
 
-__all__ = ["WINDOWS", "EndpointRow", "EngineRow", "FindingRow", "RecordLine", "Ring", "Snapshot",
+__all__ = ["WINDOWS", "EndpointRow", "EngineRow", "FindingRow", "LogEntry", "Point", "RecordLine", "Ring", "Snapshot",
            "WatchState", "compact", "memory_footprint"]

@@ -1,0 +1,188 @@
+"""Frame time of `diag watch` for 64 endpoints × 24 h: the plot screens and the endpoint table.
+
+Not a test: a measurement. It fills each endpoint's ring through the real :meth:`Ring.update` with 24 h
+of 10 s stats per engine (32 prefill endpoints × 4 engines, 32 decode × 8), builds one Snapshot, and
+runs the real app headless (Textual's ``run_test``) at a terminal size. A frame is timed two ways:
+
+* ``draw``: the plot data (``plot_set``, which the app runs in a worker), the plotext calls of the four
+  charts, and each chart's ``render()`` (plotext ``build`` + ANSI → rich Text): what a redraw costs;
+* ``frame``: the same plus Textual's layout and compositing up to the next idle (``pilot.pause()``).
+
+    .venv/bin/python bench/tui_frames.py                 # 200×50, 30 frames per case
+    .venv/bin/python bench/tui_frames.py --size 120x40 --frames 50 --json bench/out/tui.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from diag import report as S  # noqa: E402
+from diag.rules.finding import Finding  # noqa: E402
+from diag.rules.runmodel import STATS_SCHEMA  # noqa: E402
+from diag.tui.state import STEP_S, EndpointRow, FindingRow, Ring, Snapshot  # noqa: E402
+
+HOURS = 24
+END = datetime(2026, 9, 1, tzinfo=UTC)
+
+
+def stats_frame(engines: int, seed: int, role: str) -> pl.DataFrame:
+    n = HOURS * 3600 // STEP_S
+    ts = pl.datetime_range(END - timedelta(seconds=(n - 1) * STEP_S), END, f"{STEP_S}s", time_zone="UTC",
+                           time_unit="us", eager=True)
+    frames = []
+    for e in range(engines):
+        i = pl.int_range(0, n, eager=True)
+        phase = (seed * 7 + e) / 5
+        wave = (i.cast(pl.Float64) / 180 + phase).sin()
+        frames.append(pl.DataFrame({
+            "ts": ts, "engine": str(e), "file": "bench.out", "line": i,
+            "prompt_tps": (8000 + 6000 * wave) if role == "prefill" else wave * 0.0,
+            "gen_tps": wave * 0.0 if role == "prefill" else (1500 + 900 * wave),
+            "running": (40 + 30 * wave).cast(pl.Int64), "waiting": (20 + 20 * wave).cast(pl.Int64),
+            "deferred": None, "preemptions": (i % 97 == 0).cast(pl.Int64) * (e + 1),
+            "kv_usage": 50 + 48 * wave, "prefix_hit": None, "ext_hit": None,
+        }))
+    return pl.concat(frames).select(list(STATS_SCHEMA)).cast(STATS_SCHEMA)  # type: ignore[arg-type]
+
+
+def build_snapshot() -> tuple[Snapshot, float, int]:
+    started = time.perf_counter()
+    rows = []
+    points = 0
+    for k in range(64):
+        role, engines = ("prefill", 4) if k < 32 else ("decode", 8)
+        ring = Ring(maxlen=HOURS * 3600 // STEP_S)
+        ring.update(stats_frame(engines, k, role))
+        points += len(ring.points)
+        last = ring.points[-1]
+        eid = f"{role}-w{k % 32}"
+        s = S.EndpointSummary(eid, role, (f"node{k:02d}",), engines, len(ring.points) * engines,
+                              END - timedelta(hours=HOURS), END, None, last.prompt, None, last.gen,
+                              int(last.running or 0), int(last.waiting or 0), last.kv, 99.0,
+                              sum(p.preempt for p in ring.points), "WARN" if k % 9 == 0 else "OK", {})
+        rows.append(EndpointRow(s, 3.0, tuple(ring.points), tuple(ring.engines)))
+    findings = tuple(FindingRow(Finding(code, name, sev, "bench", endpoint=f"decode-w{i}",
+                                        first_ts=END - timedelta(minutes=m + 8), last_ts=END - timedelta(minutes=m)),
+                                "open", "decode")
+                     for i, (code, name, sev, m) in enumerate([("DIAG-K001", "kv-cache-exhaustion", "error", 5),
+                                                              ("DIAG-K002", "preemptions", "warning", 30),
+                                                              ("DIAG-B002", "decode-bound", "warning", 50)]))
+    snap = Snapshot(seq=1, now=END, label="bench 64 endpoints × 24 h", header=(("job", "bench"),),
+                    endpoints=tuple(rows), findings=findings, engines={}, records={}, kv_threshold=95.0)
+    return snap, time.perf_counter() - started, points
+
+
+class BenchSource:
+    label = "bench"
+    finished = True
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class BenchState:
+    """What WatchApp needs of its state: the one pre-built snapshot, every poll."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap, self.source, self.last_step_s = snap, BenchSource(), 0.0
+
+    def step(self) -> Snapshot:
+        return self.snap
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {"median_ms": round(statistics.median(ordered) * 1000, 1),
+            "p95_ms": round(ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)] * 1000, 1),
+            "max_ms": round(ordered[-1] * 1000, 1)}
+
+
+async def measure(snap: Snapshot, size: tuple[int, int], frames: int) -> dict[str, dict[str, float]]:
+    from diag.tui.app import WatchApp
+    from diag.tui.plotdata import plot_set
+    from diag.tui.plotscreen import ChartPlot, PlotScreen
+    from diag.tui.screens import MainScreen
+
+    app = WatchApp(BenchState(snap), interval=3600.0, window=60)  # type: ignore[arg-type]
+    out: dict[str, dict[str, float]] = {}
+    async with app.run_test(size=size) as pilot:
+        while app.snapshot is None or not isinstance(app.screen, MainScreen):
+            await pilot.pause(0.05)
+        main = app.screen
+        draw, frame = [], []
+        for _ in range(frames):
+            t0 = time.perf_counter()
+            main.show(snap)
+            draw.append(time.perf_counter() - t0)
+            await pilot.pause()
+            frame.append(time.perf_counter() - t0)
+        out["main table, 64 rows: draw"] = summary(draw)
+        out["main table, 64 rows: frame"] = summary(frame)
+        for label, endpoint, window in (("run plots, 60 min", None, 60), ("endpoint plots (8 engines), 60 min",
+                                                                          "decode-w0", 60),
+                                        ("run plots, whole 24 h", None, HOURS * 60)):
+            app.push_screen(PlotScreen(endpoint))
+            while not isinstance(app.screen, PlotScreen) or app.screen.plots is None:
+                await pilot.pause(0.05)
+            screen = app.screen
+            plots = list(screen.query(ChartPlot))
+            columns = max(p.size.width for p in plots)
+            draw, frame = [], []
+            for _ in range(frames):
+                t0 = time.perf_counter()
+                screen.draw(plot_set(snap, endpoint, window, columns))
+                for p in plots:
+                    p.render()
+                draw.append(time.perf_counter() - t0)
+                await pilot.pause()
+                frame.append(time.perf_counter() - t0)
+            out[f"{label}: draw"] = summary(draw)
+            out[f"{label}: frame"] = summary(frame)
+            app.pop_screen()
+            await pilot.pause()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", default="200x50", help="terminal COLSxROWS (default 200x50)")
+    ap.add_argument("--frames", type=int, default=30)
+    ap.add_argument("--budget-ms", type=float, default=50.0)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    cols, _, lines = args.size.partition("x")
+    snap, built_s, points = build_snapshot()
+    print(f"64 endpoints × {HOURS} h: {points:,} ring points (+ per-engine KV) built in {built_s:.1f} s")
+    result = asyncio.run(measure(snap, (int(cols), int(lines)), args.frames))
+    width = max(len(k) for k in result)
+    print(f"{'case':<{width}}  median    p95     max   (ms, {args.frames} frames, {args.size})")
+    worst = 0.0
+    for case, r in result.items():
+        print(f"{case:<{width}}  {r['median_ms']:6.1f}  {r['p95_ms']:6.1f}  {r['max_ms']:6.1f}")
+        if case.endswith("frame"):
+            worst = max(worst, r["p95_ms"])
+    ok = worst <= args.budget_ms
+    print(f"worst p95 frame {worst:.1f} ms: {'within' if ok else 'OVER'} the {args.budget_ms:g} ms budget")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"size": args.size, "frames": args.frames, "points": points,
+                                         "cases": result, "budget_ms": args.budget_ms}, indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
