@@ -67,10 +67,11 @@ COMPOSE = declare(
 )
 JOURNALD = declare(
     "journald", "prefix",
-    r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@/-]+(?:\[\d+\])?: ",
+    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[+-]\d{4}|Z)) \S+ [\w.@/-]+(?:\[\d+\])?: ",
     samples=[
         "Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707)     return cls(",
         "Sep  2 07:01:12 gpu-node-3 vllm[112]: INFO 09-02 07:01:12 [loggers.py:271] Engine 000: idle",
+        "2025-09-02T07:01:12+0000 gpu-node-3 vllm[112]: INFO 09-02 07:01:12 [loggers.py:271] Engine 000: idle",
     ],
     emits="journald",
 )
@@ -95,7 +96,38 @@ QUOTE = declare(
     samples=["> TYPE vllm:num_requests_running gauge", "> vllm:num_requests_running 0.0"],
     emits="quote",
 )
-_PEELERS = (SRUN.regex, EXT_STAMP.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, COMPOSE.regex, QUOTE.regex)
+RANK_TAG = declare(
+    "rank-tag", "prefix", r"^\[(?:rank\d+|[A-Za-z][\w-]{0,30})\]:\s?",
+    samples=[
+        "[rank0]:   File \"/opt/vllm/vllm/entrypoints/llm.py\", line 309, in generate",
+        "[vllm]: (VllmWorkerProcess pid=89) ERROR 07-28 23:29:37 multiproc_worker_utils.py:226]     return GroupCoordinator(",
+    ],
+    emits="rank",
+    doc="torch.distributed's [rankN]: and a launcher's [name]: tag",
+)
+KUBECTL = declare(
+    "kubectl-prefix", "prefix",
+    r"^\[pod/[\w.-]+/[\w.-]+\] "
+    r"|^[a-z0-9][a-z0-9.-]*-[a-z0-9]+ [a-z0-9][a-z0-9-]* (?=\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[)",
+    samples=[
+        "[pod/vllm-decode-0/vllm] (APIServer pid=1) INFO 08-06 12:34:56 [loggers.py:271] Engine 000: idle",
+        "vllm-prefill-7d9f8-x2x4q vllm (EngineCore_DP0 pid=7) ERROR 08-06 12:34:56 [core.py:1] EngineCore failed to start.",
+    ],
+    emits="kubectl",
+    doc="kubectl logs --prefix and stern (pod, container) prefixes",
+)
+BOX = declare(
+    "box-gutter", "prefix", r"^\s*[│┃║]\s?",
+    samples=[
+        "│ 2026-08-06T12:34:56.123456Z  INFO dynamo_llm::kv_router: selected worker │",
+        "┃ (EngineCore_DP0 pid=7) ERROR 08-06 12:34:56 [core.py:1] EngineCore failed to start. ┃",
+    ],
+    emits="box",
+    doc="text pasted from a box-drawing frame (rich panels, TUIs): the right border is removed too",
+)
+_BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
+_PEELERS = (SRUN.regex, EXT_STAMP.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, KUBECTL.regex, RANK_TAG.regex,
+            BOX.regex, COMPOSE.regex, QUOTE.regex)
 
 # Where a second record starts inside one physical line (glued records).
 _GLUE = re.compile(
@@ -127,6 +159,8 @@ def peel(text: str) -> tuple[str, str | None, int | None]:
                     ext_ts = m.group("ts")
                 elif rx is SRUN.regex and task is None:
                     task = int(m.group("task"))
+                elif rx is BOX.regex:
+                    text = _BOX_RIGHT.sub("", text)
                 text = text[m.end():]
                 break
         else:

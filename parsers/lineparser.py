@@ -25,6 +25,7 @@ for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: ve
 _BANNER_TRIGGERS = tuple(t for f in _orchestrator.BANNER_FORMATS for t in f.triggers)
 
 _SPECIAL = {"traceback-start", "exception-line", "traceback-frame"}
+_ERROR_LEVELS = ("ERROR", "CRITICAL")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>[\w.<>]+))?')
 _CONNECTOR_PATHS = ("kv_transfer", "kv_connector")
 MAX_LINE = 1 << 20   # a physical line is parsed up to 1 MiB: records are short, giant lines are dumps
@@ -188,9 +189,16 @@ class LineParser:
                                     task=r.task)
                     break
             else:
-                cause = faults.classify(msg) or ("kv_connector" if in_connector else "exception")
+                cause = faults.classify(msg) or ("kv_connector" if in_connector else faults.classify_exception(*exc))
                 recs.append(Fault(line, cause=cause, message=msg.strip()[:500], exception=exc_text,
                                   traceback_line=start, frames=tuple(fns), **stamp))
+        elif not recs and hdr.level in _ERROR_LEVELS and key not in self._tb_open:
+            # logger.exception(e) in V0 prints the exception itself as an ERROR line (then the traceback)
+            bare = faults.exception_line(msg)
+            if bare is not None:
+                text = f"{bare[0]}: {bare[1]}" if bare[1] else bare[0]
+                recs.append(Fault(line, cause=faults.classify_exception(*bare), message=msg.strip()[:500],
+                                  exception=text, **stamp))
         if hdr.source:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs

@@ -6,12 +6,14 @@ from .clean import PROGRESS
 from .formats import LineFormat, declare
 
 REQUEST = declare(
-    "dynamo-request-noise", "noise", r"request (?:received|completed)",
+    "dynamo-request-noise", "noise", r"request (?:received|completed)|(?:Received|Added|Finished) request \S",
     samples=[
         "2026-08-06T12:40:01.001234Z  INFO dynamo_runtime::pipeline::network::ingress::push_handler: request received "
         "request_id=\"9f1c\" component=backend endpoint=generate",
         "2026-08-06T12:40:03.551234Z  INFO metrics: request completed request_id=\"9f1c\" ttft_ms=812.4 "
         "elapsed_ms=9120.7 input_tokens=8192 output_tokens=1024 status=\"success\"",
+        "INFO 05-15 05:04:29 logger.py:37] Received request cmpl-36975907203a4d04b34c0d0a3882830c-0: prompt: 'Hi, "
+        "how are you ?', params: SamplingParams(n=1, presence_penalty=0.0)",
     ],
     emits="request",
 )

@@ -122,7 +122,7 @@ class StartupFact(Record):
 STARTUP_KEYS = (
     "version", "model", "non_default_args", "architecture", "kv_memory_gib", "kv_cache_tokens",
     "max_concurrency", "async_scheduling", "api_server_count", "stats_disabled", "dp_rank",
-    "max_model_len", "kv_role", "ssm_conv_layout", "engine_config",
+    "max_model_len", "kv_role", "ssm_conv_layout", "engine_config", "serving",
 )
 
 
@@ -130,7 +130,7 @@ STARTUP_KEYS = (
 class Fault(Record):
     """Something went wrong. ``cause`` classifies it; ``exception`` is the exception line."""
 
-    cause: str                  # see FAULT_CAUSES
+    cause: str                  # a cause of parsers/catalog/faults.toml, or "exception"
     message: str
     exception: str | None = None
     traceback_line: int | None = None  # line where the grouped traceback starts
@@ -140,11 +140,6 @@ class Fault(Record):
     kind = "fault"
 
 
-FAULT_CAUSES = (
-    "oom", "kv_block_size", "kv_connector", "no_kv_memory", "kv_too_small", "mamba_blocks", "ds_layout", "engine_dead",
-    "engine_failed_start", "worker_died", "shm_hang", "rpc_timeout", "nccl", "exception",
-    "stats_disabled",
-)
 
 
 @dataclass(slots=True)

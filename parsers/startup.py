@@ -197,3 +197,21 @@ STATS_OFF = declare(
 def _stats_off(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StartupFact:
     cause = "api_server_count" if m["asc"] else "disable_log_stats"
     return StartupFact(line, key="stats_disabled", value=cause, **kw)  # type: ignore[arg-type]
+
+
+SERVING = declare(
+    "server-serving", "record",
+    r"Application startup complete|Uvicorn running on (?P<url>\S+)",
+    samples=[
+        "(APIServer pid=1) INFO:     Application startup complete.",
+        "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+    ],
+    emits="startup",
+    triggers=("Application startup complete", "Uvicorn running on"),
+    doc="the HTTP server is up: a fault after it happened at runtime",
+)
+
+
+@record_parser(SERVING)
+def _serving(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StartupFact:
+    return StartupFact(line, key="serving", value=True, **kw)  # type: ignore[arg-type]

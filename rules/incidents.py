@@ -9,10 +9,11 @@ and whether the endpoint had served. :mod:`rules.runtime` registers ``fault_inci
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
+from datetime import UTC, datetime
 from statistics import median
 
-from diag.parsers.records import Fault
+from diag.parsers.faults import CAUSES, TAXONOMY, UNCLASSIFIED
+from diag.parsers.records import Fault, KVTransfer, Record, StartupFact, StatsSample
 
 from .catalog import Rule
 from .finding import Finding
@@ -21,33 +22,54 @@ from .templating import _finding, _loc
 
 # ---------------------------------------------------------------- fault incidents (E001, E004)
 
-CAUSE_RANK = ("oom", "no_kv_memory", "kv_too_small", "ds_layout", "mamba_blocks", "kv_block_size", "nccl",
-              "shm_hang", "rpc_timeout", "exception", "worker_died", "engine_failed_start", "engine_dead")
-DEATH = {"engine_dead", "worker_died", "engine_failed_start"}
-FATAL = {"oom", "no_kv_memory", "kv_too_small", "ds_layout", "mamba_blocks"}
-CAUSE_TEXT = {
-    "oom": "CUDA out of memory", "no_kv_memory": "no GPU memory left for the KV cache blocks",
-    "kv_too_small": "KV cache too small for max-model-len", "ds_layout": "hybrid model without DS conv state layout",
-    "mamba_blocks": "max-num-seqs above the available Mamba cache blocks", "kv_block_size": "P/D block-size mismatch",
-    "nccl": "NCCL/collective failure", "kv_connector": "the KV connector crashed", "shm_hang": "a hung worker (shared-memory broadcast timeout)",
-    "rpc_timeout": "an RPC to the workers timed out", "exception": "an exception",
-    "worker_died": "a worker process died", "engine_failed_start": "engine failed to start",
-    "engine_dead": "engine died (root cause not in the logs read)",
-}
-
-
-STARTUP_CAUSES = {"engine_failed_start", "kv_too_small", "no_kv_memory", "mamba_blocks"}  # ds_layout fires at the first transfer
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+# The taxonomy (parsers/catalog/faults.toml) is the one source of causes: its order is the rank.
+CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death), UNCLASSIFIED.name,
+              *(c.name for c in TAXONOMY if c.death))
+DEATH = frozenset(c.name for c in TAXONOMY if c.death)
+FATAL = frozenset(c.name for c in TAXONOMY if c.fatal)
+CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}
+STARTUP_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "startup")
 RUNTIME_MARKERS = ("EngineDeadError", "output_handler", "execute_model", "RPC call", "serving_", "completion",
-                   "generate", "step", "process_input", "run_busy_loop")
+                   "generate", "step", "process_input", "run_busy_loop", "get_output", "sample_tokens",
+                   "update_from_output", "synchronize_input_prep")
 STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run", "initialize_kv_caches",
                    "from_vllm_config", "__init__", "wait_for_engine_startup", "run_engine_core", "init_device",
                    "initialization failed", "failed to start", "launch_core_engines", "make_async_mp_client")
 
 
+def _before(rec: Record, rfile: str, fault: Fault, ffile: str) -> bool:
+    if rec.ts is not None and fault.ts is not None:
+        return rec.ts <= fault.ts
+    return rfile == ffile and rec.line < fault.line
+
+
+def served_before(run: Run, group: list[tuple[str, str, Fault]]) -> bool:
+    """Evidence that the endpoint served before the incident's first fault: stats lines, KV
+    transfers, the HTTP server up, or request/access lines in the same file."""
+    _, file0, first = group[0]
+    for eid in dict.fromkeys(e for e, _, _ in group):
+        ep = run.endpoints.get(eid)
+        if ep is None:
+            continue
+        for rfile, rec in ep.records:
+            if (isinstance(rec, StatsSample | KVTransfer) or (isinstance(rec, StartupFact) and rec.key == "serving")) \
+                    and _before(rec, rfile, first, file0):
+                return True
+        if any(s.path in ep.files and (s.counts.noise.get("request", 0) or s.counts.noise.get("access-log", 0))
+               for s in run.sources):
+            return True
+    return False
+
+
 def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str:
-    """startup or runtime: the cause, then the traceback frames, then whether the endpoint had served."""
+    """startup or runtime, from evidence: a startup-only cause, then whether the endpoint had served
+    before the fault (stats, KV transfers, server up, requests), then the traceback frames, then the
+    orchestrator's readiness time. Nothing says it served: startup."""
     if any(f.cause in STARTUP_CAUSES for _, _, f in group):
         return "startup"
+    if served_before(run, group):
+        return "runtime"
     texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
     if any(m in t for t in texts for m in RUNTIME_MARKERS):
         return "runtime"
@@ -56,14 +78,6 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     first = group[0][2].ts
     if ready is not None and first is not None:
         return "runtime" if first >= ready else "startup"
-    for eid, _, _ in group:
-        ep = run.endpoints.get(eid)
-        if ep is not None and ep.samples and (first is None or ep.stats["ts"].min() <= first):
-            return "runtime"
-        if ep is not None and any(s.path in ep.files and (s.counts.noise.get("request", 0) or
-                                                          s.counts.noise.get("access-log", 0))
-                                  for s in run.sources):
-            return "runtime"
     return "startup"
 
 
@@ -89,7 +103,7 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
         if not causes & (DEATH | FATAL):
             continue
         root = min(group, key=lambda t: (CAUSE_RANK.index(t[2].cause) if t[2].cause in CAUSE_RANK else 99,
-                                          t[2].ts or datetime.min, t[2].line))
+                                          t[2].ts or _EPOCH, t[2].line))
         eid, file, fault = root
         if _phase(run, group, ready) != p["phase"]:
             continue
@@ -119,6 +133,34 @@ def _readiness_stall(rule: Rule, run: Run) -> list[Finding]:
     return [_finding(rule, f"workers never became ready: still waiting for {missing} worker(s) after "
                      f"{len(polls)} polls", first_ts=polls[0][1].ts, last_ts=last.ts, location=_loc(file, last.line),
                      evidence={"polls": len(polls), "last": dict(last.fields)})]
+
+
+# ---------------------------------------------------------------- uncaught exceptions (E005)
+
+def uncaught_exception(rule: Rule, run: Run) -> list[Finding]:
+    """Exceptions that end a traceback outside any engine-death incident: the ones no taxonomy entry
+    knows ("unclassified") and those of a non-fatal class (config), each quoted once per endpoint."""
+    p = rule.params
+    classes = set(p["classes"])
+    out = []
+    for group in _incidents(run.faults(), float(p["window_s"])):
+        if {f.cause for _, _, f in group} & (DEATH | FATAL):
+            continue  # E001/E004 name it as the root cause
+        seen: dict[tuple[str, str], list[tuple[str, Fault]]] = {}
+        for eid, file, f in group:
+            cls = CAUSES[f.cause].cls if f.cause in CAUSES else "unknown"
+            if cls in classes and (f.exception or f.cause == UNCLASSIFIED.name):
+                seen.setdefault((eid, f.exception or f.message), []).append((file, f))
+        for (eid, text), hits in seen.items():
+            file, f = hits[0]
+            cls = CAUSES[f.cause].cls if f.cause in CAUSES else "unknown"
+            label = "unclassified" if cls == "unknown" else cls
+            out.append(_finding(rule, f"{eid}: uncaught {label} exception: {text[:200]}", endpoint=eid,
+                                first_ts=f.ts, last_ts=hits[-1][1].ts,
+                                location=_loc(file, f.traceback_line or f.line),
+                                evidence={"exception": text[:300], "cause_class": label, "count": len(hits),
+                                          "frames": list(f.frames)}))
+    return out
 
 
 # ---------------------------------------------------------------- accuracy (A001)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from statistics import median
 from typing import Any
@@ -28,6 +29,7 @@ TEMPLATES: dict[str, Template] = {
     "fault_incident": incidents.fault_incident,
     "accuracy": incidents.accuracy,
     "drift": effective.drift,
+    "uncaught_exception": incidents.uncaught_exception,
 }
 
 
@@ -174,10 +176,13 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
         for eng in ep.engines:
             df = ep.stats.filter((pl.col("engine") == eng) & pl.col("running").is_not_null()).sort("ts")
             busy = df.filter(pl.col("running") > 0)
-            if busy.height < p["min_intervals"] + 2:
+            if busy.height < p["min_intervals"]:
                 continue
             med = busy[col].median() or 0.0
             if med < p["min_median"]:
+                out.extend(_zero_stall(rule, ep, eng, df))
+                continue
+            if busy.height < p["min_intervals"] + 2:
                 continue
             stalled = ((df["running"] > 0) & (df[col] < p["stall_frac"] * med)).to_list()
             run_start = None
@@ -198,6 +203,33 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
                                       "stalled_tps": round(sub[col].mean(), 1)}))
                     run_start = None
     return out
+
+
+def _zero_stall(rule: Rule, ep: Endpoint, eng: str, df: pl.DataFrame) -> list[Finding]:
+    """No productive interval to compare with: requests running and zero throughput (prompt and
+    generation) in at least min_intervals consecutive stats lines is a stall by itself."""
+    p = rule.params
+    zero = ((df["running"] > 0) & (df["prompt_tps"].fill_null(0) <= 0) & (df["gen_tps"].fill_null(0) <= 0)).to_list()
+    best: tuple[int, int] | None = None
+    start = None
+    for i, z in enumerate([*zero, False]):
+        if z and start is None:
+            start = i
+        elif not z and start is not None:
+            if i - start >= p["min_intervals"] and (best is None or i - start > best[1] - best[0]):
+                best = (start, i)
+            start = None
+    if best is None:
+        return []
+    sub = df[best[0]:best[1]]
+    n = best[1] - best[0]
+    return [_finding(rule, f"engine {eng} of {ep.id} had {int(sub['running'].mean())} requests running and zero "
+                     f"prompt and generation throughput for {n} consecutive stats lines"
+                     + (" (every stats line of the log)" if n == df.height else ""),
+                     endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=best[1] == len(zero),
+                     location=_loc(sub["file"][0], sub["line"][0]),
+                     evidence={"engine": eng, "intervals": n, "median_tps": 0.0, "stalled_tps": 0.0,
+                               "zero_throughput": True, "window_short": n == df.height})]
 
 
 # ---------------------------------------------------------------- threshold over a window (K001)
@@ -235,8 +267,14 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
                    preempt=pl.col("preemptions").fill_null(0).sum()).sort("bucket"))
         cond = ((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list()
         kv_by_ts = None
-        for w in windows(df["bucket"].to_list(), cond, for_s=rule.for_s, interval_s=iv,
-                         keep_firing_for_s=rule.keep_firing_for_s):
+        buckets = df["bucket"].to_list()
+        found = windows(buckets, cond, for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s)
+        # a log shorter than the rule's window: fire on all the evidence there is, at most short_severity
+        span = (buckets[-1] - buckets[0]).total_seconds() + iv if buckets else 0.0
+        short = not found and span < rule.for_s and "short_min_intervals" in p
+        if short:
+            found = windows(buckets, cond, for_s=int(p["short_min_intervals"]) * iv, interval_s=iv)
+        for w in found:
             sub = df[list(w.rows)]
             ev: dict[str, Any] = {"kv_pct_min": sub["kv"].min(), "kv_pct_max": sub["kv"].max(),
                                   "waiting_max": int(sub["waiting"].max()), "preemptions": int(sub["preempt"].sum()),
@@ -250,14 +288,20 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
                 ev["forecast"] = fc
                 msg += (f"; it had risen {fc['from_pct']:.0f}->{fc['to_pct']:.0f} % at "
                         f"{fc['kv_rise_pct_per_min']:.1f} %/min (full in ~{fc['time_to_full_s']:.0f} s at that rate)")
+            if short:
+                ev["window_short"] = True
+                msg += f" (the log holds only {span:.0f} s of stats: short window, every interval in it)"
+                out.append(replace(_finding(rule, msg, endpoint=ep.id, first_ts=w.start, last_ts=w.end, open=w.open,
+                                            evidence=ev), severity=p.get("short_severity", rule.severity)))
+                continue
             out.append(_finding(rule, msg, endpoint=ep.id, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
     return out
 
 
 # ---------------------------------------------------------------- presence of records (K002, E002, E003)
 
-# a connector thread dying or a block-size mismatch breaks KV transfer: E002 reports them
-KV_FAULTS = ("kv_connector", "kv_block_size")
+# a connector thread dying, a block-size mismatch or a transport (NIXL/UCX) error breaks KV transfer: E002
+KV_FAULTS = ("kv_connector", "kv_block_size", "transport")
 
 
 def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, Any]]]:
@@ -282,13 +326,17 @@ def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, An
                 counts[r.cause] += 1
                 items.append((f, r))
         for f, r in ep.of(KVLoadFailure):
-            if not r.recovered:
-                counts["kv_load_failure"] += r.n_requests
-                items.append((f, r))
+            counts["kv_load_recovered" if r.recovered else "kv_load_failure"] += r.n_requests
+            items.append((f, r))
         if ep.kv.height:
             for row in ep.kv.filter(pl.col("failed").fill_null(0) > 0).iter_rows(named=True):
                 counts["metrics_failed_transfers"] += int(row["failed"])
                 items.append((row["file"], row))
+    elif signal == "grammar":
+        for f, r in ep.of(Fault):
+            if r.cause == "grammar":
+                counts["grammar"] += 1
+                items.append((f, r))
     elif signal == "kv_expiry":
         for f, r in ep.of(KVExpiry):
             counts[r.event] += 1
@@ -307,7 +355,9 @@ _LABELS = {"stats": "preemptions (stats lines)", "v0-swap": "swap preemptions (V
            "failed transfers (KV Transfer metrics)", "kv_load_failure": "requests failed to load their KV",
            "expired": "leases expired", "invalid": "invalid (expired) block reads", "force_freed": "force-freed requests",
            "declined": "declined expired reads", "kv_connector": "KV connector crash(es)",
-           "kv_block_size": "block-size mismatch(es)"}
+           "kv_block_size": "block-size mismatch(es)", "transport": "transport (NIXL/UCX) error(s)",
+           "kv_load_recovered": "requests recomputed after a KV load failure",
+           "grammar": "structured-output (grammar/FSM) rejection(s)"}
 
 
 @template("presence")

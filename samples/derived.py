@@ -70,9 +70,10 @@ DERIVED = (
              Edit("logs/sweep_*.log", r" --mamba-ssm-cache-dtype bfloat16", ""),
              Edit("logs/*_w*.out", r", 'mamba_ssm_cache_dtype': 'bfloat16'", ""))),
     Derived("ds-layout-crash", "engine-crash", 5044790,
-            "decode launched without VLLM_SSM_CONV_STATE_LAYOUT=DS: the first KV transfer kills the engine on "
-            "the conv-state layout assertion",
-            ("DIAG-E001", "DIAG-C001"), (("DIAG-E001", "DIAG-C001"),),
+            "launched without VLLM_SSM_CONV_STATE_LAYOUT=DS: the decode engine dies on the conv-state layout "
+            "assertion (vLLM raises it at worker init, so diag reports a startup failure; this derivation keeps the "
+            "base run's timeline, so the assertion stands where the base run's OOM stood)",
+            ("DIAG-E004", "DIAG-C001"), (("DIAG-E004", "DIAG-C001"),),
             (Edit("config.yaml", r'\n    VLLM_SSM_CONV_STATE_LAYOUT: "?DS"?', "", 0),
              Edit("logs/sweep_*.log", r" VLLM_SSM_CONV_STATE_LAYOUT=DS", ""),
              Edit("logs/*_w*.out", r"[^\n]*VLLM_SSM_CONV_STATE_LAYOUT env detected[^\n]*\n", ""),

@@ -1,0 +1,61 @@
+"""The fault taxonomy (parsers/catalog/faults.toml): every sample line classifies as declared, an
+exception no entry knows still yields a finding that quotes it, and tracebacks group whatever
+prefix their lines carry."""
+
+from __future__ import annotations
+
+import pytest
+from loading import report_of
+
+from diag.parsers import faults
+from diag.parsers.records import Fault
+from diag.rules.incidents import CAUSE_RANK, DEATH, FATAL
+
+from helpers import parse_text
+
+CASES = [(c.name, s) for c in faults.TAXONOMY for s in c.samples]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{n}:{i}" for i, (n, _) in enumerate(CASES)])
+def test_sample_classifies_as_declared(case: tuple[str, str]) -> None:
+    name, sample = case
+    cause = faults.CAUSES[name]
+    if cause.pattern is not None:
+        got = [r.cause for r in parse_text(sample) if isinstance(r, Fault)]
+        assert got[:1] == [name], (sample, got)
+    else:  # an exception-type entry: the sample is a traceback's last line
+        exc = faults.exception_line(sample)
+        assert exc is not None and faults.classify_exception(*exc) == name
+
+
+def test_every_cause_is_ranked_and_has_a_class() -> None:
+    for c in faults.TAXONOMY:
+        assert c.name in CAUSE_RANK and c.cls and c.text
+        assert len(c.samples) >= 2
+    assert DEATH and FATAL and not DEATH & FATAL
+
+
+@pytest.mark.parametrize("prefix", ["", "(EngineCore pid=9) ", "(EngineCore_DP0 pid=9) ERROR 08-06 12:00:00 [core.py:1] ",
+                                    "ERROR 08-06 12:00:00 [v1/engine/core.py:710] ", "[rank0]: "])
+def test_unknown_exception_is_unclassified_and_quoted(prefix: str) -> None:
+    text = "\n".join(prefix + line for line in (
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/v1/engine/core.py", line 10, in run_busy_loop',
+        "    self.step()",
+        "frobnicate.QuuxWidgetError: the widget is quuxed",
+    ))
+    got = [r for r in parse_text(text) if isinstance(r, Fault)]
+    assert [(r.cause, r.exception) for r in got] == [("exception", "QuuxWidgetError: the widget is quuxed")]
+
+
+def test_unclassified_exception_yields_a_finding(tmp_path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join((
+        "(EngineCore pid=9)   File \"/x/vllm/v1/engine/core.py\", line 10, in run_busy_loop",
+        "(EngineCore pid=9)     self.step()",
+        "(EngineCore pid=9) frobnicate.QuuxWidgetError: the widget is quuxed",
+    )) + "\n")
+    report = report_of([str(log)])
+    hits = [f for f in report.findings if f.code == "DIAG-E005"]
+    assert len(hits) == 1 and "QuuxWidgetError: the widget is quuxed" in hits[0].message
+    assert hits[0].evidence["cause_class"] == "unclassified"
