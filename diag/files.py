@@ -24,7 +24,7 @@ from diag.parsers.benchmark import (
     read_rollup,
     read_sa_bench_json,
 )
-from diag.parsers.ingest import ParsedLog, infer_tz_offset, infer_year, parse_bulk
+from diag.parsers.ingest import ParsedLog, infer_tz_offset, infer_year, parse_blocks
 from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
 from diag.parsers.layout import FileInfo, classify_path, role_from_content, sniff_kind
 from diag.parsers.recipe import Recipe
@@ -138,8 +138,8 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     head = head_b.decode("utf-8", errors="replace")
     src.year = year_of(path, head, ref)
     try:
-        src.records, src.counts = parse_bulk(read_blocks(path, on_bytes), year=src.year,
-                                             tz_offset_s=infer_tz_offset(head))
+        parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=infer_tz_offset(head))
+        src.records, src.stats, src.kv, src.counts = parsed.records, parsed.stats, parsed.kv, parsed.counts
     except OSError as e:
         src.error = f"{path}: cannot read: {e.strerror or e}"
     return src

@@ -154,6 +154,8 @@ class Pipeline:
 def window_of(logs: Sequence[ParsedLog]) -> tuple[datetime | None, datetime | None]:
     """First and last timestamp of some parsed logs (the span a Prometheus query covers)."""
     stamps = [r.ts for lg in logs for r in lg.records if r.ts is not None]
+    stamps += [t for lg in logs for cols in (lg.stats, lg.kv) if cols.height
+               for t in (cols["ts"].min(), cols["ts"].max()) if t is not None]  # type: ignore[misc]
     if not stamps:
         return None, None
     return min(stamps), max(stamps)

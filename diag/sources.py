@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import Fault, Lifecycle, Record
 
@@ -64,7 +65,8 @@ def orchestrator_view(log: ParsedLog) -> ParsedLog:
     the orchestrator's own records (srun-labelled task lines, lifecycle and faults are)."""
     if log.kind != "orchestrator":
         return log
-    return replace(log, records=[r for r in log.records if r.task is not None or isinstance(r, (Lifecycle, Fault))])
+    return replace(log, records=[r for r in log.records if r.task is not None or isinstance(r, (Lifecycle, Fault))],
+                   stats=empty_stats(), kv=empty_kv())  # extracted rows carry no srun task: not its own
 
 
 def _run_start(orchestrators: list[ParsedLog]) -> datetime | None:
@@ -238,12 +240,14 @@ class ReplaySource(SourceBase):
         if self.speed <= 0:
             raise ValueError("--speed must be > 0")
         seq = 0
-        stamps = [r.ts for lg in self.logs_read for r in lg.records if r.ts is not None]
+        # a replay releases records one by one, so extracted stats/KV rows become records here
+        every = {src.path: src.all_records() for src in self.logs_read}
+        stamps = [r.ts for recs in every.values() for r in recs if r.ts is not None]
         start = min(stamps) if stamps else datetime(1970, 1, 1, tzinfo=UTC)
         for src in self.logs_read:
-            self._shells[src.path] = replace(src, records=[])
+            self._shells[src.path] = replace(src, records=[], stats=empty_stats(), kv=empty_kv())
             last = start
-            for r in src.records:
+            for r in every[src.path]:
                 last = r.ts or last
                 self._events.append((last, seq, src.path, r))
                 seq += 1

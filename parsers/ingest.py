@@ -11,6 +11,7 @@ Both give identical records (``tests/test_ingest.py`` checks it on every sample 
 
 from __future__ import annotations
 
+import heapq
 import io
 import re
 from collections.abc import Iterable
@@ -21,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from . import benchmark as _benchmark
+from .columns import empty_kv, empty_stats, extract, kv_records, stats_records
 from .formats import REGISTRY
 from .lineparser import TRIGGER_PATTERN, LineParser
 from .noise import NOISE
@@ -70,10 +72,20 @@ class ParsedLog:
     records: list[Record] = field(default_factory=list)
     year: int | None = None
     error: str | None = None
+    stats: pl.DataFrame = field(default_factory=empty_stats)  # extracted stats rows (parsers.columns)
+    kv: pl.DataFrame = field(default_factory=empty_kv)        # extracted KV-transfer rows
 
     @property
     def kind(self) -> str:
         return self.info.kind
+
+    @property
+    def n_records(self) -> int:
+        return len(self.records) + self.stats.height + self.kv.height
+
+    def all_records(self) -> list[Record]:
+        """Records and extracted rows as records, in line order (materialised on demand)."""
+        return merged_records(self.records, self.stats, self.kv)
 
 
 def _classify() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
@@ -88,9 +100,11 @@ def _classify() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
         pl.when(cand).then(None).otherwise(noise).alias("noise")
 
 
-def _block_frame(block: bytes, first_line: int) -> tuple[list[tuple[int, str, str | None, str | None]], Counts]:
-    """Candidate lines of one block (number, text, next line, previous non-candidate line) and the
-    block's counts. polars classifies every line; Python sees only the candidates and their neighbours."""
+def _block_frame(block: bytes, first_line: int) -> tuple[
+        list[tuple[int, str, str | None, str | None]], pl.DataFrame, pl.DataFrame, Counts]:
+    """One block: the candidate lines the line parser must see (number, text, next line, previous
+    non-candidate line), the stats and KV rows extracted in polars (``ts`` still null), and the
+    block's counts. polars classifies every line; Python sees only the rare candidates."""
     try:
         block.decode("utf-8")
     except UnicodeDecodeError:
@@ -99,7 +113,7 @@ def _block_frame(block: bytes, first_line: int) -> tuple[list[tuple[int, str, st
     n = df.height
     counts = Counts(lines=n)
     if n == 0:
-        return [], counts
+        return [], empty_stats(), empty_kv(), counts
     lines, is_cand = df["line"], df["cand"]
     idx = is_cand.arg_true()
     counts.candidates = len(idx)
@@ -111,16 +125,95 @@ def _block_frame(block: bytes, first_line: int) -> tuple[list[tuple[int, str, st
     nxt = pl.select(pl.when(idx == n - 1).then(None).otherwise(lines.gather(nxt_i))).to_series()
     prv_ok = (idx > 0) & ~is_cand.gather(prv_i)
     prv = pl.select(pl.when(prv_ok).then(lines.gather(prv_i)).otherwise(None)).to_series()
-    rows = list(zip((idx + first_line).to_list(), lines.gather(idx).to_list(), nxt.to_list(), prv.to_list(),
+    cand = pl.DataFrame({"n": idx.cast(pl.Int64) + first_line, "line": lines.gather(idx), "nxt": nxt, "prv": prv})
+    stats, kv, slow = extract(cand)
+    rest = cand.filter(slow)
+    rows = list(zip(rest["n"].to_list(), rest["line"].to_list(), rest["nxt"].to_list(), rest["prv"].to_list(),
                     strict=True))
-    return rows, counts
+    return rows, stats, kv, counts
 
 
-def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
-               tz_offset_s: int = 0) -> tuple[list[Record], Counts]:
-    """Records and counts of a whole log given as newline-aligned blocks."""
+class _Stamper:
+    """Timestamps of a block's extracted rows, given in line order with the line parser's own
+    records: the parser's year tracker sees one month-day per run of rows (a run ends at a month
+    change or at a line the parser parses), so a run over New Year gets the same years as when
+    every line went through the parser; the rest of a run is stamped in polars."""
+
+    def __init__(self, parser: LineParser, tz_offset_s: int) -> None:
+        self.parser = parser
+        self.tz = tz_offset_s
+
+    def block(self, stats: pl.DataFrame, kv: pl.DataFrame, slow_lines: list[int]) -> None:
+        rows = pl.concat([stats.select("line", "md"), kv.select("line", "md")]).sort("line")
+        self.rows = rows
+        self.runs: list[tuple[int, str, int]] = []
+        self.years: list[int | None] = []
+        self.fixed: dict[int, datetime | None] = {}
+        self._next = 0
+        if rows.height == 0:
+            return
+        before = pl.Series(slow_lines, dtype=pl.Int64).search_sorted(rows["line"], side="left")
+        month = rows["md"].str.slice(0, 2)
+        start = ((month != month.shift(1)) | (before != before.shift(1))).fill_null(True)
+        self.run_id = start.cast(pl.Int64).cum_sum() - 1
+        starts = start.arg_true()
+        self.runs = list(zip(starts.to_list(), rows["md"].gather(starts).to_list(),
+                             before.gather(starts).to_list(), strict=True))
+
+    def until(self, slow_index: int | None) -> None:
+        """Stamp the runs that come before the block's ``slow_index``-th parsed line (None: all)."""
+        p = self.parser
+        while self._next < len(self.runs) and (slow_index is None or self.runs[self._next][2] <= slow_index):
+            i, md, _ = self.runs[self._next]
+            p._resolve(md)
+            if p._tracker is None:
+                self.years.append(None)
+            elif p._month[0] == md[:2] and p._month[1] is not None:
+                self.years.append(p._month[1])
+            else:  # the tracker did not take this month (an invalid date): stamp the run row by row
+                self.years.append(None)
+                end = self.runs[self._next + 1][0] if self._next + 1 < len(self.runs) else self.rows.height
+                for j, m in enumerate(self.rows["md"].slice(i, end - i).to_list()):
+                    self.fixed[i + j] = p._resolve(m)
+            self._next += 1
+
+    def stamp(self, stats: pl.DataFrame, kv: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        if self.rows.height == 0:
+            return stats, kv
+        year = pl.Series(self.years, dtype=pl.Int64).gather(self.run_id)
+        ts = (pl.concat_str([year.cast(pl.Utf8), pl.lit("-"), self.rows["md"]])
+              .str.strptime(pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False)
+              .dt.replace_time_zone("UTC") - pl.duration(seconds=self.tz))
+        stamped = self.rows.select("line").with_columns(ts.alias("ts"))
+        if self.fixed:
+            at = pl.Series(list(self.fixed), dtype=pl.Int64)
+            vals = pl.Series(list(self.fixed.values()), dtype=pl.Datetime("us", "UTC"))
+            stamped = stamped.with_columns(stamped["ts"].scatter(at, vals))
+        cols_s, cols_k = stats.columns, kv.columns
+        stats = stats.drop("ts").join(stamped, on="line", how="left", maintain_order="left").select(cols_s)
+        kv = kv.drop("ts").join(stamped, on="line", how="left", maintain_order="left").select(cols_k)
+        return stats, kv
+
+
+@dataclass
+class Parsed:
+    """A log's content after the bulk path: the line parser's records, the extracted stats and KV
+    rows (in line order), and the line counts."""
+
+    records: list[Record]
+    stats: pl.DataFrame
+    kv: pl.DataFrame
+    counts: Counts
+
+
+def parse_blocks(blocks: Iterable[bytes], *, year: int | None = None, tz_offset_s: int = 0) -> Parsed:
+    """Records, stats/KV rows and counts of a whole log given as newline-aligned blocks. Each block
+    is dropped once parsed: what stays is the extracted columns and the rare records."""
     parser = LineParser(year, tz_offset_s)
+    stamper = _Stamper(parser, tz_offset_s)
     records: list[Record] = []
+    stats_chunks: list[pl.DataFrame] = []
+    kv_chunks: list[pl.DataFrame] = []
     counts = Counts()
     it = iter(blocks)
     block = next(it, None)
@@ -130,7 +223,7 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
     skip = -1
     while block is not None:
         nxt_block = next(it, None)
-        frame, c = _block_frame(block, line0)
+        frame, stats, kv, c = _block_frame(block, line0)
         counts.add(c)
         if pending is not None:
             first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
@@ -138,7 +231,9 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
             records.extend(recs)
             skip = line0 if consumed else -1
             pending = None
-        for n, line, nxt, prv in frame:
+        stamper.block(stats, kv, [r[0] for r in frame])
+        for j, (n, line, nxt, prv) in enumerate(frame):
+            stamper.until(j)
             if n == skip:
                 continue
             if n == line0 and before is not None:
@@ -152,13 +247,36 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
             records.extend(recs)
             if consumed:
                 skip = n + 1
+        stamper.until(None)
+        stats, kv = stamper.stamp(stats, kv)
+        if stats.height:
+            stats_chunks.append(stats)
+        if kv.height:
+            kv_chunks.append(kv)
         before = c.last
         line0 += c.lines
         block = nxt_block
     if pending is not None:
         recs, _ = parser.feed(pending[0], pending[1], None, pending[2])
         records.extend(recs)
-    return records, counts
+    return Parsed(records, pl.concat(stats_chunks) if stats_chunks else empty_stats(),
+                  pl.concat(kv_chunks) if kv_chunks else empty_kv(), counts)
+
+
+def merged_records(records: list[Record], stats: pl.DataFrame, kv: pl.DataFrame) -> list[Record]:
+    """The line parser's records and the extracted rows as one list of records in line order (the
+    record path's output for the same lines)."""
+    if stats.height == 0 and kv.height == 0:
+        return list(records)
+    rows: list[Record] = list(heapq.merge(stats_records(stats), kv_records(kv), key=lambda r: r.line))
+    return list(heapq.merge(records, rows, key=lambda r: r.line))
+
+
+def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
+               tz_offset_s: int = 0) -> tuple[list[Record], Counts]:
+    """Every record of a whole log (extracted rows materialised) and its counts."""
+    p = parse_blocks(blocks, year=year, tz_offset_s=tz_offset_s)
+    return merged_records(p.records, p.stats, p.kv), p.counts
 
 
 class StreamParser:

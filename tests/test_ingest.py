@@ -102,3 +102,16 @@ def test_year_from_an_ansi_coloured_dynamo_stamp() -> None:
     head = "\x1b[2m2027-01-01T00:00:05.100Z\x1b[0m \x1b[32m INFO\x1b[0m x: y\n(APIServer pid=1) INFO 12-31 23:59:58 [a.py:1] z"
     assert infer_year(head) == 2026  # the vLLM line is still in December: the run crossed New Year
     assert infer_year("\x1b[2m2026-08-06T12:34:56Z\x1b[0m INFO a: b\n") == 2026
+
+
+def test_stats_and_kv_lines_come_out_as_columns() -> None:
+    """Clean stats and KV-transfer lines become column rows (no record each); as records they equal
+    what the record path gives, and the line parser sees only the rest."""
+    from diag.parsers.ingest import parse_blocks
+
+    path = next((SAMPLES / "runs" / "nixl-failures" / "logs").glob("*decode_w0.out"))
+    data = path.read_bytes()
+    parsed = parse_blocks(blocks_of(data, 256 << 10), year=2026)
+    assert parsed.stats.height > 100 and parsed.kv.height > 10
+    assert sum(r.kind == "stats" for r in parsed.records) < parsed.stats.height // 10
+    assert parse_bulk(blocks_of(data, 256 << 10), year=2026)[0] == _stream(data, seed=1)[0]

@@ -240,8 +240,8 @@ def test_replay_releases_records_in_time_order_and_pauses() -> None:
     src.resume()
     wall[0] = 1000.0
     src.poll()
-    assert src.finished and src.now() == max(r.ts for s in run.sources for r in s.records if r.ts)
-    total = sum(len(s.records) for s in run.sources)
+    assert src.finished and src.now() == max(r.ts for s in run.sources for r in s.all_records() if r.ts)
+    total = sum(s.n_records for s in run.sources)
     assert sum(len(log.records) for log in src.logs()) == total
 
 
