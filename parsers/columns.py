@@ -128,8 +128,24 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
         *(pl.coalesce([_kv_value(n) for n in names]).alias(col) for col, names in KV_VALUE_KEYS.items()),
     )
     taken = pl.concat([stats_rows["line"], kv_rows["line"]])
-    slow = ~cand["n"].cast(pl.Int64).is_in(taken.implode())
+    slow = ~cand["n"].cast(pl.Int64).is_in(taken.implode()) & ~cand.select(_inert(headed))["inert"]
     return stats_rows.cast(STATS_COLUMNS), kv_rows.cast(KV_COLUMNS), slow  # type: ignore[arg-type]
+
+
+# UCX's own INFO lines (one per endpoint setup, thousands in a NIXL run) hold the "UCX" trigger of
+# ``UCX ERROR`` failures. Such a line gives the line parser nothing to do when it is a whole, plain
+# UCX-headed line without "ERROR" or any other trigger, and the next line starts a record of its own
+# (nothing to join either way): it stays a candidate in the counts but is not parsed.
+_UCX_HEAD = r"^\[[0-9]{10}\.[0-9]{1,9}\]\s+\[[^\]]+\]\s+"
+_NOT_PLAIN = (r"ERROR|\x1b|\^\[|#033\[|\x{FFFD}|\r|(?:DEBUG|INFO|WARNING|CRITICAL) [0-9]{2}-[0-9]{2}"
+              r"|[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]")
+_NOT_UCX_TRIGGERS = "|".join(_rx_escape(t) for t in trigger_literals() if t != "UCX")
+
+
+def _inert(headed: pl.Expr) -> pl.Expr:
+    line = pl.col("line")
+    return (headed & line.str.contains(_UCX_HEAD) & line.str.contains("UCX", literal=True)
+            & ~line.str.contains(_NOT_PLAIN) & ~line.str.contains(_NOT_UCX_TRIGGERS)).alias("inert")
 
 
 def _kv_value(key: str) -> pl.Expr:

@@ -115,3 +115,19 @@ def test_stats_and_kv_lines_come_out_as_columns() -> None:
     assert parsed.stats.height > 100 and parsed.kv.height > 10
     assert sum(r.kind == "stats" for r in parsed.records) < parsed.stats.height // 10
     assert parse_bulk(blocks_of(data, 256 << 10), year=2026)[0] == _stream(data, seed=1)[0]
+
+
+def test_plain_ucx_info_lines_are_skipped_exactly() -> None:
+    """UCX INFO lines hold the ``UCX`` trigger; skipped ones must not change any record."""
+    ucx = "[1772429498.280441] [gb200-r07-n14:4965:0]     ucp_worker.c:1888 UCX  INFO    ep_cfg[8]: tag(rc_mlx5/mlx5_7:1)"
+    err = "[1772429499.280441] [gb200-r07-n14:4965:0]     sock.c:334  UCX  ERROR recv(fd=180) failed: reset"
+    stats = ("(APIServer pid=7) INFO 03-02 00:05:40 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+             "Avg generation throughput: 1.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, "
+             "Prefix cache hit rate: 0.0%")
+    text = "\n".join([ucx, stats, ucx, "  torn tail without a head", err, ucx, ucx + " Handshake with x failed",
+                      stats, ucx, ""]).encode()
+    for block in (64, 200, 1 << 20):
+        _assert_same(text, block, seed=block)
+    recs, counts = parse_bulk(blocks_of(text), year=2026)
+    assert counts.candidates == 8 and [r.kind for r in recs].count("stats") == 2
+    assert [r.kind for r in recs].count("nixl_failure") == 2
