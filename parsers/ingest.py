@@ -100,16 +100,44 @@ def _classify() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
         pl.when(cand).then(None).otherwise(noise).alias("noise")
 
 
+# A progress bar (the last noise category) holds "%" or ends in "/s]" / "/it]": its regex, the only
+# costly one, runs on those lines only.
+_PROGRESS_LITERALS = ["%", "/s]", "/it]"]
+
+
+def _bulk_classify(block: bytes) -> pl.DataFrame:
+    """Per line of a block: the text, candidate, ANSI, and one flag per noise category but the last
+    (the streaming path's :func:`_classify` gives the same classes line by line)."""
+    col = pl.col("line")
+    flags = [col.str.contains(fmt.regex.pattern).alias(f"noise{i}") for i, fmt in enumerate(NOISE[:-1])]
+    return pl.scan_lines(io.BytesIO(block)).select(
+        col, col.str.contains(TRIGGER_PATTERN).alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
+        *flags, col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress")).collect()
+
+
+def _count_noise(df: pl.DataFrame, counts: Counts) -> None:
+    """Noise lines per category: a non-candidate line counts for the first category it matches."""
+    free = ~pl.col("cand")
+    sums = []
+    for i in range(len(NOISE) - 1):
+        sums.append((free & pl.col(f"noise{i}")).sum().alias(str(i)))
+        free = free & ~pl.col(f"noise{i}")
+    for i, v in enumerate(df.select(*sums).row(0)):
+        counts.noise[NOISE[i].emits] += int(v)
+    rest = df.filter(free & pl.col("maybe_progress"))["line"]
+    if rest.len():
+        counts.noise[NOISE[-1].emits] += int(rest.str.contains(NOISE[-1].regex.pattern).sum())
+
+
 def _block_frame(block: bytes, first_line: int) -> tuple[
         list[tuple[int, str, str | None, str | None]], pl.DataFrame, pl.DataFrame, Counts]:
     """One block: the candidate lines the line parser must see (number, text, next line, previous
     non-candidate line), the stats and KV rows extracted in polars (``ts`` still null), and the
     block's counts. polars classifies every line; Python sees only the rare candidates."""
     try:
-        block.decode("utf-8")
-    except UnicodeDecodeError:
-        block = _decode(block).encode("utf-8")
-    df = pl.scan_lines(io.BytesIO(block)).select(pl.col("line"), *_classify()).collect()
+        df = _bulk_classify(block)
+    except pl.exceptions.ComputeError:  # not UTF-8: decode as the streaming path does
+        df = _bulk_classify(_decode(block).encode("utf-8"))
     n = df.height
     counts = Counts(lines=n)
     if n == 0:
@@ -118,8 +146,7 @@ def _block_frame(block: bytes, first_line: int) -> tuple[
     idx = is_cand.arg_true()
     counts.candidates = len(idx)
     counts.ansi_lines = int(df["ansi"].sum() or 0)
-    for row in df["noise"].drop_nulls().value_counts().iter_rows():
-        counts.noise[NOISE[row[0]].emits] += row[1]
+    _count_noise(df, counts)
     counts.last = (lines[n - 1], bool(is_cand[n - 1]))
     nxt_i, prv_i = (idx + 1).clip(0, n - 1), (idx - 1).clip(0, n - 1)
     nxt = pl.select(pl.when(idx == n - 1).then(None).otherwise(lines.gather(nxt_i))).to_series()

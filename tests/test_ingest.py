@@ -131,3 +131,17 @@ def test_plain_ucx_info_lines_are_skipped_exactly() -> None:
     recs, counts = parse_bulk(blocks_of(text), year=2026)
     assert counts.candidates == 8 and [r.kind for r in recs].count("stats") == 2
     assert [r.kind for r in recs].count("nixl_failure") == 2
+
+
+def test_progress_bar_literals_cover_its_regex() -> None:
+    """The bulk path runs the progress-bar regex only on lines holding one of its literals."""
+    import re
+
+    from diag.parsers.ingest import _PROGRESS_LITERALS
+
+    fmt = NOISE[-1]
+    assert fmt.emits == "progress-bar"
+    for alt in fmt.regex.pattern.split("|\\d+(?:\\.\\d+)?"):  # the two alternatives: "%" and "/s]" or "/it]"
+        assert "%" in alt or "(?:s|it)\\]" in alt
+    for sample in fmt.samples:
+        assert re.search(fmt.regex, sample) and any(t in sample for t in _PROGRESS_LITERALS)
