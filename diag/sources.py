@@ -34,6 +34,7 @@ from .files import (
     check_paths,
     discover,
     parse_log,
+    parse_logs,
     read_side,
     run_root,
 )
@@ -104,7 +105,7 @@ class BatchSource(SourceBase):
             return NO_CHANGES
         orch = [parse_log(p, i, on_bytes=self.on_bytes) for p, i in self.files.of("orchestrator")]
         ref = _run_start(orch)
-        workers = [parse_log(p, i, ref=ref, on_bytes=self.on_bytes) for p, i in self.files.of("worker", "frontend")]
+        workers = parse_logs(self.files.of("worker", "frontend"), ref=ref, on_bytes=self.on_bytes)
         self._logs = [orchestrator_view(lg) for lg in orch] + workers + _metric_logs(self.files)
         return Changes([(lg.path, r) for lg in self._logs for r in lg.records], [lg.path for lg in self._logs])
 
