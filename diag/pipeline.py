@@ -120,7 +120,7 @@ class Pipeline:
 
     def consume(self, changes: Changes, *, force: bool = False) -> Update:
         """Take changes polled from the source; re-assemble and re-analyze when they are due."""
-        self._dirty = self._dirty or bool(changes.records or changes.added)
+        self._dirty = self._dirty or bool(changes)
         t = time.monotonic()
         if force and not self._dirty and self._settled and self.report is not None:
             return Update(changes, self.report)  # a finished source, nothing new: the same report again

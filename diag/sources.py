@@ -21,6 +21,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+import polars as pl
+
 from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import Fault, Lifecycle, Record
@@ -107,7 +109,8 @@ class BatchSource(SourceBase):
         ref = _run_start(orch)
         workers = parse_logs(self.files.of("worker", "frontend"), ref=ref, on_bytes=self.on_bytes)
         self._logs = [orchestrator_view(lg) for lg in orch] + workers + _metric_logs(self.files)
-        return Changes([(lg.path, r) for lg in self._logs for r in lg.records], [lg.path for lg in self._logs])
+        return Changes([(lg.path, r) for lg in self._logs for r in lg.records], [lg.path for lg in self._logs],
+                       [(lg.path, lg.stats, lg.kv) for lg in self._logs if lg.stats.height or lg.kv.height])
 
     def flush(self) -> Changes:
         return NO_CHANGES
@@ -154,12 +157,13 @@ class FollowSource(SourceBase):
         return [(str(s.path), s.reason) for s in self.follower.skipped]
 
     def poll(self) -> Changes:
-        recs, added = self.follower.poll()
+        recs, added, rows = self.follower.poll()
         self._refresh()
-        return Changes(recs, added)
+        return Changes(recs, added, rows)
 
     def flush(self) -> Changes:
-        return Changes(self.follower.flush(), [])
+        recs, rows = self.follower.flush()
+        return Changes(recs, [], rows)
 
     def logs(self) -> list[ParsedLog]:
         logs = self.follower.logs()  # the batch order: orchestrators first (they date the workers)
@@ -366,15 +370,17 @@ class MultiSource(SourceBase):
     def poll(self) -> Changes:
         recs: list[tuple[str, Record]] = []
         added: list[str] = []
+        rows: list[tuple[str, pl.DataFrame, pl.DataFrame]] = []
         for s in self.sources:
-            r, a = s.poll()
+            r, a, new = s.poll()
             recs += r
             added += a
-        return Changes(recs, added)
+            rows += new
+        return Changes(recs, added, rows)
 
     def flush(self) -> Changes:
-        recs = [x for s in self.sources for x in s.flush().records]
-        return Changes(recs, [])
+        flushed = [s.flush() for s in self.sources]
+        return Changes([x for c in flushed for x in c.records], [], [x for c in flushed for x in c.rows])
 
     def logs(self) -> list[ParsedLog]:
         return [log for s in self.sources for log in s.logs()]

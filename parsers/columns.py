@@ -95,21 +95,24 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     block's candidate lines (columns ``n`` line number, ``line``, ``nxt`` the next line or null when
     unknown), and the mask of candidates they did not take (those go to the line parser)."""
     line, nxt = pl.col("line"), pl.col("nxt")
-    clean = pl.when(line.str.contains("\x1b", literal=True)).then(line.str.replace_all(CSI_PATTERN, "")) \
-        .otherwise(line)
     headed = nxt.is_not_null() & ((nxt == "") | nxt.str.contains(HEAD_START_RX))
     short = line.str.len_chars() < MAX_JOIN
     df = cand.with_columns(
-        (line.str.contains(STATS_LIT, literal=True) & short & headed).alias("try_s"),
-        (line.str.contains(KV_LIT, literal=True) & short & headed).alias("try_k"),
-    )
-    s_in = df.filter(pl.col("try_s"))
-    s = s_in.select(pl.col("n"), clean.str.strip_chars_end("\r").str.extract_groups(STATS_RX).alias("g")).unnest("g")
-    s = s.filter(pl.col("md").is_not_null())
-    k_in = df.filter(pl.col("try_k")).with_columns(clean.str.strip_suffix("\r").alias("text"))
-    k_in = k_in.filter(~pl.col("text").str.contains(_OTHER_TRIGGERS))
-    k = k_in.select(pl.col("n"), pl.col("text").str.extract_groups(KV_RX).alias("g")).unnest("g")
-    k = k.filter(pl.col("md").is_not_null() & ~pl.col("body").str.contains(_UNSIMPLE_RX))
+        (line.str.contains(STATS_LIT, literal=True) & short).alias("try_s"),
+        (line.str.contains(KV_LIT, literal=True) & short).alias("try_k"),
+    ).filter(pl.col("try_s") | pl.col("try_k")).filter(headed)
+    # CSI colours come off only the lines that have an escape
+    esc = df["line"].str.contains("\x1b", literal=True)
+    df = pl.concat([df.filter(~esc).with_columns(line.alias("text")),
+                    df.filter(esc).with_columns(line.str.replace_all(CSI_PATTERN, "").alias("text"))])
+    text = pl.col("text")
+    s = df.filter(pl.col("try_s")).select(
+        pl.col("n"), text.str.strip_chars_end("\r").str.extract_groups(STATS_RX).alias("g")).unnest("g")
+    s = s.filter(pl.col("md").is_not_null()).sort("n")
+    k_in = df.filter(pl.col("try_k")).with_columns(text.str.strip_suffix("\r"))
+    k_in = k_in.filter(~text.str.contains(_OTHER_TRIGGERS))
+    k = k_in.select(pl.col("n"), text.str.extract_groups(KV_RX).alias("g")).unnest("g")
+    k = k.filter(pl.col("md").is_not_null() & ~pl.col("body").str.contains(_UNSIMPLE_RX)).sort("n")
     stats_rows = s.select(
         pl.col("n").cast(pl.Int64).alias("line"), pl.lit(None, _TS).alias("ts"), pl.col("md"), pl.col("proc"),
         pl.lit(None, pl.Int64).alias("task"), pl.lit("v1").alias("variant"),
@@ -128,7 +131,9 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
         *(pl.coalesce([_kv_value(n) for n in names]).alias(col) for col, names in KV_VALUE_KEYS.items()),
     )
     taken = pl.concat([stats_rows["line"], kv_rows["line"]])
-    slow = ~cand["n"].cast(pl.Int64).is_in(taken.implode()) & ~cand.select(_inert(headed))["inert"]
+    ucx = cand.filter(line.str.contains("UCX", literal=True))
+    inert = ucx.filter(_inert(headed))["n"].cast(pl.Int64)
+    slow = ~cand["n"].cast(pl.Int64).is_in(pl.concat([taken, inert]).implode())
     return stats_rows.cast(STATS_COLUMNS), kv_rows.cast(KV_COLUMNS), slow  # type: ignore[arg-type]
 
 
@@ -145,7 +150,7 @@ _NOT_UCX_TRIGGERS = "|".join(_rx_escape(t) for t in trigger_literals() if t != "
 def _inert(headed: pl.Expr) -> pl.Expr:
     line = pl.col("line")
     return (headed & line.str.contains(_UCX_HEAD) & line.str.contains("UCX", literal=True)
-            & ~line.str.contains(_NOT_PLAIN) & ~line.str.contains(_NOT_UCX_TRIGGERS)).alias("inert")
+            & ~line.str.contains(_NOT_PLAIN) & ~line.str.contains(_NOT_UCX_TRIGGERS))
 
 
 def _kv_value(key: str) -> pl.Expr:

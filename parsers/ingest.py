@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -88,29 +88,32 @@ class ParsedLog:
         return merged_records(self.records, self.stats, self.kv)
 
 
-def _classify() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """Per line: holds a record trigger; carries ANSI; its noise category (index into NOISE) if not a
-    candidate. The bulk and the streaming path both classify lines with these expressions."""
-    col = pl.col("line")
-    cand = col.str.contains(TRIGGER_PATTERN)
-    noise: pl.Expr = pl.lit(None, dtype=pl.UInt8)
-    for i, fmt in reversed(list(enumerate(NOISE))):  # the first category that matches names the line
-        noise = pl.when(col.str.contains(fmt.regex.pattern)).then(pl.lit(i, dtype=pl.UInt8)).otherwise(noise)
-    return cand.alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"), \
-        pl.when(cand).then(None).otherwise(noise).alias("noise")
-
-
 # A progress bar (the last noise category) holds "%" or ends in "/s]" / "/it]": its regex, the only
 # costly one, runs on those lines only.
 _PROGRESS_LITERALS = ["%", "/s]", "/it]"]
 
 
+def _compressed_magic(block: bytes) -> bool:
+    """polars' line reader inflates a buffer that starts like gzip, zlib or zstd data."""
+    return block[:2] == b"\x1f\x8b" or block[:4] == b"\x28\xb5\x2f\xfd" or \
+        (block[:1] == b"\x78" and block[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"))
+
+
+def _lines(block: bytes) -> pl.LazyFrame:
+    """A block's lines as ``scan_lines`` splits them (one ``\\r`` off each line end)."""
+    if not _compressed_magic(block):
+        return pl.scan_lines(io.BytesIO(block))
+    lines = _decode(block).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return pl.LazyFrame({"line": [x.removesuffix("\r") for x in lines]}, schema={"line": pl.Utf8})
+
+
 def _bulk_classify(block: bytes) -> pl.DataFrame:
-    """Per line of a block: the text, candidate, ANSI, and one flag per noise category but the last
-    (the streaming path's :func:`_classify` gives the same classes line by line)."""
+    """Per line of a block: the text, candidate, ANSI, and one flag per noise category but the last."""
     col = pl.col("line")
     flags = [col.str.contains(fmt.regex.pattern).alias(f"noise{i}") for i, fmt in enumerate(NOISE[:-1])]
-    return pl.scan_lines(io.BytesIO(block)).select(
+    return _lines(block).select(
         col, col.str.contains(TRIGGER_PATTERN).alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
         *flags, col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress")).collect()
 
@@ -233,61 +236,92 @@ class Parsed:
     counts: Counts
 
 
+class BlockParser:
+    """The one block function of both paths: each newline-aligned block goes through polars
+    (classification, stats/KV extraction) and only its rare candidate lines through the line
+    parser. A block's last candidate waits for the next block's first line (a torn record may
+    continue there); :meth:`release` parses it alone."""
+
+    def __init__(self, *, year: int | None = None, tz_offset_s: int = 0, first_line: int = 1) -> None:
+        self.parser = LineParser(year, tz_offset_s)
+        self._stamper = _Stamper(self.parser, tz_offset_s)
+        self.counts = Counts()
+        self._line0 = first_line
+        self._pending: tuple[int, str, str | None] | None = None  # the last candidate, waiting for its successor
+        self._before: tuple[str, bool] | None = None  # the previous block's last line, and whether a candidate
+        self._skip = -1
+
+    @property
+    def waiting(self) -> bool:
+        return self._pending is not None
+
+    def block(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        """The records and stats/KV rows that one block completes."""
+        records: list[Record] = []
+        frame, stats, kv, c = _block_frame(block, self._line0)
+        self.counts.add(c)
+        line0, p = self._line0, self.parser
+        if self._pending is not None:
+            first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
+            pn, praw, pprv = self._pending
+            self._pending = None
+            recs, consumed = p.feed(pn, praw, first_line if c.lines else None, pprv)
+            records.extend(recs)
+            self._skip = line0 if consumed else -1
+        self._stamper.block(stats, kv, [r[0] for r in frame])
+        last = line0 + c.lines - 1
+        for j, (n, line, nxt, prv) in enumerate(frame):
+            self._stamper.until(j)
+            if n == self._skip:
+                continue
+            if n == line0 and self._before is not None:
+                prv = None if self._before[1] else self._before[0]
+            if n - 1 == self._skip:
+                prv = None  # that line already completed the record before it
+            if nxt is None and n == last:
+                self._pending = (n, line, prv)
+                continue
+            recs, consumed = p.feed(n, line, nxt, prv)
+            records.extend(recs)
+            if consumed:
+                self._skip = n + 1
+        self._stamper.until(None)
+        stats, kv = self._stamper.stamp(stats, kv)
+        if c.lines:
+            self._before = c.last
+        self._line0 += c.lines
+        return records, stats, kv
+
+    def release(self) -> list[Record]:
+        """Parse the waiting candidate alone (its continuation did not come)."""
+        if self._pending is None:
+            return []
+        pn, praw, pprv = self._pending
+        self._pending = None
+        recs, _ = self.parser.feed(pn, praw, None, pprv)
+        return recs
+
+
 def parse_blocks(blocks: Iterable[bytes], *, year: int | None = None, tz_offset_s: int = 0) -> Parsed:
     """Records, stats/KV rows and counts of a whole log given as newline-aligned blocks. Each block
     is dropped once parsed: what stays is the extracted columns and the rare records."""
-    parser = LineParser(year, tz_offset_s)
-    stamper = _Stamper(parser, tz_offset_s)
+    bp = BlockParser(year=year, tz_offset_s=tz_offset_s)
     records: list[Record] = []
     stats_chunks: list[pl.DataFrame] = []
     kv_chunks: list[pl.DataFrame] = []
-    counts = Counts()
-    it = iter(blocks)
-    block = next(it, None)
-    line0 = 1
-    pending: tuple[int, str, str | None] | None = None  # previous block's last candidate, waiting for its successor
-    before: tuple[str, bool] | None = None  # previous block's last line and whether it was a candidate
-    skip = -1
-    while block is not None:
-        nxt_block = next(it, None)
-        frame, stats, kv, c = _block_frame(block, line0)
-        counts.add(c)
-        if pending is not None:
-            first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
-            recs, consumed = parser.feed(pending[0], pending[1], first_line, pending[2])
-            records.extend(recs)
-            skip = line0 if consumed else -1
-            pending = None
-        stamper.block(stats, kv, [r[0] for r in frame])
-        for j, (n, line, nxt, prv) in enumerate(frame):
-            stamper.until(j)
-            if n == skip:
-                continue
-            if n == line0 and before is not None:
-                prv = None if before[1] else before[0]
-            if n - 1 == skip:
-                prv = None  # that line already completed the record before it
-            if nxt is None and nxt_block is not None and n == line0 + c.lines - 1:
-                pending = (n, line, prv)
-                continue
-            recs, consumed = parser.feed(n, line, nxt, prv)
-            records.extend(recs)
-            if consumed:
-                skip = n + 1
-        stamper.until(None)
-        stats, kv = stamper.stamp(stats, kv)
+    for block in blocks:
+        recs, stats, kv = bp.block(block)
+        records.extend(recs)
         if stats.height:
             stats_chunks.append(stats)
         if kv.height:
             kv_chunks.append(kv)
-        before = c.last
-        line0 += c.lines
-        block = nxt_block
-    if pending is not None:
-        recs, _ = parser.feed(pending[0], pending[1], None, pending[2])
-        records.extend(recs)
-    return Parsed(records, pl.concat(stats_chunks) if stats_chunks else empty_stats(),
-                  pl.concat(kv_chunks) if kv_chunks else empty_kv(), counts)
+    records.extend(bp.release())
+    return Parsed(records, _concat(stats_chunks, empty_stats), _concat(kv_chunks, empty_kv), bp.counts)
+
+
+def _concat(chunks: list[pl.DataFrame], empty: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    return pl.concat(chunks) if chunks else empty()
 
 
 def merged_records(records: list[Record], stats: pl.DataFrame, kv: pl.DataFrame) -> list[Record]:
@@ -307,81 +341,74 @@ def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
 
 
 class StreamParser:
-    """Incremental parsing of appended bytes; ``feed`` returns the records completed so far."""
+    """Incremental parsing of appended bytes (follow mode), from any offset, through the bulk
+    path's block function: each feed's complete lines are one block. ``feed`` returns the line
+    parser's records completed so far; stats/KV rows gather in :attr:`stats` and :attr:`kv`
+    (:meth:`take_rows` hands out the ones not taken yet)."""
 
     def __init__(self, *, year: int | None = None, tz_offset_s: int = 0, first_line: int = 1) -> None:
-        self._parser = LineParser(year, tz_offset_s)
-        self._line = first_line          # number of the next complete line
+        self._blocks = BlockParser(year=year, tz_offset_s=tz_offset_s, first_line=first_line)
         self._partial = b""              # bytes after the last newline
-        self._pending: tuple[int, str, str | None] | None = None  # a candidate waiting for its successor
-        self._prev: tuple[str, bool] | None = None  # the previous line and whether it was a candidate
-        self.counts = Counts()
+        self._stats: list[pl.DataFrame] = []
+        self._kv: list[pl.DataFrame] = []
+        self._new: list[tuple[pl.DataFrame, pl.DataFrame]] = []
 
-    def _line_in(self, raw: str, is_cand: bool, ansi: bool, noise: str | None) -> list[Record]:
-        n = self._line
-        self._line += 1
-        c = self.counts
-        c.lines += 1
-        c.ansi_lines += ansi
-        prev, self._prev = self._prev, (raw, is_cand)
-        if is_cand:
-            c.candidates += 1
-        elif noise:
-            c.noise[noise] += 1
-        out: list[Record] = []
-        if self._pending is not None:
-            pn, praw, pprv = self._pending
-            self._pending = None
-            recs, consumed = self._parser.feed(pn, praw, raw, pprv)
-            out.extend(recs)
-            if consumed:
-                self._prev = (raw, True)  # used up: no record may join back onto it
-                return out
-        if is_cand:
-            self._pending = (n, raw, None if prev is None or prev[1] else prev[0])
-        return out
+    @property
+    def counts(self) -> Counts:
+        return self._blocks.counts
 
-    def _lines_in(self, lines: list[str]) -> list[Record]:
-        """Classify the lines with the bulk path's polars expressions, then parse the candidates."""
-        out: list[Record] = []
-        if not lines:
-            return out
-        flags = pl.DataFrame({"line": lines}).select(*_classify()).rows()
-        for raw, (is_cand, ansi, noise) in zip(lines, flags, strict=True):
-            out.extend(self._line_in(raw, bool(is_cand), bool(ansi), None if noise is None else NOISE_NAMES[noise]))
-        return out
+    @property
+    def stats(self) -> pl.DataFrame:
+        if len(self._stats) > 1:
+            self._stats = [pl.concat(self._stats)]
+        return self._stats[0] if self._stats else empty_stats()
+
+    @property
+    def kv(self) -> pl.DataFrame:
+        if len(self._kv) > 1:
+            self._kv = [pl.concat(self._kv)]
+        return self._kv[0] if self._kv else empty_kv()
+
+    def take_rows(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The stats and KV rows extracted since the last call."""
+        new, self._new = self._new, []
+        return _concat([s for s, _ in new], empty_stats), _concat([k for _, k in new], empty_kv)
+
+    def _block(self, block: bytes) -> list[Record]:
+        recs, stats, kv = self._blocks.block(block)
+        if stats.height or kv.height:
+            if stats.height:
+                self._stats.append(stats)
+            if kv.height:
+                self._kv.append(kv)
+            self._new.append((stats, kv))
+        return recs
 
     def feed(self, data: bytes) -> list[Record]:
         buf = self._partial + data
-        lines = buf.split(b"\n")
-        self._partial = lines.pop()
-        return self._lines_in([_decode(raw).removesuffix("\r") for raw in lines])
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            self._partial = buf
+            return []
+        self._partial = buf[cut + 1:]
+        return self._block(buf[: cut + 1])
 
     @property
     def waiting(self) -> bool:
         """A complete candidate line is held back, waiting to see whether the next line continues it."""
-        return self._pending is not None
+        return self._blocks.waiting
 
     def release(self) -> list[Record]:
         """Parse the held-back candidate now (follow mode: its continuation did not come in time)."""
-        if self._pending is None:
-            return []
-        pn, praw, pprv = self._pending
-        self._pending = None
-        recs, _ = self._parser.feed(pn, praw, None, pprv)
-        return recs
+        return self._blocks.release()
 
     def finish(self) -> list[Record]:
         """Flush the last line (even without a trailing newline) and any waiting candidate."""
         out: list[Record] = []
         if self._partial:
             raw, self._partial = self._partial, b""
-            out.extend(self._lines_in([_decode(raw).removesuffix("\r")]))
-        if self._pending is not None:
-            pn, praw, pprv = self._pending
-            self._pending = None
-            recs, _ = self._parser.feed(pn, praw, None, pprv)
-            out.extend(recs)
+            out.extend(self._block(raw))
+        out.extend(self._blocks.release())
         return out
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from diag.parsers.ingest import ANSI_PATTERN, StreamParser, parse_bulk
+from diag.parsers.ingest import ANSI_PATTERN, StreamParser, merged_records, parse_bulk
 from diag.parsers.lineparser import TRIGGER_PATTERN
 from diag.parsers.noise import NOISE
 
-from helpers import blocks_of
+from helpers import blocks_of, record_path
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -26,15 +26,18 @@ def _stream(data: bytes, seed: int) -> tuple[list, object]:
         out += sp.feed(data[i:i + n])
         i += n
     out += sp.finish()
-    return out, sp.counts
+    return merged_records(out, sp.stats, sp.kv), sp.counts
 
 
 def _assert_same(data: bytes, block: int, seed: int) -> int:
+    """Bulk, streaming and the record path agree: records (stats/KV rows as records) and counts."""
     bulk, bc = parse_bulk(blocks_of(data, block), year=2026)
     streamed, sc = _stream(data, seed)
-    assert bulk == streamed
-    assert (bc.lines, bc.candidates, bc.ansi_lines, bc.noise) == \
-        (sc.lines, sc.candidates, sc.ansi_lines, sc.noise)
+    reference, rc = record_path(data, year=2026)
+    assert bulk == reference
+    assert streamed == reference
+    for c in (bc, sc):
+        assert (c.lines, c.candidates, c.ansi_lines, c.noise) == (rc.lines, rc.candidates, rc.ansi_lines, rc.noise)
     assert bc.lines == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     return len(bulk)
 
@@ -114,7 +117,7 @@ def test_stats_and_kv_lines_come_out_as_columns() -> None:
     parsed = parse_blocks(blocks_of(data, 256 << 10), year=2026)
     assert parsed.stats.height > 100 and parsed.kv.height > 10
     assert sum(r.kind == "stats" for r in parsed.records) < parsed.stats.height // 10
-    assert parse_bulk(blocks_of(data, 256 << 10), year=2026)[0] == _stream(data, seed=1)[0]
+    assert parse_bulk(blocks_of(data, 256 << 10), year=2026)[0] == record_path(data, year=2026)[0]
 
 
 def test_plain_ucx_info_lines_are_skipped_exactly() -> None:
@@ -145,3 +148,9 @@ def test_progress_bar_literals_cover_its_regex() -> None:
         assert "%" in alt or "(?:s|it)\\]" in alt
     for sample in fmt.samples:
         assert re.search(fmt.regex, sample) and any(t in sample for t in _PROGRESS_LITERALS)
+
+
+@pytest.mark.parametrize("data", [b"\x1f\x8b\x00\x00", b"\x28\xb5\x2f\xfd\x00\nINFO x\r\n", b"x\x9c\x00\nabc\n",
+                                  b"x\xda\n", b"x^\r\r\nb\r"])
+def test_blocks_that_look_compressed_are_read_as_text(data: bytes) -> None:
+    _assert_same(data, 1000, seed=1)

@@ -226,11 +226,11 @@ def test_replay_releases_records_in_time_order_and_pauses() -> None:
     run = load_run([str(RUNS / "kv-exhaustion")])
     wall = [0.0]
     src = replay(RUNS / "kv-exhaustion", speed=60, monotonic=lambda: wall[0])
-    recs, added = src.poll()
+    recs, added, _ = src.poll()
     start = src.now()
     assert added and all(r.ts is None or r.ts <= start for _, r in recs)
     wall[0] = 10.0  # 10 s of wall time = 10 min of the run
-    recs, _ = src.poll()
+    recs, _, _ = src.poll()
     assert recs and src.now() == start + timedelta(minutes=10)
     stamped = [r.ts for _, r in recs if r.ts]
     assert stamped == sorted(stamped)

@@ -284,7 +284,12 @@ class WatchState:
             for _, r in changes.records:
                 if r.ts is not None and (self.latest is None or r.ts > self.latest):
                     self.latest = r.ts
-            if (changes.records or changes.added) and self.retain_s is not None and self.latest is not None:
+            for _, stats, kv in changes.rows:
+                for cols in (stats, kv):
+                    t = cols["ts"].max() if cols.height else None
+                    if t is not None and (self.latest is None or t > self.latest):  # type: ignore[operator]
+                        self.latest = t  # type: ignore[assignment]
+            if changes and self.retain_s is not None and self.latest is not None:
                 now = self.source.now() or datetime.now(tz=UTC)
                 compact(self.source.logs(), min(self.latest, now) - timedelta(seconds=self.retain_s))
             update = self.pipeline.consume(changes)
