@@ -304,7 +304,12 @@ def work_stream(path: Path) -> dict:
             records.extend(sp.feed(chunk))
     records.extend(sp.finish())
     work = time.perf_counter() - t0
-    return {"work_s": work, "lines": sp.counts.lines, **_stats_summary(records)}
+    rec = _stats_summary(records)
+    cols = sp.stats
+    return {"work_s": work, "lines": sp.counts.lines, "stats": rec["stats"] + cols.height,
+            "kv_sum": math.fsum([rec["kv_sum"], float(cols["kv_usage"].fill_null(0).sum())]),
+            "gen_sum": math.fsum([rec["gen_sum"], float(cols["gen_tps"].fill_null(0).sum())]),
+            "records": len(records) + cols.height + sp.kv.height}
 
 
 # The plain baseline: the fields diag's V1 parser needs most, one compiled regex, a literal prefilter.

@@ -24,7 +24,7 @@ from diag.parsers.records import Record
 
 from .files import Skipped, discover, year_of
 
-READ_MAX = 16 << 20    # one block
+READ_MAX = 8 << 20     # one block (diag.files.BLOCK)
 POLL_MAX = 512 << 20   # read per file and poll: a large existing log is caught up in a few polls
 FOLLOWED = ("worker", "orchestrator", "frontend")
 HOLD_S = 0.3  # how long a complete line may wait for a torn continuation before it is parsed alone
