@@ -268,7 +268,7 @@ def _stats_summary(records: list) -> dict:
 
 def _year(path: Path) -> int | None:
     """The year diag's CLI gives this log (its own first full date, else the file's mtime)."""
-    from diag.sources import year_of
+    from diag.files import year_of
 
     with path.open("rb") as fh:
         head = fh.read(64 << 10).decode("utf-8", errors="replace")
@@ -276,14 +276,20 @@ def _year(path: Path) -> int | None:
 
 
 def work_bulk(path: Path) -> dict:
-    from diag.parsers.ingest import parse_bulk
-    from diag.sources import read_blocks
+    """The bulk path as diag runs it: stats/KV rows as columns, the rest as records."""
+    from diag.files import read_blocks
+    from diag.parsers.ingest import parse_blocks
 
     year = _year(path)
     t0 = time.perf_counter()
-    records, counts = parse_bulk(read_blocks(path), year=year)
+    parsed = parse_blocks(read_blocks(path), year=year)
     work = time.perf_counter() - t0
-    return {"work_s": work, "lines": counts.lines, **_stats_summary(records)}
+    rec = _stats_summary(parsed.records)
+    cols = parsed.stats
+    return {"work_s": work, "lines": parsed.counts.lines, "stats": rec["stats"] + cols.height,
+            "kv_sum": math.fsum([rec["kv_sum"], float(cols["kv_usage"].fill_null(0).sum())]),
+            "gen_sum": math.fsum([rec["gen_sum"], float(cols["gen_tps"].fill_null(0).sum())]),
+            "records": len(parsed.records) + cols.height + parsed.kv.height}
 
 
 def work_stream(path: Path) -> dict:
@@ -298,7 +304,12 @@ def work_stream(path: Path) -> dict:
             records.extend(sp.feed(chunk))
     records.extend(sp.finish())
     work = time.perf_counter() - t0
-    return {"work_s": work, "lines": sp.counts.lines, **_stats_summary(records)}
+    rec = _stats_summary(records)
+    cols = sp.stats
+    return {"work_s": work, "lines": sp.counts.lines, "stats": rec["stats"] + cols.height,
+            "kv_sum": math.fsum([rec["kv_sum"], float(cols["kv_usage"].fill_null(0).sum())]),
+            "gen_sum": math.fsum([rec["gen_sum"], float(cols["gen_tps"].fill_null(0).sum())]),
+            "records": len(records) + cols.height + sp.kv.height}
 
 
 # The plain baseline: the fields diag's V1 parser needs most, one compiled regex, a literal prefilter.

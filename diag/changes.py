@@ -3,15 +3,39 @@ defaults every source shares."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
+import polars as pl
+
+from diag.parsers.ingest import merged_records
 from diag.parsers.records import Record
 
 
 class Changes(NamedTuple):
     records: list[tuple[str, Record]]
     added: list[str]
+    rows: Sequence[tuple[str, pl.DataFrame, pl.DataFrame]] = ()   # new extracted stats/KV rows per file
+
+    def __bool__(self) -> bool:
+        return bool(self.records or self.added or self.rows)
+
+    def each_record(self) -> Iterator[tuple[str, Record]]:
+        """The new records with the new rows materialised as records (per file, in line order)."""
+        rows = {path: (stats, kv) for path, stats, kv in self.rows}
+        done: set[str] = set()
+        by_path: dict[str, list[Record]] = {}
+        for path, r in self.records:
+            by_path.setdefault(path, []).append(r)
+        for path, recs in by_path.items():
+            stats, kv = rows.get(path, (None, None))
+            merged = merged_records(recs, stats, kv) if stats is not None and kv is not None else recs
+            done.add(path)
+            yield from ((path, r) for r in merged)
+        for path, stats, kv in self.rows:
+            if path not in done:
+                yield from ((path, r) for r in merged_records([], stats, kv))
 
 
 NO_CHANGES = Changes([], [])

@@ -127,7 +127,7 @@ def heartbeat_line(s: R.EndpointSummary) -> str:
 
 def source_dicts(run: Run) -> list[dict[str, Any]]:
     out = [{"path": s.path, "kind": s.kind, "role": getattr(s.info, "role", None),
-            "lines": s.counts.lines, "records": len(s.records), "noise_lines": s.counts.noise_lines,
+            "lines": s.counts.lines, "records": s.n_records, "noise_lines": s.counts.noise_lines,
             "ansi_lines": s.counts.ansi_lines, "bytes": s.size, "skipped": None, "error": s.error}
            for s in run.sources]
     out += [{"path": p, "kind": "unknown", "role": None, "lines": 0, "records": 0, "noise_lines": 0,
@@ -184,7 +184,7 @@ def jsonl_lines(report: R.Report, *, records: bool = True) -> Iterator[dict[str,
     """The batch JSONL stream of one run: records, endpoints, findings, then the summary."""
     if records:
         for src in report.run.sources:
-            for r in src.records:
+            for r in src.all_records():  # extracted stats/KV rows materialise here, one source at a time
                 yield record_dict(src.path, r)
     for ep in report.endpoints:
         yield {"type": "endpoint", **ep.to_dict()}

@@ -1,7 +1,8 @@
 """Follow a run like ``tail -F``: appended bytes by offset, new files, truncation, rotation, deletion.
 
-Each followed file keeps a :class:`parsers.ingest.StreamParser`; a poll reads what was appended
-since the last one (no busy loop: the caller sleeps between polls). A file that shrinks was
+Each followed file keeps a :class:`parsers.ingest.StreamParser` (the bulk path's block function, so
+catching up on a large existing log runs at batch speed); a poll reads what was appended since the
+last one, in blocks, up to ``POLL_MAX`` bytes a file (no busy loop: the caller sleeps between polls). A file that shrinks was
 truncated and is read again from the start; a file whose inode changed was rotated and is
 reopened; a deleted file keeps the records already read.
 """
@@ -14,13 +15,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+import polars as pl
+
+from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
 from diag.parsers.layout import FileInfo, classify_path
 from diag.parsers.records import Record
 
 from .files import Skipped, discover, year_of
 
-READ_MAX = 8 << 20
+READ_MAX = 8 << 20     # one block (diag.files.BLOCK)
+POLL_MAX = 512 << 20   # read per file and poll: a large existing log is caught up in a few polls
 FOLLOWED = ("worker", "orchestrator", "frontend")
 HOLD_S = 0.3  # how long a complete line may wait for a torn continuation before it is parsed alone
 
@@ -36,6 +41,14 @@ class Followed:
     quiet_since: float = 0.0
     tz: int = 0
     new: list[Record] = field(default_factory=list)
+    kept: tuple[pl.DataFrame, pl.DataFrame] = field(default_factory=lambda: (empty_stats(), empty_kv()))
+    # ^ rows of the file's content before a truncation or rotation (the records stay too)
+
+    def sync(self) -> None:
+        """The log's stats/KV columns: what was kept plus what the current parser extracted."""
+        stats, kv = self.parser.stats, self.parser.kv
+        self.log.stats = pl.concat([self.kept[0], stats]) if self.kept[0].height else stats
+        self.log.kv = pl.concat([self.kept[1], kv]) if self.kept[1].height else kv
 
 
 class Follower:
@@ -82,6 +95,8 @@ class Follower:
 
     def _reset(self, f: Followed, inode: int | None) -> None:
         f.parser.finish()
+        f.sync()
+        f.kept = (f.log.stats, f.log.kv)
         f.parser = StreamParser(year=f.log.year, tz_offset_s=f.tz)
         f.offset = 0
         f.inode = inode
@@ -107,37 +122,49 @@ class Follower:
                 f.log.records.extend(recs)
                 return recs
             return []
+        recs: list[Record] = []
         try:
             with path.open("rb") as fh:
                 fh.seek(f.offset)
-                data = fh.read(READ_MAX)
+                start = f.offset
+                while f.offset - start < POLL_MAX and (data := fh.read(READ_MAX)):
+                    f.offset += len(data)
+                    recs.extend(f.parser.feed(data))
         except OSError:
-            return []
-        f.offset += len(data)
+            pass
         f.quiet_since = time.monotonic()
         f.log.size = st.st_size
-        recs = f.parser.feed(data)
         f.log.records.extend(recs)
         f.log.counts = f.parser.counts
+        f.sync()
         return recs
 
-    def poll(self) -> tuple[list[tuple[str, Record]], list[str]]:
-        """(new records with their file, newly found files)."""
+    def poll(self) -> tuple[list[tuple[str, Record]], list[str], list[tuple[str, pl.DataFrame, pl.DataFrame]]]:
+        """(new records with their file, newly found files, new stats/KV rows with their file)."""
         added = self._rescan()
         out: list[tuple[str, Record]] = []
         for key, f in list(self.files.items()):
             for r in self._read(key, f):
                 out.append((key, r))
-        return out, added
+        return out, added, self._rows()
 
-    def flush(self) -> list[tuple[str, Record]]:
-        """At exit: the last unterminated lines of every file."""
+    def _rows(self) -> list[tuple[str, pl.DataFrame, pl.DataFrame]]:
+        rows = []
+        for key, f in self.files.items():
+            stats, kv = f.parser.take_rows()
+            if stats.height or kv.height:
+                rows.append((key, stats, kv))
+        return rows
+
+    def flush(self) -> tuple[list[tuple[str, Record]], list[tuple[str, pl.DataFrame, pl.DataFrame]]]:
+        """At exit: the last unterminated lines of every file (records, rows)."""
         out = []
         for key, f in self.files.items():
             recs = f.parser.finish()
             f.log.records.extend(recs)
+            f.sync()
             out.extend((key, r) for r in recs)
-        return out
+        return out, self._rows()
 
     def logs(self) -> list[ParsedLog]:
         return [f.log for f in self.files.values()]

@@ -109,6 +109,7 @@ class Pipeline:
     _cache: FrameCache = field(default_factory=FrameCache)
     _dirty: bool = True
     _last: float = 0.0
+    _settled: bool = False             # the last report was of a finished source (judged as of its data)
 
     def assemble(self) -> Run:
         s = self.source
@@ -128,15 +129,18 @@ class Pipeline:
 
     def consume(self, changes: Changes, *, force: bool = False) -> Update:
         """Take changes polled from the source; re-assemble and re-analyze when they are due."""
-        self._dirty = self._dirty or bool(changes.records or changes.added)
+        self._dirty = self._dirty or bool(changes)
         t = time.monotonic()
+        if force and not self._dirty and self._settled and self.report is not None:
+            return Update(changes, self.report)  # a finished source, nothing new: the same report again
         due = force or self.report is None or (self._dirty and t - self._last >= self.min_interval_s)
         if not due:
             return Update(changes, None)
         before = list(self.report.findings) if self.report is not None else []
+        settled = self.source.finished and self.clock is None  # its report depends on nothing but the data
         report = self.analyze(self.assemble())
         opened, closed = diff(before, list(report.findings))
-        self.report, self._dirty, self._last = report, False, t
+        self.report, self._dirty, self._last, self._settled = report, False, t, settled
         return Update(changes, report, tuple(opened), tuple(closed))
 
     def once(self) -> R.Report:
@@ -163,6 +167,8 @@ class Pipeline:
 def window_of(logs: Sequence[ParsedLog]) -> tuple[datetime | None, datetime | None]:
     """First and last timestamp of some parsed logs (the span a Prometheus query covers)."""
     stamps = [r.ts for lg in logs for r in lg.records if r.ts is not None]
+    stamps += [t for lg in logs for cols in (lg.stats, lg.kv) if cols.height
+               for t in (cols["ts"].min(), cols["ts"].max()) if t is not None]  # type: ignore[misc]
     if not stamps:
         return None, None
     return min(stamps), max(stamps)

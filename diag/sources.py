@@ -21,6 +21,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+import polars as pl
+
+from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import Fault, Lifecycle, Record
 
@@ -33,6 +36,7 @@ from .files import (
     check_paths,
     discover,
     parse_log,
+    parse_logs,
     read_side,
     run_root,
 )
@@ -64,7 +68,8 @@ def orchestrator_view(log: ParsedLog) -> ParsedLog:
     the orchestrator's own records (srun-labelled task lines, lifecycle and faults are)."""
     if log.kind != "orchestrator":
         return log
-    return replace(log, records=[r for r in log.records if r.task is not None or isinstance(r, (Lifecycle, Fault))])
+    return replace(log, records=[r for r in log.records if r.task is not None or isinstance(r, (Lifecycle, Fault))],
+                   stats=empty_stats(), kv=empty_kv())  # extracted rows carry no srun task: not its own
 
 
 def _run_start(orchestrators: list[ParsedLog]) -> datetime | None:
@@ -102,9 +107,10 @@ class BatchSource(SourceBase):
             return NO_CHANGES
         orch = [parse_log(p, i, on_bytes=self.on_bytes) for p, i in self.files.of("orchestrator")]
         ref = _run_start(orch)
-        workers = [parse_log(p, i, ref=ref, on_bytes=self.on_bytes) for p, i in self.files.of("worker", "frontend")]
+        workers = parse_logs(self.files.of("worker", "frontend"), ref=ref, on_bytes=self.on_bytes)
         self._logs = [orchestrator_view(lg) for lg in orch] + workers + _metric_logs(self.files)
-        return Changes([(lg.path, r) for lg in self._logs for r in lg.records], [lg.path for lg in self._logs])
+        return Changes([(lg.path, r) for lg in self._logs for r in lg.records], [lg.path for lg in self._logs],
+                       [(lg.path, lg.stats, lg.kv) for lg in self._logs if lg.stats.height or lg.kv.height])
 
     def flush(self) -> Changes:
         return NO_CHANGES
@@ -151,12 +157,13 @@ class FollowSource(SourceBase):
         return [(str(s.path), s.reason) for s in self.follower.skipped]
 
     def poll(self) -> Changes:
-        recs, added = self.follower.poll()
+        recs, added, rows = self.follower.poll()
         self._refresh()
-        return Changes(recs, added)
+        return Changes(recs, added, rows)
 
     def flush(self) -> Changes:
-        return Changes(self.follower.flush(), [])
+        recs, rows = self.follower.flush()
+        return Changes(recs, [], rows)
 
     def logs(self) -> list[ParsedLog]:
         logs = self.follower.logs()  # the batch order: orchestrators first (they date the workers)
@@ -238,12 +245,14 @@ class ReplaySource(SourceBase):
         if self.speed <= 0:
             raise ValueError("--speed must be > 0")
         seq = 0
-        stamps = [r.ts for lg in self.logs_read for r in lg.records if r.ts is not None]
+        # a replay releases records one by one, so extracted stats/KV rows become records here
+        every = {src.path: src.all_records() for src in self.logs_read}
+        stamps = [r.ts for recs in every.values() for r in recs if r.ts is not None]
         start = min(stamps) if stamps else datetime(1970, 1, 1, tzinfo=UTC)
         for src in self.logs_read:
-            self._shells[src.path] = replace(src, records=[])
+            self._shells[src.path] = replace(src, records=[], stats=empty_stats(), kv=empty_kv())
             last = start
-            for r in src.records:
+            for r in every[src.path]:
                 last = r.ts or last
                 self._events.append((last, seq, src.path, r))
                 seq += 1
@@ -361,15 +370,17 @@ class MultiSource(SourceBase):
     def poll(self) -> Changes:
         recs: list[tuple[str, Record]] = []
         added: list[str] = []
+        rows: list[tuple[str, pl.DataFrame, pl.DataFrame]] = []
         for s in self.sources:
-            r, a = s.poll()
+            r, a, new = s.poll()
             recs += r
             added += a
-        return Changes(recs, added)
+            rows += new
+        return Changes(recs, added, rows)
 
     def flush(self) -> Changes:
-        recs = [x for s in self.sources for x in s.flush().records]
-        return Changes(recs, [])
+        flushed = [s.flush() for s in self.sources]
+        return Changes([x for c in flushed for x in c.records], [], [x for c in flushed for x in c.rows])
 
     def logs(self) -> list[ParsedLog]:
         return [log for s in self.sources for log in s.logs()]

@@ -265,7 +265,7 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
             if fmt is TailFormat.jsonl:
                 for path in update.changes.added:
                     emit_obj({"type": "source", "event": "new", "path": path})
-                for path, r in update.changes.records:
+                for path, r in update.changes.each_record():  # new stats/KV rows materialise here
                     emit_obj(record_dict(path, r))
             for event, found in (("open", update.opened), ("close", update.closed)):
                 for f in found:

@@ -11,9 +11,10 @@ Both give identical records (``tests/test_ingest.py`` checks it on every sample 
 
 from __future__ import annotations
 
+import heapq
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from . import benchmark as _benchmark
+from .columns import empty_kv, empty_stats, extract, kv_records, stats_records
 from .formats import REGISTRY
 from .lineparser import TRIGGER_PATTERN, LineParser
 from .noise import NOISE
@@ -70,173 +72,343 @@ class ParsedLog:
     records: list[Record] = field(default_factory=list)
     year: int | None = None
     error: str | None = None
+    stats: pl.DataFrame = field(default_factory=empty_stats)  # extracted stats rows (parsers.columns)
+    kv: pl.DataFrame = field(default_factory=empty_kv)        # extracted KV-transfer rows
 
     @property
     def kind(self) -> str:
         return self.info.kind
 
+    @property
+    def n_records(self) -> int:
+        return len(self.records) + self.stats.height + self.kv.height
 
-def _classify() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """Per line: holds a record trigger; carries ANSI; its noise category (index into NOISE) if not a
-    candidate. The bulk and the streaming path both classify lines with these expressions."""
+    def all_records(self) -> list[Record]:
+        """Records and extracted rows as records, in line order (materialised on demand)."""
+        return merged_records(self.records, self.stats, self.kv)
+
+
+# A progress bar (the last noise category) holds "%" or ends in "/s]" / "/it]": its regex, the only
+# costly one, runs on those lines only.
+_PROGRESS_LITERALS = ["%", "/s]", "/it]"]
+
+
+def _compressed_magic(block: bytes) -> bool:
+    """polars' line reader inflates a buffer that starts like gzip, zlib or zstd data."""
+    return block[:2] == b"\x1f\x8b" or block[:4] == b"\x28\xb5\x2f\xfd" or \
+        (block[:1] == b"\x78" and block[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"))
+
+
+def _lines(block: bytes) -> pl.LazyFrame:
+    """A block's lines as ``scan_lines`` splits them (one ``\\r`` off each line end)."""
+    if not _compressed_magic(block):
+        return pl.scan_lines(io.BytesIO(block))
+    lines = _decode(block).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return pl.LazyFrame({"line": [x.removesuffix("\r") for x in lines]}, schema={"line": pl.Utf8})
+
+
+def _bulk_classify(block: bytes) -> pl.DataFrame:
+    """Per line of a block: the text, candidate, ANSI, and one flag per noise category but the last."""
     col = pl.col("line")
-    cand = col.str.contains(TRIGGER_PATTERN)
-    noise: pl.Expr = pl.lit(None, dtype=pl.UInt8)
-    for i, fmt in reversed(list(enumerate(NOISE))):  # the first category that matches names the line
-        noise = pl.when(col.str.contains(fmt.regex.pattern)).then(pl.lit(i, dtype=pl.UInt8)).otherwise(noise)
-    return cand.alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"), \
-        pl.when(cand).then(None).otherwise(noise).alias("noise")
+    flags = [col.str.contains(fmt.regex.pattern).alias(f"noise{i}") for i, fmt in enumerate(NOISE[:-1])]
+    return _lines(block).select(
+        col, col.str.contains(TRIGGER_PATTERN).alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
+        *flags, col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress")).collect()
 
 
-def _block_frame(block: bytes, first_line: int) -> tuple[list[tuple[int, str, str | None, str | None]], Counts]:
-    """Candidate lines of one block (number, text, next line, previous non-candidate line) and the
-    block's counts. polars classifies every line; Python sees only the candidates and their neighbours."""
+def _count_noise(df: pl.DataFrame, counts: Counts) -> None:
+    """Noise lines per category: a non-candidate line counts for the first category it matches."""
+    free = ~pl.col("cand")
+    sums = []
+    for i in range(len(NOISE) - 1):
+        sums.append((free & pl.col(f"noise{i}")).sum().alias(str(i)))
+        free = free & ~pl.col(f"noise{i}")
+    for i, v in enumerate(df.select(*sums).row(0)):
+        counts.noise[NOISE[i].emits] += int(v)
+    rest = df.filter(free & pl.col("maybe_progress"))["line"]
+    if rest.len():
+        counts.noise[NOISE[-1].emits] += int(rest.str.contains(NOISE[-1].regex.pattern).sum())
+
+
+def _block_frame(block: bytes, first_line: int) -> tuple[
+        list[tuple[int, str, str | None, str | None]], pl.DataFrame, pl.DataFrame, Counts]:
+    """One block: the candidate lines the line parser must see (number, text, next line, previous
+    non-candidate line), the stats and KV rows extracted in polars (``ts`` still null), and the
+    block's counts. polars classifies every line; Python sees only the rare candidates."""
     try:
-        block.decode("utf-8")
-    except UnicodeDecodeError:
-        block = _decode(block).encode("utf-8")
-    df = pl.scan_lines(io.BytesIO(block)).select(pl.col("line"), *_classify()).collect()
+        df = _bulk_classify(block)
+    except pl.exceptions.ComputeError:  # not UTF-8: decode as the streaming path does
+        df = _bulk_classify(_decode(block).encode("utf-8"))
     n = df.height
     counts = Counts(lines=n)
     if n == 0:
-        return [], counts
+        return [], empty_stats(), empty_kv(), counts
     lines, is_cand = df["line"], df["cand"]
     idx = is_cand.arg_true()
     counts.candidates = len(idx)
     counts.ansi_lines = int(df["ansi"].sum() or 0)
-    for row in df["noise"].drop_nulls().value_counts().iter_rows():
-        counts.noise[NOISE[row[0]].emits] += row[1]
+    _count_noise(df, counts)
     counts.last = (lines[n - 1], bool(is_cand[n - 1]))
     nxt_i, prv_i = (idx + 1).clip(0, n - 1), (idx - 1).clip(0, n - 1)
     nxt = pl.select(pl.when(idx == n - 1).then(None).otherwise(lines.gather(nxt_i))).to_series()
     prv_ok = (idx > 0) & ~is_cand.gather(prv_i)
     prv = pl.select(pl.when(prv_ok).then(lines.gather(prv_i)).otherwise(None)).to_series()
-    rows = list(zip((idx + first_line).to_list(), lines.gather(idx).to_list(), nxt.to_list(), prv.to_list(),
+    cand = pl.DataFrame({"n": idx.cast(pl.Int64) + first_line, "line": lines.gather(idx), "nxt": nxt, "prv": prv})
+    stats, kv, slow = extract(cand)
+    rest = cand.filter(slow)
+    rows = list(zip(rest["n"].to_list(), rest["line"].to_list(), rest["nxt"].to_list(), rest["prv"].to_list(),
                     strict=True))
-    return rows, counts
+    return rows, stats, kv, counts
 
 
-def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
-               tz_offset_s: int = 0) -> tuple[list[Record], Counts]:
-    """Records and counts of a whole log given as newline-aligned blocks."""
-    parser = LineParser(year, tz_offset_s)
-    records: list[Record] = []
-    counts = Counts()
-    it = iter(blocks)
-    block = next(it, None)
-    line0 = 1
-    pending: tuple[int, str, str | None] | None = None  # previous block's last candidate, waiting for its successor
-    before: tuple[str, bool] | None = None  # previous block's last line and whether it was a candidate
-    skip = -1
-    while block is not None:
-        nxt_block = next(it, None)
-        frame, c = _block_frame(block, line0)
-        counts.add(c)
-        if pending is not None:
-            first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
-            recs, consumed = parser.feed(pending[0], pending[1], first_line, pending[2])
-            records.extend(recs)
-            skip = line0 if consumed else -1
-            pending = None
-        for n, line, nxt, prv in frame:
-            if n == skip:
-                continue
-            if n == line0 and before is not None:
-                prv = None if before[1] else before[0]
-            if n - 1 == skip:
-                prv = None  # that line already completed the record before it
-            if nxt is None and nxt_block is not None and n == line0 + c.lines - 1:
-                pending = (n, line, prv)
-                continue
-            recs, consumed = parser.feed(n, line, nxt, prv)
-            records.extend(recs)
-            if consumed:
-                skip = n + 1
-        before = c.last
-        line0 += c.lines
-        block = nxt_block
-    if pending is not None:
-        recs, _ = parser.feed(pending[0], pending[1], None, pending[2])
-        records.extend(recs)
-    return records, counts
+class _Stamper:
+    """Timestamps of a block's extracted rows, given in line order with the line parser's own
+    records: the parser's year tracker sees one month-day per run of rows (a run ends at a month
+    change or at a line the parser parses), so a run over New Year gets the same years as when
+    every line went through the parser; the rest of a run is stamped in polars."""
+
+    def __init__(self, parser: LineParser, tz_offset_s: int) -> None:
+        self.parser = parser
+        self.tz = tz_offset_s
+
+    def block(self, stats: pl.DataFrame, kv: pl.DataFrame, slow_lines: list[int]) -> None:
+        rows = pl.concat([stats.select("line", "md"), kv.select("line", "md")]).sort("line")
+        self.rows = rows
+        self.runs: list[tuple[int, str, int]] = []
+        self.years: list[int | None] = []
+        self.fixed: dict[int, datetime | None] = {}
+        self._next = 0
+        if rows.height == 0:
+            return
+        before = pl.Series(slow_lines, dtype=pl.Int64).search_sorted(rows["line"], side="left")
+        month = rows["md"].str.slice(0, 2)
+        start = ((month != month.shift(1)) | (before != before.shift(1))).fill_null(True)
+        self.run_id = start.cast(pl.Int64).cum_sum() - 1
+        starts = start.arg_true()
+        self.runs = list(zip(starts.to_list(), rows["md"].gather(starts).to_list(),
+                             before.gather(starts).to_list(), strict=True))
+
+    def until(self, slow_index: int | None) -> None:
+        """Stamp the runs that come before the block's ``slow_index``-th parsed line (None: all)."""
+        p = self.parser
+        while self._next < len(self.runs) and (slow_index is None or self.runs[self._next][2] <= slow_index):
+            i, md, _ = self.runs[self._next]
+            p._resolve(md)
+            if p._tracker is None:
+                self.years.append(None)
+            elif p._month[0] == md[:2] and p._month[1] is not None:
+                self.years.append(p._month[1])
+            else:  # the tracker did not take this month (an invalid date): stamp the run row by row
+                self.years.append(None)
+                end = self.runs[self._next + 1][0] if self._next + 1 < len(self.runs) else self.rows.height
+                for j, m in enumerate(self.rows["md"].slice(i, end - i).to_list()):
+                    self.fixed[i + j] = p._resolve(m)
+            self._next += 1
+
+    def stamp(self, stats: pl.DataFrame, kv: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        if self.rows.height == 0:
+            return stats, kv
+        year = pl.Series(self.years, dtype=pl.Int64).gather(self.run_id)
+        ts = (pl.concat_str([year.cast(pl.Utf8), pl.lit("-"), self.rows["md"]])
+              .str.strptime(pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False)
+              .dt.replace_time_zone("UTC") - pl.duration(seconds=self.tz))
+        stamped = self.rows.select("line").with_columns(ts.alias("ts"))
+        if self.fixed:
+            at = pl.Series(list(self.fixed), dtype=pl.Int64)
+            vals = pl.Series(list(self.fixed.values()), dtype=pl.Datetime("us", "UTC"))
+            stamped = stamped.with_columns(stamped["ts"].scatter(at, vals))
+        cols_s, cols_k = stats.columns, kv.columns
+        stats = stats.drop("ts").join(stamped, on="line", how="left", maintain_order="left").select(cols_s)
+        kv = kv.drop("ts").join(stamped, on="line", how="left", maintain_order="left").select(cols_k)
+        return stats, kv
 
 
-class StreamParser:
-    """Incremental parsing of appended bytes; ``feed`` returns the records completed so far."""
+@dataclass
+class Parsed:
+    """A log's content after the bulk path: the line parser's records, the extracted stats and KV
+    rows (in line order), and the line counts."""
+
+    records: list[Record]
+    stats: pl.DataFrame
+    kv: pl.DataFrame
+    counts: Counts
+
+
+class BlockParser:
+    """The one block function of both paths: each newline-aligned block goes through polars
+    (classification, stats/KV extraction) and only its rare candidate lines through the line
+    parser. A block's last candidate waits for the next block's first line (a torn record may
+    continue there); :meth:`release` parses it alone."""
 
     def __init__(self, *, year: int | None = None, tz_offset_s: int = 0, first_line: int = 1) -> None:
-        self._parser = LineParser(year, tz_offset_s)
-        self._line = first_line          # number of the next complete line
-        self._partial = b""              # bytes after the last newline
-        self._pending: tuple[int, str, str | None] | None = None  # a candidate waiting for its successor
-        self._prev: tuple[str, bool] | None = None  # the previous line and whether it was a candidate
+        self.parser = LineParser(year, tz_offset_s)
+        self._stamper = _Stamper(self.parser, tz_offset_s)
         self.counts = Counts()
-
-    def _line_in(self, raw: str, is_cand: bool, ansi: bool, noise: str | None) -> list[Record]:
-        n = self._line
-        self._line += 1
-        c = self.counts
-        c.lines += 1
-        c.ansi_lines += ansi
-        prev, self._prev = self._prev, (raw, is_cand)
-        if is_cand:
-            c.candidates += 1
-        elif noise:
-            c.noise[noise] += 1
-        out: list[Record] = []
-        if self._pending is not None:
-            pn, praw, pprv = self._pending
-            self._pending = None
-            recs, consumed = self._parser.feed(pn, praw, raw, pprv)
-            out.extend(recs)
-            if consumed:
-                self._prev = (raw, True)  # used up: no record may join back onto it
-                return out
-        if is_cand:
-            self._pending = (n, raw, None if prev is None or prev[1] else prev[0])
-        return out
-
-    def _lines_in(self, lines: list[str]) -> list[Record]:
-        """Classify the lines with the bulk path's polars expressions, then parse the candidates."""
-        out: list[Record] = []
-        if not lines:
-            return out
-        flags = pl.DataFrame({"line": lines}).select(*_classify()).rows()
-        for raw, (is_cand, ansi, noise) in zip(lines, flags, strict=True):
-            out.extend(self._line_in(raw, bool(is_cand), bool(ansi), None if noise is None else NOISE_NAMES[noise]))
-        return out
-
-    def feed(self, data: bytes) -> list[Record]:
-        buf = self._partial + data
-        lines = buf.split(b"\n")
-        self._partial = lines.pop()
-        return self._lines_in([_decode(raw).removesuffix("\r") for raw in lines])
+        self._line0 = first_line
+        self._pending: tuple[int, str, str | None] | None = None  # the last candidate, waiting for its successor
+        self._before: tuple[str, bool] | None = None  # the previous block's last line, and whether a candidate
+        self._skip = -1
 
     @property
     def waiting(self) -> bool:
-        """A complete candidate line is held back, waiting to see whether the next line continues it."""
         return self._pending is not None
 
+    def block(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        """The records and stats/KV rows that one block completes."""
+        records: list[Record] = []
+        frame, stats, kv, c = _block_frame(block, self._line0)
+        self.counts.add(c)
+        line0, p = self._line0, self.parser
+        if self._pending is not None:
+            first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
+            pn, praw, pprv = self._pending
+            self._pending = None
+            recs, consumed = p.feed(pn, praw, first_line if c.lines else None, pprv)
+            records.extend(recs)
+            self._skip = line0 if consumed else -1
+        self._stamper.block(stats, kv, [r[0] for r in frame])
+        last = line0 + c.lines - 1
+        for j, (n, line, nxt, prv) in enumerate(frame):
+            self._stamper.until(j)
+            if n == self._skip:
+                continue
+            if n == line0 and self._before is not None:
+                prv = None if self._before[1] else self._before[0]
+            if n - 1 == self._skip:
+                prv = None  # that line already completed the record before it
+            if nxt is None and n == last:
+                self._pending = (n, line, prv)
+                continue
+            recs, consumed = p.feed(n, line, nxt, prv)
+            records.extend(recs)
+            if consumed:
+                self._skip = n + 1
+        self._stamper.until(None)
+        stats, kv = self._stamper.stamp(stats, kv)
+        if c.lines:
+            self._before = c.last
+        self._line0 += c.lines
+        return records, stats, kv
+
     def release(self) -> list[Record]:
-        """Parse the held-back candidate now (follow mode: its continuation did not come in time)."""
+        """Parse the waiting candidate alone (its continuation did not come)."""
         if self._pending is None:
             return []
         pn, praw, pprv = self._pending
         self._pending = None
-        recs, _ = self._parser.feed(pn, praw, None, pprv)
+        recs, _ = self.parser.feed(pn, praw, None, pprv)
         return recs
+
+
+def parse_blocks(blocks: Iterable[bytes], *, year: int | None = None, tz_offset_s: int = 0) -> Parsed:
+    """Records, stats/KV rows and counts of a whole log given as newline-aligned blocks. Each block
+    is dropped once parsed: what stays is the extracted columns and the rare records."""
+    bp = BlockParser(year=year, tz_offset_s=tz_offset_s)
+    records: list[Record] = []
+    stats_chunks: list[pl.DataFrame] = []
+    kv_chunks: list[pl.DataFrame] = []
+    for block in blocks:
+        recs, stats, kv = bp.block(block)
+        records.extend(recs)
+        if stats.height:
+            stats_chunks.append(stats)
+        if kv.height:
+            kv_chunks.append(kv)
+    records.extend(bp.release())
+    return Parsed(records, _concat(stats_chunks, empty_stats), _concat(kv_chunks, empty_kv), bp.counts)
+
+
+def _concat(chunks: list[pl.DataFrame], empty: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    return pl.concat(chunks) if chunks else empty()
+
+
+def merged_records(records: list[Record], stats: pl.DataFrame, kv: pl.DataFrame) -> list[Record]:
+    """The line parser's records and the extracted rows as one list of records in line order (the
+    record path's output for the same lines)."""
+    if stats.height == 0 and kv.height == 0:
+        return list(records)
+    rows: list[Record] = list(heapq.merge(stats_records(stats), kv_records(kv), key=lambda r: r.line))
+    return list(heapq.merge(records, rows, key=lambda r: r.line))
+
+
+def parse_bulk(blocks: Iterable[bytes], *, year: int | None = None,
+               tz_offset_s: int = 0) -> tuple[list[Record], Counts]:
+    """Every record of a whole log (extracted rows materialised) and its counts."""
+    p = parse_blocks(blocks, year=year, tz_offset_s=tz_offset_s)
+    return merged_records(p.records, p.stats, p.kv), p.counts
+
+
+class StreamParser:
+    """Incremental parsing of appended bytes (follow mode), from any offset, through the bulk
+    path's block function: each feed's complete lines are one block. ``feed`` returns the line
+    parser's records completed so far; stats/KV rows gather in :attr:`stats` and :attr:`kv`
+    (:meth:`take_rows` hands out the ones not taken yet)."""
+
+    def __init__(self, *, year: int | None = None, tz_offset_s: int = 0, first_line: int = 1) -> None:
+        self._blocks = BlockParser(year=year, tz_offset_s=tz_offset_s, first_line=first_line)
+        self._partial = b""              # bytes after the last newline
+        self._stats: list[pl.DataFrame] = []
+        self._kv: list[pl.DataFrame] = []
+        self._new: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+
+    @property
+    def counts(self) -> Counts:
+        return self._blocks.counts
+
+    @property
+    def stats(self) -> pl.DataFrame:
+        if len(self._stats) > 1:
+            self._stats = [pl.concat(self._stats)]
+        return self._stats[0] if self._stats else empty_stats()
+
+    @property
+    def kv(self) -> pl.DataFrame:
+        if len(self._kv) > 1:
+            self._kv = [pl.concat(self._kv)]
+        return self._kv[0] if self._kv else empty_kv()
+
+    def take_rows(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The stats and KV rows extracted since the last call."""
+        new, self._new = self._new, []
+        return _concat([s for s, _ in new], empty_stats), _concat([k for _, k in new], empty_kv)
+
+    def _block(self, block: bytes) -> list[Record]:
+        recs, stats, kv = self._blocks.block(block)
+        if stats.height or kv.height:
+            if stats.height:
+                self._stats.append(stats)
+            if kv.height:
+                self._kv.append(kv)
+            self._new.append((stats, kv))
+        return recs
+
+    def feed(self, data: bytes) -> list[Record]:
+        buf = self._partial + data
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            self._partial = buf
+            return []
+        self._partial = buf[cut + 1:]
+        return self._block(buf[: cut + 1])
+
+    @property
+    def waiting(self) -> bool:
+        """A complete candidate line is held back, waiting to see whether the next line continues it."""
+        return self._blocks.waiting
+
+    def release(self) -> list[Record]:
+        """Parse the held-back candidate now (follow mode: its continuation did not come in time)."""
+        return self._blocks.release()
 
     def finish(self) -> list[Record]:
         """Flush the last line (even without a trailing newline) and any waiting candidate."""
         out: list[Record] = []
         if self._partial:
             raw, self._partial = self._partial, b""
-            out.extend(self._lines_in([_decode(raw).removesuffix("\r")]))
-        if self._pending is not None:
-            pn, praw, pprv = self._pending
-            self._pending = None
-            recs, _ = self._parser.feed(pn, praw, None, pprv)
-            out.extend(recs)
+            out.extend(self._block(raw))
+        out.extend(self._blocks.release())
         return out
 
 

@@ -68,6 +68,7 @@ class Endpoint:
     facts: dict[str, Any] = field(default_factory=dict)
     fact_lines: dict[str, tuple[str, int]] = field(default_factory=dict)
     dp_ranks: set[str] = field(default_factory=set)
+    variants: dict[str, int] = field(default_factory=dict)  # stats samples per variant (v1, v0, ..., prom)
     launch: list[dict[str, Any]] = field(default_factory=list)  # per process: node, argv, flags, env (orchestrator)
     first_seen: datetime | None = None      # earliest / latest timestamp of any of its records
     last_seen: datetime | None = None
@@ -216,8 +217,15 @@ def _engine_key(s: StatsSample) -> str:
     return "0"
 
 
+_ENGINE_KEY = (pl.when(pl.col("engine").is_not_null()).then(pl.col("engine").cast(pl.Utf8))
+               .when(pl.col("n_aggregated").is_not_null())
+               .then(pl.concat_str([pl.lit("agg"), pl.col("n_aggregated").cast(pl.Utf8)]))
+               .otherwise(pl.lit("0")))
+
+
 def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One file's stats rows (engine as the file names it, ``prom`` for Prometheus rows) and KV rows."""
+    """One file's stats rows from its records (engine as the file names it, ``prom`` for Prometheus
+    rows) and KV rows."""
     stats = [r for r in records if type(r) is StatsSample]
     data: dict[str, list[Any]] = {"ts": [r.ts for r in stats], "engine": [_engine_key(r) for r in stats],
                                   "file": [file] * len(stats), "line": [r.line for r in stats]}
@@ -231,37 +239,87 @@ def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.Dat
     return pl.DataFrame(data, schema=_RAW_STATS), pl.DataFrame(kv, schema=KV_SCHEMA)
 
 
+def _chunk_frames(file: str, stats: pl.DataFrame, kv: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The same frames from a log's extracted columns (parsers.columns), without a record per row."""
+    s = stats.select(pl.col("ts"), _ENGINE_KEY.alias("engine"), pl.lit(file).alias("file"), pl.col("line"),
+                     *(pl.col(c) for c in _STATS_COLS), (pl.col("variant") == "prom").alias("prom"))
+    k = kv.select(pl.col("ts"), pl.lit(file).alias("file"), pl.col("line"), *(pl.col(c) for c in _KV_KEYS))
+    return s.cast(_RAW_STATS), k.cast(KV_SCHEMA)  # type: ignore[arg-type]
+
+
+def _merge(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+    """Record rows and extracted rows of one file, in line order."""
+    if a.height == 0:
+        return b
+    if b.height == 0:
+        return a
+    return pl.concat([a, b]).sort("line", maintain_order=True)
+
+
+@dataclass
+class _Cached:
+    n: int
+    last: Record | None
+    rec_stats: pl.DataFrame
+    rec_kv: pl.DataFrame
+    src: tuple[pl.DataFrame, pl.DataFrame] | None = None     # the log's extracted columns ...
+    conv: tuple[pl.DataFrame, pl.DataFrame] | None = None    # ... as run-model frames
+
+
 class FrameCache:
     """Per-file stats/KV frames kept between assemblies of a growing run (follow, watch): a file whose
-    records only grew gets the frame of its new records appended; any other change rebuilds it."""
+    records only grew gets the frame of its new records appended; any other change rebuilds it. A
+    file's extracted columns are converted again only when they are another frame."""
 
     def __init__(self) -> None:
-        self._by: dict[str, tuple[int, Record | None, pl.DataFrame, pl.DataFrame]] = {}
+        self._by: dict[str, _Cached] = {}
 
-    def frames(self, file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def frames(self, file: str, records: list[Record], stats_cols: pl.DataFrame | None = None,
+               kv_cols: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
         n = len(records)
         hit = self._by.get(file)
-        if hit is not None and 0 < hit[0] <= n and records[hit[0] - 1] is hit[1]:
-            start, stats, kv = hit[0], hit[2], hit[3]
-            if start < n:
-                more_s, more_k = _file_frames(file, records[start:])
+        if hit is not None and 0 < hit.n <= n and records[hit.n - 1] is hit.last:
+            stats, kv = hit.rec_stats, hit.rec_kv
+            if hit.n < n:
+                more_s, more_k = _file_frames(file, records[hit.n:])
                 stats, kv = pl.concat([stats, more_s]), pl.concat([kv, more_k])
         else:
             stats, kv = _file_frames(file, records)
-        self._by[file] = (n, records[-1] if n else None, stats, kv)
+        entry = _Cached(n, records[-1] if n else None, stats, kv)
+        if stats_cols is not None and kv_cols is not None and (stats_cols.height or kv_cols.height):
+            if hit is not None and hit.src is not None and hit.conv is not None \
+                    and hit.src[0] is stats_cols and hit.src[1] is kv_cols:
+                conv = hit.conv
+            else:
+                conv = _chunk_frames(file, stats_cols, kv_cols)
+            entry.src, entry.conv = (stats_cols, kv_cols), conv
+            stats, kv = _merge(stats, conv[0]), _merge(kv, conv[1])
+        self._by[file] = entry
         return stats, kv
 
 
-def _finish(ep: Endpoint, parts: list[tuple[str, list[Record]]], cache: FrameCache) -> None:
+@dataclass
+class _Part:
+    file: str
+    records: list[Record]
+    stats: pl.DataFrame | None = None   # the log's extracted columns (None: records only)
+    kv: pl.DataFrame | None = None
+
+
+def _finish(ep: Endpoint, parts: list[_Part], cache: FrameCache) -> None:
     procs: set[str] = set()
-    for file, recs in parts:
-        for r in recs:
+    variants: dict[str, int] = {}
+    for part in parts:
+        file = part.file
+        for r in part.records:
             if isinstance(r, StartupFact):
                 if r.key == "dp_rank":
                     ep.dp_ranks.add(str(r.value))
                 elif r.key not in ep.facts:
                     ep.facts[r.key] = r.value
                     ep.fact_lines[r.key] = (file, r.line)
+            elif type(r) is StatsSample:
+                variants[r.variant] = variants.get(r.variant, 0) + 1
             if r.proc:
                 procs.add(r.proc)
             if r.ts is not None:
@@ -269,10 +327,23 @@ def _finish(ep: Endpoint, parts: list[tuple[str, list[Record]]], cache: FrameCac
                     ep.first_seen = r.ts
                 if ep.last_seen is None or r.ts > ep.last_seen:
                     ep.last_seen = r.ts
+        for cols in (part.stats, part.kv):
+            if cols is None or cols.height == 0:
+                continue
+            procs.update(p for p in cols["proc"].unique().to_list() if p)
+            lo, hi = cols["ts"].min(), cols["ts"].max()
+            if lo is not None and (ep.first_seen is None or lo < ep.first_seen):  # type: ignore[operator]
+                ep.first_seen = lo  # type: ignore[assignment]
+            if hi is not None and (ep.last_seen is None or hi > ep.last_seen):  # type: ignore[operator]
+                ep.last_seen = hi  # type: ignore[assignment]
+        if part.stats is not None and part.stats.height:
+            for v, c in part.stats["variant"].value_counts().iter_rows():
+                variants[v] = variants.get(v, 0) + c
+    ep.variants = dict(sorted(variants.items()))
     for proc in procs:
         if m := _DP_PROC.match(proc):
             ep.dp_ranks.add(str(int(m.group(1))))
-    frames = [cache.frames(file, recs) for file, recs in parts]
+    frames = [cache.frames(p.file, p.records, p.stats, p.kv) for p in parts]
     stats = pl.concat([s for s, _ in frames]) if frames else pl.DataFrame(schema=_RAW_STATS)
     own = stats.filter(~pl.col("prom")).group_by("engine").agg(pl.col("file").n_unique().alias("n"))
     if len(ep.files) > 1 and own.height and own["n"].max() > 1:  # type: ignore[operator]
@@ -319,10 +390,11 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
     lifecycle: list[tuple[str, Lifecycle]] = []
     quoted: list[tuple[str, Fault]] = []
     next_index: dict[str, int] = defaultdict(int)
-    parts: dict[str, list[tuple[str, list[Record]]]] = defaultdict(list)
+    parts: dict[str, list[_Part]] = defaultdict(list)
     cache = cache or FrameCache()
 
-    def add(role: str, index: int | None, node: str | None, file: str, recs: list[Record]) -> None:
+    def add(role: str, index: int | None, node: str | None, file: str, recs: list[Record],
+            log: ParsedLog | None = None) -> None:
         eid = endpoint_id(role, index)
         ep = endpoints.setdefault(eid, Endpoint(eid, role, index))
         if node and node not in ep.nodes:
@@ -330,7 +402,7 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
         if file not in ep.files:
             ep.files.append(file)
         ep.records.extend((file, r) for r in recs)
-        parts[eid].append((file, recs))
+        parts[eid].append(_Part(file, recs, log.stats if log else None, log.kv if log else None))
 
     for src in sources:
         if src.error or src.kind not in ("worker", "orchestrator", "prometheus"):
@@ -354,7 +426,7 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
                 add(role, idx, f"task{task}", f"{name}#task{task}", recs)
             continue
         role = info.role or _role_of(src.records) or "unknown"
-        add(role, info.index, info.node, name, src.records)
+        add(role, info.index, info.node, name, src.records, src)
     for ep in endpoints.values():
         _finish(ep, parts[ep.id], cache)
     _attach_launches(endpoints, lifecycle)

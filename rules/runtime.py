@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption, StatsSample
+from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
 from . import effective, incidents
 from .catalog import Rule
@@ -394,7 +394,7 @@ def presence(rule: Rule, run: Run) -> list[Finding]:
 def absence(rule: Rule, run: Run) -> list[Finding]:
     out = []
     for ep in run.endpoints.values():
-        variants = Counter(r.variant for _, r in ep.records if isinstance(r, StatsSample))
+        variants = Counter(ep.variants)
         prom = variants.pop("prom", 0)  # L001 is about the log: Prometheus samples do not count
         if ep.role not in rule.params.get("roles", ("prefill", "decode", "agg")) or variants:
             continue

@@ -141,3 +141,50 @@ def versions_markdown() -> str:
                   "older tag at most, their vLLM)."]
     lines += ["", "Edit `rules/data/versions.toml` to add a release, nightly or runtime image."]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the record path (the reference)
+
+
+def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -> tuple[list[Record], object]:
+    """Every record of a log and its counts, line by line in Python: each candidate line (Python
+    regexes classify) goes to one :class:`LineParser` with its neighbours, as the bulk path once did
+    for every line. The bulk and the streaming path must give the same (their stats/KV rows as
+    records)."""
+    from diag.parsers.ingest import ANSI_PATTERN, Counts
+
+    ansi = re.compile(ANSI_PATTERN)
+    parser = LineParser(year, tz_offset_s)
+    counts = Counts()
+    out: list[Record] = []
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    prev: tuple[str, bool] | None = None
+    pending: tuple[int, str, str | None] | None = None
+    for n, line in enumerate(lines, 1):
+        raw = line.removesuffix("\r")
+        is_cand = bool(TRIGGERS.search(raw))
+        counts.lines += 1
+        counts.ansi_lines += bool(ansi.search(raw))
+        if is_cand:
+            counts.candidates += 1
+        else:
+            name = next((f.emits for f in NOISE if f.regex.search(raw)), None)
+            if name:
+                counts.noise[name] += 1
+        before, prev = prev, (raw, is_cand)
+        if pending is not None:
+            pn, praw, pprv = pending
+            pending = None
+            recs, consumed = parser.feed(pn, praw, raw, pprv)
+            out.extend(recs)
+            if consumed:
+                prev = (raw, True)  # used up: no record may join back onto it
+                continue
+        if is_cand:
+            pending = (n, raw, None if before is None or before[1] else before[0])
+    if pending is not None:
+        out.extend(parser.feed(pending[0], pending[1], None, pending[2])[0])
+    return out, counts

@@ -8,11 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from diag.parsers.ingest import ANSI_PATTERN, StreamParser, parse_bulk
+from diag.parsers.ingest import ANSI_PATTERN, StreamParser, merged_records, parse_bulk
 from diag.parsers.lineparser import TRIGGER_PATTERN
 from diag.parsers.noise import NOISE
 
-from helpers import blocks_of
+from helpers import blocks_of, record_path
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -26,15 +26,18 @@ def _stream(data: bytes, seed: int) -> tuple[list, object]:
         out += sp.feed(data[i:i + n])
         i += n
     out += sp.finish()
-    return out, sp.counts
+    return merged_records(out, sp.stats, sp.kv), sp.counts
 
 
 def _assert_same(data: bytes, block: int, seed: int) -> int:
+    """Bulk, streaming and the record path agree: records (stats/KV rows as records) and counts."""
     bulk, bc = parse_bulk(blocks_of(data, block), year=2026)
     streamed, sc = _stream(data, seed)
-    assert bulk == streamed
-    assert (bc.lines, bc.candidates, bc.ansi_lines, bc.noise) == \
-        (sc.lines, sc.candidates, sc.ansi_lines, sc.noise)
+    reference, rc = record_path(data, year=2026)
+    assert bulk == reference
+    assert streamed == reference
+    for c in (bc, sc):
+        assert (c.lines, c.candidates, c.ansi_lines, c.noise) == (rc.lines, rc.candidates, rc.ansi_lines, rc.noise)
     assert bc.lines == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     return len(bulk)
 
@@ -102,3 +105,52 @@ def test_year_from_an_ansi_coloured_dynamo_stamp() -> None:
     head = "\x1b[2m2027-01-01T00:00:05.100Z\x1b[0m \x1b[32m INFO\x1b[0m x: y\n(APIServer pid=1) INFO 12-31 23:59:58 [a.py:1] z"
     assert infer_year(head) == 2026  # the vLLM line is still in December: the run crossed New Year
     assert infer_year("\x1b[2m2026-08-06T12:34:56Z\x1b[0m INFO a: b\n") == 2026
+
+
+def test_stats_and_kv_lines_come_out_as_columns() -> None:
+    """Clean stats and KV-transfer lines become column rows (no record each); as records they equal
+    what the record path gives, and the line parser sees only the rest."""
+    from diag.parsers.ingest import parse_blocks
+
+    path = next((SAMPLES / "runs" / "nixl-failures" / "logs").glob("*decode_w0.out"))
+    data = path.read_bytes()
+    parsed = parse_blocks(blocks_of(data, 256 << 10), year=2026)
+    assert parsed.stats.height > 100 and parsed.kv.height > 10
+    assert sum(r.kind == "stats" for r in parsed.records) < parsed.stats.height // 10
+    assert parse_bulk(blocks_of(data, 256 << 10), year=2026)[0] == record_path(data, year=2026)[0]
+
+
+def test_plain_ucx_info_lines_are_skipped_exactly() -> None:
+    """UCX INFO lines hold the ``UCX`` trigger; skipped ones must not change any record."""
+    ucx = "[1772429498.280441] [gb200-r07-n14:4965:0]     ucp_worker.c:1888 UCX  INFO    ep_cfg[8]: tag(rc_mlx5/mlx5_7:1)"
+    err = "[1772429499.280441] [gb200-r07-n14:4965:0]     sock.c:334  UCX  ERROR recv(fd=180) failed: reset"
+    stats = ("(APIServer pid=7) INFO 03-02 00:05:40 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+             "Avg generation throughput: 1.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, "
+             "Prefix cache hit rate: 0.0%")
+    text = "\n".join([ucx, stats, ucx, "  torn tail without a head", err, ucx, ucx + " Handshake with x failed",
+                      stats, ucx, ""]).encode()
+    for block in (64, 200, 1 << 20):
+        _assert_same(text, block, seed=block)
+    recs, counts = parse_bulk(blocks_of(text), year=2026)
+    assert counts.candidates == 8 and [r.kind for r in recs].count("stats") == 2
+    assert [r.kind for r in recs].count("nixl_failure") == 2
+
+
+def test_progress_bar_literals_cover_its_regex() -> None:
+    """The bulk path runs the progress-bar regex only on lines holding one of its literals."""
+    import re
+
+    from diag.parsers.ingest import _PROGRESS_LITERALS
+
+    fmt = NOISE[-1]
+    assert fmt.emits == "progress-bar"
+    for alt in fmt.regex.pattern.split("|\\d+(?:\\.\\d+)?"):  # the two alternatives: "%" and "/s]" or "/it]"
+        assert "%" in alt or "(?:s|it)\\]" in alt
+    for sample in fmt.samples:
+        assert re.search(fmt.regex, sample) and any(t in sample for t in _PROGRESS_LITERALS)
+
+
+@pytest.mark.parametrize("data", [b"\x1f\x8b\x00\x00", b"\x28\xb5\x2f\xfd\x00\nINFO x\r\n", b"x\x9c\x00\nabc\n",
+                                  b"x\xda\n", b"x^\r\r\nb\r"])
+def test_blocks_that_look_compressed_are_read_as_text(data: bytes) -> None:
+    _assert_same(data, 1000, seed=1)

@@ -192,15 +192,15 @@ def test_watch_sources_follow_the_follower_interface(exporter) -> None:
     routes["/metrics"] = _counting_route()
     (src,) = watch_sources([f"prefill-w1={base}/metrics"], None)
     assert isinstance(src, ScrapeSource) and src.label == f"scraping {base}/metrics"
-    assert src.poll() == ([], [f"{base}/metrics"])  # the baseline scrape: a new source, no rows yet
-    assert src.poll() == ([], [])                    # within min_interval_s: nothing is fetched
+    assert src.poll()[:2] == ([], [f"{base}/metrics"])  # the baseline scrape: a new source, no rows yet
+    assert src.poll()[:2] == ([], [])                    # within min_interval_s: nothing is fetched
     time.sleep(src.min_interval_s)
-    new, added = src.poll()
+    new, added, _ = src.poll()
     assert added == []
     url = f"{base}/metrics"
     assert [(p, r.engine, r.running) for p, r in new] == [(url, 0, 4), (url, 1, 5)]
     (log,) = src.logs()
-    assert (log.info.role, log.info.index, len(log.records)) == ("prefill", 1, 2) and src.flush() == ([], [])
+    assert (log.info.role, log.info.index, len(log.records)) == ("prefill", 1, 2) and src.flush()[:2] == ([], [])
     with pytest.raises(PromSourceError):
         watch_sources(None, "127.0.0.1:9090")
 
@@ -303,10 +303,10 @@ def test_real_prometheus_server(exporter, tmp_path: Path) -> None:
         steps = sorted({(b - a).total_seconds() for a, b in pairwise(ts0)})
         assert steps == [1.0]  # the 1 s scrape interval, read from the targets API, is the step
         live = ServerSource(url, window=timedelta(seconds=60), min_interval_s=0)
-        first, added = live.poll()
+        first, added, _ = live.poll()
         assert sorted(added) == sorted(lg.path for lg in logs) and len(first) >= len(dec)
         time.sleep(1.2)
-        again, added = live.poll()  # only samples newer than those already passed on
+        again, added, _ = live.poll()  # only samples newer than those already passed on
         assert added == [] and all(r.ts > max(r0.ts for _, r0 in first) for _, r in again)
         res = _diag("tail", str(ROOT / "samples" / "runs" / "stats-missing"), "--prom", url,
                     "--format", "json",

@@ -39,7 +39,7 @@ def test_stats_records_match_manifest(loaded) -> None:
     for rel, spec in man["files"].items():
         src = by_path[(run_dir / rel).resolve()]
         assert src.error is None
-        got = _stats_by_engine(src.records)
+        got = _stats_by_engine(src.all_records())
         want = spec["engine_stats"]
         assert sorted(got) == sorted(int(e) for e in want) or (not got and all(
             w["stats_records"] == 0 for w in want.values())), rel
@@ -50,7 +50,7 @@ def test_stats_records_match_manifest(loaded) -> None:
                 if w.get(which) is None:
                     continue
                 assert {k: getattr(rec, k) for k in FIELDS} == w[which], f"{rel} engine {eng} {which}"
-        kv = [r for r in src.records if isinstance(r, KVTransfer)]
+        kv = [r for r in src.all_records() if isinstance(r, KVTransfer)]
         assert len(kv) == spec["kv_transfer_lines"], rel
 
 
@@ -63,7 +63,7 @@ def test_endpoints_match_manifest(loaded) -> None:
         assert ep.role == w["role"]
         assert len(ep.engines) == w["engines"], eid
         # the manifest describes the logs; a raw_prometheus.jsonl capture adds "prom" samples and sources
-        log_samples = sum(isinstance(r, StatsSample) and r.variant != "prom" for _, r in ep.records)
+        log_samples = sum(n for variant, n in ep.variants.items() if variant != "prom")
         assert log_samples == w["stats_samples"], eid
         logs = [f for f in ep.files if "raw_prometheus.jsonl#" not in f]
         assert sorted(Path(f).resolve() for f in logs) == sorted((run_dir / f).resolve() for f in w["files"])

@@ -226,11 +226,11 @@ def test_replay_releases_records_in_time_order_and_pauses() -> None:
     run = load_run([str(RUNS / "kv-exhaustion")])
     wall = [0.0]
     src = replay(RUNS / "kv-exhaustion", speed=60, monotonic=lambda: wall[0])
-    recs, added = src.poll()
+    recs, added, _ = src.poll()
     start = src.now()
     assert added and all(r.ts is None or r.ts <= start for _, r in recs)
     wall[0] = 10.0  # 10 s of wall time = 10 min of the run
-    recs, _ = src.poll()
+    recs, _, _ = src.poll()
     assert recs and src.now() == start + timedelta(minutes=10)
     stamped = [r.ts for _, r in recs if r.ts]
     assert stamped == sorted(stamped)
@@ -240,8 +240,8 @@ def test_replay_releases_records_in_time_order_and_pauses() -> None:
     src.resume()
     wall[0] = 1000.0
     src.poll()
-    assert src.finished and src.now() == max(r.ts for s in run.sources for r in s.records if r.ts)
-    total = sum(len(s.records) for s in run.sources)
+    assert src.finished and src.now() == max(r.ts for s in run.sources for r in s.all_records() if r.ts)
+    total = sum(s.n_records for s in run.sources)
     assert sum(len(log.records) for log in src.logs()) == total
 
 

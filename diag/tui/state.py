@@ -207,6 +207,14 @@ def compact(logs: list[ParsedLog], horizon: datetime | None, cap: int | None = N
     cap = EVENTS_CAP if cap is None else cap
     dropped = 0
     for log in logs:
+        if horizon is not None:  # extracted stats/KV rows: the same horizon
+            for name in ("stats", "kv"):
+                cols = getattr(log, name)
+                if cols.height:
+                    kept = cols.filter(pl.col("ts").is_null() | (pl.col("ts") >= horizon))
+                    if kept.height != cols.height:
+                        dropped += cols.height - kept.height
+                        setattr(log, name, kept)
         recs = log.records
         keep = [r for r in recs if not (horizon is not None and isinstance(r, PERIODIC) and r.ts is not None
                                         and r.ts < horizon)]
@@ -334,7 +342,12 @@ class WatchState:
             for _, r in changes.records:
                 if r.ts is not None and (self.latest is None or r.ts > self.latest):
                     self.latest = r.ts
-            if (changes.records or changes.added) and self.retain_s is not None and self.latest is not None:
+            for _, stats, kv in changes.rows:
+                for cols in (stats, kv):
+                    t = cols["ts"].max() if cols.height else None
+                    if t is not None and (self.latest is None or t > self.latest):  # type: ignore[operator]
+                        self.latest = t  # type: ignore[assignment]
+            if changes and self.retain_s is not None and self.latest is not None:
                 now = self.source.now() or datetime.now(tz=UTC)
                 compact(self.source.logs(), min(self.latest, now) - timedelta(seconds=self.retain_s))
             update = self.pipeline.consume(changes)
@@ -454,7 +467,7 @@ def memory_footprint(state: WatchState) -> dict[str, int]:
     """Sizes of everything that grows with time (the bound test checks these)."""
     return {"ring_points": sum(len(r.points) for r in state.rings.values()),
             "max_ring": max((len(r.points) for r in state.rings.values()), default=0),
-            "model_records": sum(len(s.records) for s in state.source.logs()),
+            "model_records": sum(s.n_records for s in state.source.logs()),
             "snapshot_records": sum(len(v) for v in state.records.values()),
             "closed": len(state.closed)}
 
