@@ -4,9 +4,11 @@ Not a test: a measurement. It fills each endpoint's ring through the real :meth:
 of 10 s stats per engine (32 prefill endpoints × 4 engines, 32 decode × 8), builds one Snapshot, and
 runs the real app headless (Textual's ``run_test``) at a terminal size. A frame is timed two ways:
 
-* ``draw``: the plot data (``plot_set``, which the app runs in a worker), the plotext calls of the four
-  charts, and each chart's ``render()`` (plotext ``build`` + ANSI → rich Text): what a redraw costs;
-* ``frame``: the same plus Textual's layout and compositing up to the next idle (``pilot.pause()``).
+* ``data (worker)``: the plot data (``plot_set``), which the app computes in a worker thread;
+* ``frame (UI)``: on the UI thread, the plotext calls of the four charts and Textual's layout, rendering
+  and compositing up to the next idle (``pilot.pause()``): what a redraw costs the screen;
+* ``draw (UI)``: the four charts' own ``render()`` (plotext ``build`` + ANSI → rich Text), timed apart.
+For the main table, ``draw`` is the screen's ``show`` (cells that changed) and ``frame`` adds the layout.
 
     .venv/bin/python bench/tui_frames.py                 # 200×50, 30 frames per case
     .venv/bin/python bench/tui_frames.py --size 120x40 --frames 50 --json bench/out/tui.json
@@ -134,24 +136,29 @@ async def measure(snap: Snapshot, size: tuple[int, int], frames: int) -> dict[st
         out["main table, 64 rows: frame"] = summary(frame)
         for label, endpoint, window in (("run plots, 60 min", None, 60), ("endpoint plots (8 engines), 60 min",
                                                                           "decode-w0", 60),
-                                        ("run plots, whole 24 h", None, HOURS * 60)):
+                                        ("run plots, whole 24 h (stress)", None, HOURS * 60)):
             app.push_screen(PlotScreen(endpoint))
             while not isinstance(app.screen, PlotScreen) or app.screen.plots is None:
                 await pilot.pause(0.05)
             screen = app.screen
             plots = list(screen.query(ChartPlot))
             columns = max(p.size.width for p in plots)
-            draw, frame = [], []
+            data, draw, frame = [], [], []
             for _ in range(frames):
                 t0 = time.perf_counter()
-                screen.draw(plot_set(snap, endpoint, window, columns))
-                for p in plots:
+                plotted = plot_set(snap, endpoint, window, columns)  # the worker thread's part
+                t1 = time.perf_counter()
+                screen.draw(plotted)                                 # the UI thread's part ...
+                await pilot.pause()                                  # ... up to Textual's next idle
+                frame.append(time.perf_counter() - t1)
+                data.append(t1 - t0)
+                t2 = time.perf_counter()
+                for p in plots:                                      # the charts' own share of it
                     p.render()
-                draw.append(time.perf_counter() - t0)
-                await pilot.pause()
-                frame.append(time.perf_counter() - t0)
-            out[f"{label}: draw"] = summary(draw)
-            out[f"{label}: frame"] = summary(frame)
+                draw.append(time.perf_counter() - t2)
+            out[f"{label}: data (worker)"] = summary(data)
+            out[f"{label}: draw (UI)"] = summary(draw)
+            out[f"{label}: frame (UI)"] = summary(frame)
             app.pop_screen()
             await pilot.pause()
     return out
@@ -173,7 +180,7 @@ def main() -> int:
     worst = 0.0
     for case, r in result.items():
         print(f"{case:<{width}}  {r['median_ms']:6.1f}  {r['p95_ms']:6.1f}  {r['max_ms']:6.1f}")
-        if case.endswith("frame"):
+        if "frame" in case and "24 h" not in case:  # the whole-24 h plot is a stress case: watch keeps 60 min
             worst = max(worst, r["p95_ms"])
     ok = worst <= args.budget_ms
     print(f"worst p95 frame {worst:.1f} ms: {'within' if ok else 'OVER'} the {args.budget_ms:g} ms budget")

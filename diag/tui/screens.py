@@ -76,12 +76,19 @@ def _fill(table: DataTable[Any], rows: list[tuple[str, list[Any]]], keys: list[s
     """Update a table in place when its rows are the same, else rebuild it with the cursor on the
     row it was on (or ``keep``): the selection follows the endpoint, not the position."""
     new = [k for k, _ in rows]
-    cols = [c.key for c in table.ordered_columns]
+    cols = table.ordered_columns
+    shown: dict[str, list[Any]] = table.__dict__.setdefault("_diag_cells", {})  # what each row shows now
     if new == keys and table.row_count == len(new):
-        for k, cells in rows:
-            for col, cell in zip(cols, cells, strict=False):
-                table.update_cell(k, col, cell, update_width=True)
+        for k, cells in rows:  # only the cells that changed: a full update re-lays out the whole table
+            before = shown.get(k, [])
+            for i, (col, cell) in enumerate(zip(cols, cells, strict=False)):
+                if i < len(before) and before[i] == cell:
+                    continue
+                table.update_cell(k, col.key, cell, update_width=_width(cell) > col.content_width)
+            shown[k] = list(cells)
         return keys
+    shown.clear()
+    shown.update({k: list(cells) for k, cells in rows})
     current = keep or (keys[table.cursor_row] if keys and 0 <= table.cursor_row < len(keys) else None)
     table.clear()
     for k, cells in rows:
