@@ -178,7 +178,7 @@ def run_noise(args, wanted: list[str], tools: dict, work: Path, log: Callable[[s
             rss = f"{r.rss_mb:6.0f} MB" if r.rss_mb is not None else "?"
             log(f"  round {rep + 1}/{args.reps} {m.name:<10} {r.wall:8.2f} s  {mb / r.wall:7.1f} MB/s  peak {rss}")
 
-    report = _report(methods, truth, info, mb, log)
+    report = _report(R, methods, truth, info, mb, log)
     ok = _check(methods, truth, log)
     if args.json:
         args.json.write_text(json.dumps({"input": "noise", "machine": info, "generation_s": gen_s,
@@ -187,30 +187,12 @@ def run_noise(args, wanted: list[str], tools: dict, work: Path, log: Callable[[s
     return 0 if ok else 1
 
 
-def _report(methods: list, truth: NoiseTruth, info: dict, mb: float, log: Callable[[str], None]) -> list[dict]:
+def _report(R: ModuleType, methods: list, truth: NoiseTruth, info: dict, mb: float,
+            log: Callable[[str], None]) -> list[dict]:
     med = __import__("statistics").median
-    rows: list[dict] = []
     log(f"\nnoise-heavy run dir: {len(truth.files)} files, {mb:,.0f} MB, {truth.lines:,} lines, {truth.records:,} "
         f"records ({100 * truth.records / truth.lines:.1f} %); {info['nproc']} CPUs; whole-process wall seconds\n")
-    hdr = (f"{'method':<10} {'what':<49} {'runs':>4} {'min s':>7} {'med s':>7} {'MB/s':>7} {'Mline/s':>7} "
-           f"{'work s':>7} {'peak RSS':>9}")
-    log(hdr)
-    log("-" * len(hdr))
-    for m in methods:
-        if not m.runs:
-            log(f"{m.name:<10} {NOISE_DESCR[m.name]:<49} {'FAILED: ' + m.error if m.error else 'no runs'}")
-            continue
-        walls = [r.wall for r in m.runs]
-        works = [r.work for r in m.runs if r.work is not None]
-        md = med(walls)
-        row = {"method": m.name, "what": NOISE_DESCR[m.name], "min_s": min(walls), "median_s": md, "mb_s": mb / md,
-               "mlines_s": truth.lines / md / 1e6, "work_median_s": med(works) if works else None,
-               "peak_rss_mb": max((r.rss_mb for r in m.runs if r.rss_mb is not None), default=None), "walls": walls}
-        rows.append(row)
-        wk = f"{row['work_median_s']:7.2f}" if works else f"{'-':>7}"
-        rss = f"{row['peak_rss_mb']:6.0f} MB" if row["peak_rss_mb"] is not None else f"{'?':>9}"
-        log(f"{m.name:<10} {NOISE_DESCR[m.name]:<49} {len(walls):4d} {min(walls):7.2f} {md:7.2f} {row['mb_s']:7.1f} "
-            f"{row['mlines_s']:7.3f} {wk} {rss}")
+    rows: list[dict] = R.method_rows(methods, NOISE_DESCR, truth.lines, mb, log, 10, 49)
     by = {m.name: m for m in methods if m.runs}
     if "cli" in by:
         log("\nratios of wall time, diag tail / other (median of the pair-by-pair ratios; >1 means diag takes longer):")

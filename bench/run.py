@@ -672,31 +672,39 @@ def _bench(args: argparse.Namespace, wanted: list[str], tools: dict[str, str | N
     return 0 if ok else 1
 
 
-def _report(methods: list[Method], truth: Truth, info: dict, mb: float, log: Callable[[str], None]) -> list[dict]:
-    rows = []
-    log(f"\n{mb:,.0f} MB, {truth.lines:,} lines, {truth.stats:,} stats records; {info['nproc']} CPUs; "
-        f"times are whole-process wall seconds over {max((len(m.runs) for m in methods), default=0)} runs\n")
-    hdr = (f"{'method':<9} {'what':<47} {'runs':>4} {'min s':>7} {'med s':>7} {'MB/s':>6} {'Mline/s':>7} "
-           f"{'work s':>7} {'peak RSS':>9}")
+def method_rows(methods: list[Method], descr: dict[str, str], lines: int, mb: float, log: Callable[[str], None],
+                name_w: int = 9, what_w: int = 47) -> list[dict]:
+    """One table row per method (runs, min and median wall, MB/s, Mline/s, work, peak RSS), logged and
+    returned; shared by the dense and the noise-heavy inputs."""
+    rows: list[dict] = []
+    hdr = (f"{'method':<{name_w}} {'what':<{what_w}} {'runs':>4} {'min s':>7} {'med s':>7} {'MB/s':>7} "
+           f"{'Mline/s':>7} {'work s':>7} {'peak RSS':>9}")
     log(hdr)
     log("-" * len(hdr))
     for m in methods:
         if not m.runs:
-            log(f"{m.name:<9} {DESCR[m.name]:<47} {'FAILED: ' + m.error if m.error else 'no runs'}")
+            log(f"{m.name:<{name_w}} {descr[m.name]:<{what_w}} {'FAILED: ' + m.error if m.error else 'no runs'}")
             continue
         walls = [r.wall for r in m.runs]
         works = [r.work for r in m.runs if r.work is not None]
         med = _med(walls)
-        row = {"method": m.name, "what": DESCR[m.name], "min_s": min(walls), "median_s": med,
-               "mb_s": mb / med, "mlines_s": truth.lines / med / 1e6,
+        row = {"method": m.name, "what": descr[m.name], "min_s": min(walls), "median_s": med,
+               "mb_s": mb / med, "mlines_s": lines / med / 1e6,
                "work_median_s": _med(works) if works else None,
                "peak_rss_mb": max((r.rss_mb for r in m.runs if r.rss_mb is not None), default=None),
                "walls": walls}
         rows.append(row)
         work = f"{row['work_median_s']:7.2f}" if works else f"{'-':>7}"
         rss = f"{row['peak_rss_mb']:6.0f} MB" if row["peak_rss_mb"] is not None else f"{'?':>9}"
-        log(f"{m.name:<9} {DESCR[m.name]:<47} {len(walls):4d} {min(walls):7.2f} {med:7.2f} {row['mb_s']:6.1f} "
-            f"{row['mlines_s']:7.3f} {work} {rss}")
+        log(f"{m.name:<{name_w}} {descr[m.name]:<{what_w}} {len(walls):4d} {min(walls):7.2f} {med:7.2f} "
+            f"{row['mb_s']:7.1f} {row['mlines_s']:7.3f} {work} {rss}")
+    return rows
+
+
+def _report(methods: list[Method], truth: Truth, info: dict, mb: float, log: Callable[[str], None]) -> list[dict]:
+    log(f"\n{mb:,.0f} MB, {truth.lines:,} lines, {truth.stats:,} stats records; {info['nproc']} CPUs; "
+        f"times are whole-process wall seconds over {max((len(m.runs) for m in methods), default=0)} runs\n")
+    rows = method_rows(methods, DESCR, truth.lines, mb, log)
     by = {m.name: m for m in methods if m.runs}
     lines = []
     for diag_name in ("bulk", "cli"):
