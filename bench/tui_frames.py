@@ -147,6 +147,8 @@ async def measure(snap: Snapshot, size: tuple[int, int], frames: int) -> dict[st
             for _ in range(frames):
                 t0 = time.perf_counter()
                 plotted = plot_set(snap, endpoint, window, columns)  # the worker thread's part
+                for p in plots:
+                    p.chart = None                                   # as if new data came: a real redraw
                 t1 = time.perf_counter()
                 screen.draw(plotted)                                 # the UI thread's part ...
                 await pilot.pause()                                  # ... up to Textual's next idle

@@ -26,13 +26,16 @@ class ChartPlot(PlotextPlot):
     def __init__(self, key: str) -> None:
         super().__init__(id=f"plot-{key}", classes="chart")
         self.chart: Chart | None = None
+        self._window: int | None = None
 
     @property
     def series_count(self) -> int:
         return len(self.chart.series) if self.chart else 0
 
     def draw(self, chart: Chart, window_min: int) -> None:
-        self.chart = chart
+        if chart == self.chart and window_min == self._window:
+            return  # the same data: nothing to redraw (a paused replay, a refresh without new points)
+        self.chart, self._window = chart, window_min
         plt = self.plt
         plt.clear_figure()
         plt.title(chart.title)
