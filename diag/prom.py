@@ -12,10 +12,14 @@ How series find their endpoint:
 * scrape: ``ROLE-wN=URL`` names the endpoint. A bare URL takes its role from its labels
   (``dynamo_component``, Dynamo frontend metrics, a single ``worker_type``; else ``unknown``) and
   the next free index of that role, in the order the URLs were given.
-* server: the role from the series' ``dynamo_component``, then ``worker_type``, then ``job``
-  label (a job named ``decode-w1`` or ``prefill``); the index from a trailing number of the job
-  (``decode-w1``, ``decode_1``), else the position of the series' ``instance`` among that role's
-  instances, sorted. Series without any of these are role ``unknown``.
+* server: the role from the series' ``dynamo_component``, then ``worker_role``/``role`` (target
+  labels), ``worker_type``, then ``job`` label (a job named ``decode-w1`` or ``prefill``); the index
+  from a ``worker_index``/``worker`` label, else a trailing number of the job (``decode-w1``,
+  ``decode_1``), else the position of the series' ``instance`` among that role's instances, sorted.
+  Series without any of these are role ``unknown``. Queries are summed by those labels and ``engine``
+  on the server; ``diag tail --prom URL`` without paths reads a server alone.
+
+The module is long because the three sources share the endpoint naming and the error wording.
 
 Entry points: :func:`capture_logs` (a run's files), :func:`extra_sources` (one-shot: ``diag tail``),
 :func:`watch_sources` (live sources for ``diag watch``, with the pipeline's Source interface).
@@ -39,6 +43,7 @@ from diag import __version__
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prometheus import (
+    MAX_POINTS,
     ExpositionError,
     PromSample,
     StatsConverter,
@@ -64,6 +69,8 @@ DEFAULT_SCRAPE_INTERVAL_S = 15.0
 DEFAULT_WINDOW = timedelta(minutes=15)
 _NAMED = re.compile(r"^(?P<role>[a-z]+)-w(?P<idx>\d+)=(?P<url>\S+)$")
 _JOB_INDEX = re.compile(r"[-_]w?(\d+)$")
+MAX_CHUNKS = 20               # range queries of MAX_POINTS each before the step grows instead
+_SAMPLE_METRIC = "vllm:num_requests_running"
 
 
 class PromSourceError(Exception):
@@ -239,24 +246,44 @@ class Scraper:
 
 # ---------------------------------------------------------------- Prometheus server
 
+_ROLE_LABELS = ("dynamo_component", "worker_role", "role", "worker_type", "job")
+_INDEX_LABELS = ("worker_index", "worker")
+
+
 def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
     """(role, index or None) of one series from its labels (see the module docstring)."""
     job = labels.get("job")
-    for key in ("dynamo_component", "worker_type", "job"):
+    for key in _ROLE_LABELS:
         role = role_of_label(labels.get(key))
         if role:
+            for ikey in _INDEX_LABELS:
+                m = _JOB_INDEX.search("-" + (labels.get(ikey) or ""))
+                if m:
+                    return role, int(m.group(1))
             m = _JOB_INDEX.search(job or "") if role_of_label(job) == role else None
             return role, int(m.group(1)) if m else None
     return "unknown", None
 
 
-def _scrape_interval(prom: Any) -> float:
+def _scrape_interval(prom: Any, start: datetime, end: datetime) -> float:
+    """The scrape interval: the median of the active targets' (the targets API), else the spacing of
+    the stored samples (a backfilled TSDB, a federated or remote-read server has no targets)."""
     try:
         active = prom.get_targets(state="active").get("activeTargets") or []
         seen = sorted(parse_duration(t["scrapeInterval"]) for t in active if t.get("scrapeInterval"))
     except Exception:  # an older server without the field, or a proxy that hides the API
-        return DEFAULT_SCRAPE_INTERVAL_S
-    return seen[len(seen) // 2] if seen else DEFAULT_SCRAPE_INTERVAL_S
+        seen = []
+    if seen:
+        return seen[len(seen) // 2]
+    span = max(1, round((end - start).total_seconds()))
+    try:
+        res = prom.custom_query(f"count_over_time({_SAMPLE_METRIC}[{span}s])", params={"time": end.timestamp()})
+        counts = sorted(float(r["value"][1]) for r in res)
+    except Exception:
+        counts = []
+    if counts and counts[len(counts) // 2] > 1:
+        return max(1.0, round(span / counts[len(counts) // 2], 3))
+    return DEFAULT_SCRAPE_INTERVAL_S
 
 
 def _step_str(step: float) -> str:
@@ -274,11 +301,26 @@ def _series_frames(field: str, result: list[dict[str, Any]]) -> list[tuple[dict[
     return out
 
 
+def chunks(start: datetime, end: datetime, step: float,
+           max_points: int = MAX_POINTS) -> list[tuple[datetime, datetime]]:
+    """[start, end] cut into consecutive ranges of at most ``max_points`` steps each."""
+    out = []
+    width = timedelta(seconds=step * (max_points - 1))
+    t = start
+    while t <= end:
+        out.append((t, min(end, t + width)))
+        t = t + width + timedelta(seconds=step)
+    return out
+
+
 def query_server(url: str, start: datetime, end: datetime, *, step_s: float | None = None,
                  scrape_interval_s: float | None = None, timeout_s: float = 10.0) -> list[ParsedLog]:
     """vLLM gauges and counter rates per engine from a Prometheus server, one ParsedLog per
-    (role, index, instance). The step keeps each series within 11,000 points; rates use a window of
-    max(4 scrape intervals, step + 1 scrape interval). Raises PromSourceError."""
+    (role, index, instance). Rates and sums by engine are computed by the server; the step is the
+    scrape interval (coarser only past MAX_CHUNKS x 11,000 points) and each range query holds at most
+    11,000 points per series (longer ranges are chunked); rates use a window of
+    max(4 scrape intervals, step + 1 scrape interval). Raises PromSourceError (one line), also when
+    the range holds no vLLM series."""
     import requests
     from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 
@@ -288,17 +330,33 @@ def query_server(url: str, start: datetime, end: datetime, *, step_s: float | No
         raise PromSourceError(f"{url}: empty time range {start.isoformat()} .. {end.isoformat()}")
     try:
         prom = PrometheusConnect(url=url, timeout=timeout_s)
-        si = scrape_interval_s or _scrape_interval(prom)
+        si = scrape_interval_s or _scrape_interval(prom, start, end)
         span = (end - start).total_seconds() + 2  # the client rounds start and end to seconds
-        step = choose_step(span, step_s or si)
+        step = choose_step(span, step_s or si, MAX_POINTS * MAX_CHUNKS)
         window = max(4 * si, step + si)
         series = []
         for field, query in server_queries(window).items():
-            res = prom.custom_query_range(query, start_time=start, end_time=end, step=_step_str(step))
-            series.extend(_series_frames(field, res))
+            for a, b in chunks(start, end, step):
+                res = prom.custom_query_range(query, start_time=a, end_time=b, step=_step_str(step))
+                series.extend(_series_frames(field, res))
     except (PrometheusApiClientException, requests.RequestException, ValueError, KeyError) as e:
-        raise PromSourceError(f"{url}: Prometheus query failed: {str(e).splitlines()[0][:200]}") from None
+        raise PromSourceError(f"{url}: Prometheus query failed: {_first_line(e)}") from None
+    if not series:
+        raise PromSourceError(f"{url}: no vLLM series between {start.isoformat(timespec='seconds')} and "
+                              f"{end.isoformat(timespec='seconds')}")
     return _server_logs(url, series, step)
+
+
+def _first_line(e: Exception) -> str:
+    """One line for a failed query: requests' connection errors are a page of nested reprs."""
+    import requests
+
+    if isinstance(e, requests.ConnectionError):
+        return "cannot connect"
+    if isinstance(e, requests.Timeout):
+        return "no response in time"
+    text = str(e).strip()
+    return (text.splitlines()[0] if text else type(e).__name__)[:200]
 
 
 def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], step: float) -> list[ParsedLog]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 
 import typer
 
-from .options import ListFormat, console_for, fail, quiet_pipe
+from .options import console_for, fail, quiet_pipe
 
 SCOPES = ("run", "endpoint", "engine", "recipe")
 
@@ -17,16 +18,40 @@ def _scope(value: str | None) -> str | None:
     return value
 
 
+class RulesFormat(StrEnum):
+    text = "text"
+    json = "json"
+    prometheus = "prometheus"
+
+
 def rules_list(
+    action: str | None = typer.Argument(None, metavar="[export]", help="export: write the runtime rules as a "
+                                        "Prometheus rule file (--format prometheus) to stdout."),
+    select: list[str] | None = typer.Option(None, "--select", metavar="CODE", help="export: only these codes or prefixes."),
     scope: str | None = typer.Option(None, "--scope", metavar="SCOPE", callback=_scope, help="run, endpoint, engine or recipe."),
-    fmt: ListFormat = typer.Option(ListFormat.text, "--format", help="text or json."),
+    fmt: RulesFormat = typer.Option(RulesFormat.text, "--format", help="text or json; prometheus with export."),
 ) -> None:
     """List every rule: code, name, severity, scope and what it means in one line."""
     from diag.rules.catalog import catalog
 
+    if action not in (None, "export"):
+        fail("rules", f"unknown action {action!r} (give none, or export)")
+    if (action == "export") != (fmt is RulesFormat.prometheus):
+        fail("rules", "export writes --format prometheus; listing is --format text or json")
     rows = [r for r in catalog().values() if scope is None or r.scope == scope]
+    if select:
+        wanted = [s.upper().removeprefix("DIAG-") for s in select]
+        rows = [r for r in rows if any(r.code.removeprefix("DIAG-").startswith(w) for w in wanted)]
+        if not rows:
+            fail("rules", f"--select {' '.join(select)}: matches no rule")
+    if action == "export":
+        from diag.rules.promrules import export
+
+        with quiet_pipe():
+            sys.stdout.write(export(rows))
+        return
     with quiet_pipe():
-        if fmt is ListFormat.json:
+        if fmt is RulesFormat.json:
             import json
 
             from .emit import envelope

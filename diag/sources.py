@@ -80,8 +80,12 @@ def _run_start(orchestrators: list[ParsedLog]) -> datetime | None:
 def _metric_logs(run: RunFiles) -> list[ParsedLog]:
     """srt-slurm's Prometheus captures and saved ``/metrics`` dumps: stats even when logs have none."""
     from .prom import capture_logs, exposition_log
+    from .telemetry import telemetry_logs
 
     logs = [lg for p, _ in run.of("prometheus-capture") for lg in capture_logs(p)]
+    for kind in ("tachometer", "aiperf-metrics"):
+        if found := [p for p, _ in run.of(kind)]:
+            logs += telemetry_logs(found, kind)
     return logs + [exposition_log(p) for p, _ in run.of("prometheus-text")]
 
 
@@ -183,7 +187,8 @@ class FollowSource(SourceBase):
             return
         self._checked = now
         files, skipped = discover(self.paths)
-        wanted = [(p, i) for p, i in files if i.kind in (*SIDE_KINDS, "prometheus-capture", "prometheus-text")]
+        wanted = [(p, i) for p, i in files if i.kind in (*SIDE_KINDS, "prometheus-capture", "prometheus-text",
+                                                                    "tachometer", "aiperf-metrics")]
         sig = tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p, _ in wanted if p.exists()))
         if sig != self._sig:
             self._sig = sig

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,8 @@ class ExportFmt(StrEnum):
 
 
 def tail(
-    paths: list[str] = typer.Argument(..., metavar="PATH...", help="Run directories, log files or globs (slurm-*.out, *_decode_w0.out)."),
+    paths: list[str] = typer.Argument(None, metavar="[PATH]...", help="Run directories, log files or globs (slurm-*.out, "
+                                      "*_decode_w0.out); none with --prom: the server alone."),
     fmt: TailFormat = typer.Option(TailFormat.text, "--format", help="text, json (one document) or jsonl (a stream)."),
     fail_on: FailOn | None = typer.Option(None, "--fail-on", help="Exit 1 when a finding is at least this severe "
                                           "(default: the config's fail-on, else error)."),
@@ -56,6 +57,8 @@ def tail(
                                           help="--prom from this ISO time (default: run start)."),
     prom_end: str | None = typer.Option(None, "--prom-end", metavar="TIME",
                                         help="--prom until this ISO time (default: run end)."),
+    since: str | None = typer.Option(None, "--since", metavar="DURATION",
+                                     help="--prom without paths: the last DURATION (15m, 2h; default 15m)."),
 ) -> None:
     """Per-endpoint health of a run from its logs: throughput, queues, KV, faults, findings."""
     from diag.rules.settings import SettingsError, resolve
@@ -67,8 +70,22 @@ def tail(
                            fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
     except SettingsError as e:
         fail("tail", f"config error: {e}")
+    paths = list(paths or [])
     try:
         window = _when(prom_start, "--prom-start"), _when(prom_end, "--prom-end")
+        if since is not None:
+            window = _since(since, window)
+        if not paths:
+            if not prom:
+                raise InputError("give run directories or log files, or --prom URL to read a Prometheus server alone")
+            if follow or scrape or export:
+                raise InputError("--prom without paths reads the server once; no --follow, --scrape or --export")
+            reports = [_server_report(prom, window, settings)]
+            with quiet_pipe():
+                emit(reports, fmt)
+            raise typer.Exit(exit_status(reports, settings))
+        if since is not None:
+            raise InputError("--since sets the window of --prom without paths; with paths use --prom-start/--prom-end")
         if follow:
             if scrape or prom:
                 raise InputError("--scrape/--prom read once; they do not combine with --follow")
@@ -89,6 +106,40 @@ def tail(
     with quiet_pipe():
         emit(reports, fmt)
     raise typer.Exit(exit_status(reports, settings))
+
+
+def _since(text: str, window: tuple[datetime | None, datetime | None]) -> tuple[datetime, datetime]:
+    from diag.parsers.prometheus import parse_duration
+
+    from .files import InputError
+
+    if window[0] is not None:
+        raise InputError("--since and --prom-start both set the start; give one")
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        seconds = -1
+    if seconds <= 0:
+        raise InputError(f"--since {text!r}: not a duration (30s, 15m, 2h)")
+    end = window[1] or datetime.now(tz=UTC)
+    return end - timedelta(seconds=seconds), end
+
+
+def _server_report(url: str, window: tuple[datetime | None, datetime | None], settings: Any) -> Report:
+    """``diag tail --prom URL`` without paths: the run is what the server holds over the window
+    (default: the last 15 minutes), read through the same pipeline as logs."""
+    from .files import InputError
+    from .pipeline import Pipeline
+    from .prom import DEFAULT_WINDOW, PromSourceError, query_server
+    from .sources import LogsSource
+
+    end = window[1] or datetime.now(tz=UTC)
+    start = window[0] or end - DEFAULT_WINDOW
+    try:
+        logs = query_server(url, start, end)
+    except PromSourceError as e:
+        raise InputError(str(e)) from None
+    return Pipeline(LogsSource(logs, f"Prometheus {url}"), settings).once()
 
 
 def _read(paths: list[str], settings: Any, scrape: list[str], prom: str | None,

@@ -82,16 +82,16 @@ def watch(
                            fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
     except SettingsError as e:
         fail("watch", f"config error: {e}")
-    if not paths and replay is None:
-        fail("watch", "give a run directory or log files, or --replay RUN_DIR")
+    if not paths and replay is None and not prom:
+        fail("watch", "give a run directory or log files, --replay RUN_DIR, or --prom URL alone")
     if replay is not None and paths and not once:
         fail("watch", "--replay takes one run directory and no other paths")
     clock = clock_for(now)
     try:
         if once:
-            raise typer.Exit(_once(paths or [str(replay)], settings, clock, window, scrape, prom))
+            raise typer.Exit(_once(paths or ([str(replay)] if replay else []), settings, clock, window, scrape, prom))
         extras = _live_metrics(scrape, prom)
-        source = _live_source(paths, replay, speed)
+        source = _live_source(paths, replay, speed) if paths or replay is not None else extras.pop(0)
     except (InputError, ValueError) as e:
         fail("watch", str(e))
     if extras:
@@ -143,9 +143,15 @@ def _once(paths: list[str], settings: Settings, clock: Any, window: int, scrape:
     from .files import InputError, find_runs
     from .pipeline import window_of
     from .sources import BatchSource, MultiSource, metric_source
-    from .tui.render import render_once
-    from .tui.state import WatchState
 
+    if not paths:  # --prom alone: the server's last DEFAULT_WINDOW is the run
+        from .prom import DEFAULT_WINDOW
+
+        end = datetime.now(tz=UTC)
+        source: Any = metric_source(scrape, prom, end - DEFAULT_WINDOW, end)
+        if source.errors:
+            raise InputError(source.errors[0])
+        return _render_once(source, settings, clock, window)
     runs = find_runs(paths)
     if len(runs) != 1:
         raise InputError(f"{', '.join(paths)}: holds {len(runs)} runs; watch one run at a time")
@@ -154,10 +160,17 @@ def _once(paths: list[str], settings: Settings, clock: Any, window: int, scrape:
     if not batch.logs() and not batch.side().benchmark:
         typer.echo("diag watch: no logs diag understands in " + ", ".join(paths), err=True)
         return EXIT_USAGE
-    source: Any = batch
+    source = batch
     if scrape or prom:
         start, end = window_of(batch.logs())
         source = MultiSource([batch, metric_source(scrape, prom, start, end)])
+    return _render_once(source, settings, clock, window)
+
+
+def _render_once(source: Any, settings: Settings, clock: Any, window: int) -> int:
+    from .tui.render import render_once
+    from .tui.state import WatchState
+
     state = WatchState(source, settings=settings, clock=clock, retain_s=None)
     snap = state.step()
     with quiet_pipe():

@@ -15,7 +15,7 @@ from pathlib import Path
 __all__ = ["KINDS", "ROLES", "FileInfo", "classify_path", "role_from_content"]
 
 KINDS = ("worker", "frontend", "orchestrator", "benchmark", "sa-bench-result", "rollup", "job-json", "recipe",
-         "prometheus-capture", "fingerprint", "config-dump", "unknown")
+         "prometheus-capture", "tachometer", "aiperf-metrics", "fingerprint", "config-dump", "unknown")
 ROLES = ("prefill", "decode", "agg", "frontend")
 
 
@@ -43,6 +43,7 @@ _FINGERPRINT = re.compile(r"^fingerprint_(?P<role>prefill|decode|agg|aggregated)
 _CONFIG_DUMP = re.compile(r"^(?P<node>.+)_config\.json$")
 _RESULT = re.compile(
     r"^(?:results_)?(?:isl_\d+_osl_\d+_)?concurrency_(?P<c>\d+)(?:_[\w.]*)?(?<!\.pytorch)\.json$")
+_AIPERF_METRICS = re.compile(r"^(?:server_metrics_export|.+_server_metrics)\.(?:jsonl|parquet)$")
 _OLD_RUN_DIR = re.compile(r"^\d+_\d+P_\d+D_")
 
 
@@ -76,6 +77,10 @@ def classify_path(path: Path | str) -> FileInfo:
         return FileInfo(p, "recipe")
     if name == "raw_prometheus.jsonl":
         return FileInfo(p, "prometheus-capture")
+    if name.endswith(".parquet") and "tachometer" in p.parts[:-1]:
+        return FileInfo(p, "tachometer")
+    if _AIPERF_METRICS.match(name):
+        return FileInfo(p, "aiperf-metrics")
     m = _FINGERPRINT.match(name)
     if m:
         return FileInfo(p, "fingerprint", _role(m["role"]), int(m["idx"]))

@@ -32,7 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from .records import StatsSample
 
 __all__ = [
-    "ALIASES", "FIELDS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
+    "ALIASES", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
     "canonical", "choose_step", "clean_exposition", "engine_values", "hit_rate", "iter_capture",
     "parse_duration", "parse_exposition", "read_capture", "role_from_samples", "role_of_label",
     "scrapes_to_stats", "server_queries", "worker_of",
@@ -362,13 +362,20 @@ def _dur(seconds: float) -> str:
     return f"{max(1, round(seconds * 1000))}ms"
 
 
+# the labels a pushed-down query keeps: what names an endpoint (diag.prom.series_endpoint) and the engine
+GROUP_LABELS = ("job", "instance", "engine", "dynamo_component", "worker_type", "role", "worker",
+                "worker_role", "worker_index")
+
+
 def server_queries(window_s: float) -> dict[str, str]:
-    """PromQL per stats field: gauges with old names as ``or`` fallbacks, counters as ``rate()`` over
-    ``window_s`` (per second; preemptions are turned into per-step counts by the caller)."""
+    """PromQL per stats field, summed by endpoint and engine (:data:`GROUP_LABELS`) on the server: gauges
+    with old names as ``or`` fallbacks, counters as ``rate()`` over ``window_s`` (per second;
+    preemptions are turned into per-step counts by the caller)."""
     old_of: dict[str, list[str]] = {}
     for old, new in ALIASES.items():
         old_of.setdefault(new, []).append(old)
     w = _dur(window_s)
+    by = f"sum by({', '.join(GROUP_LABELS)})"
     out = {}
     for fname, (kind, sources) in FIELDS.items():
         parts = []
@@ -376,10 +383,8 @@ def server_queries(window_s: float) -> dict[str, str]:
             for name in (metric, *old_of.get(metric, [])):
                 sel = f'{{{need[0]}="{need[1]}"}}' if need else ""
                 if kind == "gauge":
-                    parts.append(f"{name}{sel}")
-                elif need:
-                    parts.append(f"sum without({need[0]}) (rate({name}_total{sel}[{w}]))")
+                    parts.append(f"{by} ({name}{sel})")
                 else:
-                    parts.append(f"rate({name}_total[{w}])")
+                    parts.append(f"{by} (rate({name}_total{sel}[{w}]))")
         out[fname] = " or ".join(parts)
     return out

@@ -393,11 +393,15 @@ def presence(rule: Rule, run: Run) -> list[Finding]:
 @template("absence")
 def absence(rule: Rule, run: Run) -> list[Finding]:
     out = []
+    logged = {src.path for src in run.sources if src.kind != "prometheus"}
     for ep in run.endpoints.values():
         variants = Counter(ep.variants)
         prom = variants.pop("prom", 0)  # L001 is about the log: Prometheus samples do not count
         if ep.role not in rule.params.get("roles", ("prefill", "decode", "agg")) or variants:
             continue
+        if not logged.intersection(ep.files):
+            continue  # known from metrics alone (a Prometheus server, a telemetry capture): no log to miss
+
         facts = ep.facts
         cause, why = "unknown", "no stats lines and no reason printed (idle endpoint, or logging above INFO)"
         if facts.get("stats_disabled") == "api_server_count" or (facts.get("api_server_count") or 0) > 1:

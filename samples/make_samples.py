@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import derived  # samples/derived.py (this script's folder is on sys.path): runs derived from these
+import telemetry  # samples/telemetry.py: Tachometer and AIPerf captures of a run
 
 ISL, OSL = 8192, 1024
 MEAN_IN, MEAN_OUT = 7373, 922  # sa-bench random_range_ratio 0.8: lengths uniform in [0.8 x, x]
@@ -1278,6 +1279,10 @@ def build_run(sc: Scn, seed: int, out: Path) -> None:
     write(run / f"{sc.job}.json", meta)
     write(run / "logs" / f"{sc.job}.json", meta)
     results = benchmark_files(sc, tl, rng, run)
+    if sc.name == "prefill-bound":   # the same run's series as srt-slurm 2.x and AIPerf capture them
+        telemetry.write(sc.name, sc.job, procs, {k: c.log for k, c in ctxs.items()}, prom_engine, MODEL,
+                        f"{MODEL}_isl{ISL}_osl{OSL}_c{sc.concs[0]}_{sc.start:%Y%m%d%H%M%S}", out / "telemetry",
+                        seed + 1)
     if sc.kind == "stats-missing":
         rows = prometheus(tl, procs, {k: c.log for k, c in ctxs.items()}, rng)
         write(run / "logs" / "raw_prometheus.jsonl", "\n".join(rows) + "\n")

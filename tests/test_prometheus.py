@@ -164,11 +164,12 @@ def test_roles_from_labels() -> None:
 
 def test_promql_side() -> None:
     q = server_queries(60)
-    assert q["kv"] == "vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc"
-    assert q["gen"] == "rate(vllm:generation_tokens_total[60000ms])"
+    by = "sum by(job, instance, engine, dynamo_component, worker_type, role, worker, worker_role, worker_index)"
+    assert q["kv"] == f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc)"
+    assert q["gen"] == f"{by} (rate(vllm:generation_tokens_total[60000ms]))"
     assert q["prompt"].startswith(
-        'sum without(source) (rate(vllm:prompt_tokens_by_source_total{source="local_compute"}[60000ms]))')
-    assert q["prompt"].endswith(" or rate(vllm:prompt_tokens_total[60000ms])")
+        f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms]))')
+    assert q["prompt"].endswith(f" or {by} (rate(vllm:prompt_tokens_total[60000ms]))")
     assert choose_step(600, 15) == 15
     week = 7 * 86400
     step = choose_step(week, 15)

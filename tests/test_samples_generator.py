@@ -21,7 +21,7 @@ STATS = re.compile(r"Engine (\d{3}): Avg prompt throughput")
 
 
 def _generated(root: Path) -> dict[str, bytes]:
-    files = [*root.glob("runs/**/*"), *root.glob("slurm-*")]
+    files = [*root.glob("runs/**/*"), *root.glob("telemetry/**/*"), *root.glob("slurm-*")]
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in files if p.is_file()}
 
 

@@ -1,0 +1,111 @@
+"""Tachometer Parquet and AIPerf server-metrics exports: the sample generator's captures of the
+prefill-bound run read into the same endpoints, engines and runtime findings as that run's logs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from schemas import validate
+
+from diag.parsers.telemetry import aiperf_jsonl, aiperf_parquet, tachometer_parquet
+from diag.telemetry import telemetry_logs
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "samples" / "runs" / "prefill-bound"
+TACH = ROOT / "samples" / "telemetry" / "prefill-bound-tachometer"
+AIPERF = ROOT / "samples" / "telemetry" / "prefill-bound-aiperf"
+RUNTIME = ("DIAG-B", "DIAG-K001", "DIAG-K002", "DIAG-E")
+
+
+def _tail(path: Path) -> dict:
+    res = subprocess.run([sys.executable, "-m", "diag", "tail", str(path), "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode in (0, 1), res.stderr
+    doc = json.loads(res.stdout)
+    validate(doc, "tail")
+    return doc
+
+
+def _endpoints(doc: dict) -> dict[str, tuple[str, int, int]]:
+    return {e["id"]: (e["role"], e["engines"], e["samples"]) for e in doc["endpoints"]}
+
+
+def _runtime(doc: dict) -> set[tuple[str, str]]:
+    return {(f["code"], f.get("endpoint") or "") for f in doc["findings"] if f["code"].startswith(RUNTIME)}
+
+
+@pytest.fixture(scope="module")
+def from_logs() -> dict:
+    return _tail(RUN)
+
+
+@pytest.mark.parametrize("capture", [TACH, AIPERF], ids=["tachometer", "aiperf"])
+def test_capture_reads_into_the_logs_endpoints(capture: Path, from_logs: dict) -> None:
+    doc = _tail(capture)
+    assert _endpoints(doc) == _endpoints(from_logs)
+    assert _runtime(doc) == _runtime(from_logs) == {("DIAG-B001", "")}
+    assert not [f for f in doc["findings"] if f["code"] == "DIAG-L001"]  # no log, so no log missing stats
+    logs = {e["id"]: e["stats"] for e in from_logs["endpoints"]}
+    for ep in doc["endpoints"]:
+        want = logs[ep["id"]]
+        assert ep["stats"]["gen_tps_mean"] == pytest.approx(want["gen_tps_mean"], rel=1e-3)
+        if ep["role"] == "prefill":  # decode's vllm:prompt_tokens also counts transferred prompts
+            assert ep["stats"]["prompt_tps_mean"] == pytest.approx(want["prompt_tps_mean"], rel=1e-3)
+        assert (ep["stats"]["running_last"], ep["stats"]["kv_usage_last"]) == (want["running_last"],
+                                                                               want["kv_usage_last"])
+
+
+def test_tachometer_reads_only_the_metrics_diag_uses() -> None:
+    (path,) = (TACH / "logs" / "tachometer").rglob("final.parquet")
+    total = pl.scan_parquet(path).select(pl.len()).collect().item()
+    procs = tachometer_parquet(path)
+    kept = sum(len(s) for p in procs for _, s in p.scrapes)
+    assert kept < total  # the latency histogram rows are filtered out in the scan
+    assert {s.metric for p in procs for _, ss in p.scrapes for s in ss} == {
+        "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+        "vllm:num_preemptions", "vllm:prompt_tokens", "vllm:generation_tokens"}
+    dec = [p for p in procs if p.role == "decode"]
+    assert sorted((p.key, p.index, p.node) for p in dec) == [
+        ("backend_decode0_rank0", 0, "gb200-r03-n14"), ("backend_decode0_rank1", 0, "gb200-r03-n15")]
+
+
+def test_counter_reset_in_a_capture(tmp_path: Path) -> None:
+    """A restarted engine's counter goes down: the increase since the restart is its new value."""
+    rows = []
+    for k, tokens in enumerate([1000.0, 2000.0, 300.0, 1300.0]):
+        for name, value in (("vllm:generation_tokens_total", tokens), ("vllm:num_requests_running", 4.0)):
+            rows.append({"scraper_endpoint": "backend_decode2_rank0", "metric_name": name + '{engine="0"}',
+                         "metric_value": value, "timestamp_ns": (1_760_000_000 + 10 * k) * 10**9,
+                         "worker_role": "decode", "worker_index": "2", "hostname": "n1"})
+    path = tmp_path / "tachometer" / "out-0.parquet"
+    path.parent.mkdir()
+    pl.DataFrame(rows).write_parquet(path)
+    (log,) = telemetry_logs([path], "tachometer")
+    assert (log.info.role, log.info.index, log.info.node) == ("decode", 2, "n1")
+    assert [r.gen_tps for r in log.records] == [100.0, 30.0, 100.0]
+    assert log.records[0].ts == datetime.fromtimestamp(1_760_000_010, tz=UTC)
+
+
+def test_aiperf_jsonl_matches_its_parquet(tmp_path: Path) -> None:
+    (path,) = AIPERF.rglob("server_metrics_export.parquet")
+    df = pl.read_parquet(path)
+    lines = []
+    for (url, ts), part in df.group_by(["endpoint_url", "timestamp_ns"], maintain_order=True):
+        metrics: dict[str, list] = {}
+        for row in part.iter_rows(named=True):
+            labels = {k: row[k] for k in ("dynamo_component", "engine", "model_name")}
+            metrics.setdefault(row["metric_name"], []).append({"labels": labels, "value": row["value"]})
+        lines.append(json.dumps({"endpoint_url": url, "timestamp_ns": ts, "metrics": metrics}))
+    from_jsonl, problems = aiperf_jsonl([*lines, "{torn"])
+    assert problems == [f"line {len(lines) + 1}: not a server-metrics record (JSONDecodeError)"]
+    from_parquet = aiperf_parquet(path)
+    assert [(p.key, p.role, p.index, len(p.scrapes)) for p in from_jsonl] == \
+        [(p.key, p.role, p.index, len(p.scrapes)) for p in from_parquet]
+    assert [(p.role, p.index) for p in from_parquet] == [("prefill", 0), ("prefill", 1), ("prefill", 2),
+                                                         ("prefill", 3), ("decode", 0), ("decode", 0)]
