@@ -50,14 +50,36 @@ def endpoint_table(summaries: tuple[R.EndpointSummary, ...]) -> Table:
     for col, just in (("endpoint", "left"), ("nodes", "left"), ("eng", "right"), ("samples", "right"),
                       ("prompt tok/s mean/last", "right"), ("gen tok/s mean/last", "right"), ("run", "right"),
                       ("wait", "right"), ("KV % last/max", "right"), ("preempt", "right"),
-                      ("last seen", "left"), ("health", "left")):
+                      ("last seen", "left"), ("stage", "left"), ("health", "left")):
         t.add_column(col, justify=just, no_wrap=col in ("endpoint", "health"))
     for s in summaries:
         nodes = (s.nodes[0] + (f"+{len(s.nodes) - 1}" if len(s.nodes) > 1 else "")) if s.nodes else "-"
         t.add_row(s.id, nodes, str(s.engines), str(s.samples),
                   f"{_num(s.prompt_tps_mean)}/{_num(s.prompt_tps_last)}", f"{_num(s.gen_tps_mean)}/{_num(s.gen_tps_last)}",
                   _num(s.running_last), _num(s.waiting_last), f"{_num(s.kv_last, 1)}/{_num(s.kv_max, 1)}",
-                  str(s.preemptions), _ts(s.last_ts), Text(s.health, style=HEALTH_STYLE.get(s.health, "")))
+                  str(s.preemptions), _ts(s.last_ts), R.stage_text(s.startup),
+                  Text(s.health, style=HEALTH_STYLE.get(s.health, "")))
+    return t
+
+
+def startup_table(summaries: tuple[R.EndpointSummary, ...]) -> Table | None:
+    """The time each startup stage took per endpoint (open stages as of the report's time, marked ``+``)."""
+    seen = [st["stage"] for s in summaries for st in s.startup.get("stages", [])]
+    if not seen:
+        return None
+    cols = [name for name in R.STAGE_SHORT if name in seen]
+    t = Table(title="startup (time each stage took)", title_justify="left", expand=False, pad_edge=False)
+    t.add_column("endpoint", no_wrap=True)
+    for name in cols:
+        t.add_column(R.STAGE_SHORT[name], justify="right")
+    t.add_column("ready after", justify="right")
+    for s in summaries:
+        by = {st["stage"]: st for st in s.startup.get("stages", [])}
+        cells = []
+        for name in cols:
+            st = by.get(name)
+            cells.append("-" if st is None else R.duration_text(st["duration_s"]) + ("+" if st["open"] else ""))
+        t.add_row(s.id, *cells, R.duration_text(s.startup.get("ready_after_s")))
     return t
 
 
@@ -90,6 +112,9 @@ def render_text(report: R.Report, console: Console) -> None:
     console.print()
     if report.endpoints:
         console.print(endpoint_table(report.endpoints))
+        startup = startup_table(report.endpoints)
+        if startup is not None:
+            console.print(startup)
     else:
         console.print("no endpoints found in the logs read", style="yellow")
     rm = report.rate_match

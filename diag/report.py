@@ -6,18 +6,20 @@ Every emitter (text, JSON, JSONL, the TUI) renders a :class:`Report`; none compu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
 
+from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.finding import Finding
 from diag.rules.runmodel import Endpoint, Run
 
 HEALTH_ORDER = HEALTH_STATES
 STATS_INTERVAL_S = 10.0   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
+STAGE_SHORT = {s.name: s.short for s in STAGES}
 STALE_S = 60.0      # an endpoint whose last stats line is older than this (as of the report's time) is STALE
 
 
@@ -41,6 +43,7 @@ class EndpointSummary:
     preemptions: int
     health: str
     facts: dict[str, Any]
+    startup: dict[str, Any] = field(default_factory=dict)   # Startup.to_dict as of the report's time
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +57,7 @@ class EndpointSummary:
             },
             "health": self.health,
             "facts": self.facts,
+            "startup": self.startup,
         }
 
 
@@ -120,7 +124,38 @@ def endpoint_summary(ep: Endpoint, findings: list[Finding], now: datetime | None
                    running_last=None, waiting_last=None, kv_last=None, kv_max=None, preemptions=0)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
                            health=endpoint_health(ep, findings, now, stale_s), facts=facts_of(ep),
-                           **fig)  # type: ignore[arg-type]
+                           startup=ep.startup.to_dict(now), **fig)  # type: ignore[arg-type]
+
+
+def duration_text(seconds: float | None) -> str:
+    """A stage's time: ``45s``, ``4m05s``, ``1h12m``."""
+    if seconds is None:
+        return "-"
+    sec = max(0, round(seconds))
+    if sec < 60:
+        return f"{sec}s"
+    if sec < 3600:
+        return f"{sec // 60}m{sec % 60:02d}s"
+    return f"{sec // 3600}h{sec % 3600 // 60:02d}m"
+
+
+def stage_text(startup: dict[str, Any]) -> str:
+    """The stage badge of an endpoint: ``serving``, ``ready 4m50s`` (time to ready) or, while it starts,
+    the stage under way with its progress and the time it has taken so far (``CUDA graphs 14/59 3m10s``)."""
+    phase = startup.get("phase", "unknown")
+    if phase == "unknown":
+        return "-"
+    if phase == "serving":
+        return "serving"
+    if phase == "ready":
+        return f"ready {duration_text(startup.get('ready_after_s'))}"
+    cur = startup["stages"][-1] if startup.get("stages") else None
+    if cur is None:
+        return "starting"
+    text = STAGE_SHORT.get(cur["stage"], cur["stage"])
+    if cur.get("progress"):
+        text += f" {cur['progress'][0]}/{cur['progress'][1]}"
+    return f"{text} {duration_text(cur.get('duration_s'))}"
 
 
 FACT_KEYS = ("version", "architecture", "kv_role", "kv_memory_gib", "kv_cache_tokens", "max_concurrency",

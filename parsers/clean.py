@@ -30,8 +30,8 @@ PROGRESS = declare(
     "progress-bar", "noise",
     r"\d{1,3}%\s*(?:Completed\s*)?\|[^|]*\|\s*\d+/\d+|\d+(?:\.\d+)?(?:it|s)/(?:s|it)\]\s*$",
     samples=[
-        "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  45%|████▌     | 23/51 [00:04<00:05,  5.13it/s]",
-        "Loading safetensors checkpoint shards:  60% Completed | 3/5 [00:07<00:04,  2.41s/it]",
+        "Processed prompts:  45%|████▌     | 23/51 [00:04<00:05,  5.13it/s, est. speed input: 812.40 toks/s]",
+        "Adding requests:  60%|██████    | 3/5 [00:07<00:04,  2.41s/it]",
     ],
     emits="progress-bar",
     triggers=("%|", "% Completed |"),

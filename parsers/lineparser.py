@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import faults, kvtransfer, startup, stats  # noqa: F401  (register their formats)
+from . import faults, kvtransfer, stages, startup, stats  # noqa: F401  (register their formats)
 from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
@@ -42,7 +42,7 @@ def _rx_escape(text: str) -> str:
 _ALONE = frozenset({"stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failure", "spec_decode",
                     "preemption", "prefix_cache", "fault"})
 _ORDER = {"stats": 0, "kv_transfer": 1, "nixl_failure": 1, "kv_expiry": 1, "kv_load_failure": 1,
-          "spec_decode": 2, "preemption": 2, "prefix_cache": 2, "startup": 3, "fault": 4}
+          "spec_decode": 2, "preemption": 2, "prefix_cache": 2, "startup": 3, "stage": 3, "fault": 4}
 
 
 def _record_formats() -> list[LineFormat]:

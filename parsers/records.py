@@ -127,6 +127,23 @@ STARTUP_KEYS = (
 
 
 @dataclass(slots=True)
+class StageMark(Record):
+    """A line that shows how far an engine's startup has got (``catalog/startup.toml``)."""
+
+    stage: str                  # a stage of the startup catalog
+    mark: str                   # start | progress | done
+    fields: tuple[tuple[str, Any], ...] = ()   # took, memory_gib, tokens, concurrency, done, total, ...
+
+    kind = "stage"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.fields:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(slots=True)
 class Fault(Record):
     """Something went wrong. ``cause`` classifies it; ``exception`` is the exception line."""
 

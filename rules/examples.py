@@ -4,7 +4,8 @@ Per role: ``endpoints`` (default 1), ``engines`` per endpoint, series ``waiting`
 ``prompt_tps``, ``gen_tps``, ``kv_usage``, ``preemptions`` (a number is held constant, a list is
 one value per 10 s interval), ``samples`` (number of intervals; 0 = no stats lines), ``skew``
 (one engine's override), ``facts`` (startup facts), ``faults``, ``nixl``, ``expiry`` (lists of
-cause/type names). Top level: ``concurrency``, ``accuracy`` (scores), ``sources`` (line counts).
+cause/type names), ``startup`` ([stage, seconds after the process start] reached; the last stays under
+way unless it is ``ready``). Top level: ``concurrency``, ``accuracy`` (scores), ``sources`` (line counts).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from diag.parsers.records import (
     KVExpiry,
     NixlFailure,
     Record,
+    StageMark,
     StartupFact,
     StatsSample,
 )
@@ -31,6 +33,7 @@ from diag.parsers.records import (
 from .runmodel import Run, build_endpoints
 
 T0 = datetime(2026, 8, 6, 12, 0, 0, tzinfo=UTC)
+STARTED = T0 - timedelta(seconds=1200)   # process start of an example with ``startup`` stages
 SERIES = ("waiting", "running", "prompt_tps", "gen_tps", "kv_usage", "preemptions")
 DEFAULTS = {"waiting": 0, "running": 0, "prompt_tps": 0.0, "gen_tps": 0.0, "kv_usage": 0.0, "preemptions": 0}
 
@@ -79,6 +82,11 @@ def _role_logs(role: str, spec: dict[str, Any]) -> list[ParsedLog]:
                                         running=int(vals["running"]), waiting=int(vals["waiting"]),
                                         preemptions=int(vals["preemptions"]) or None,
                                         kv_usage=float(vals["kv_usage"])))
+        for j, (stage, at) in enumerate(spec.get("startup", [])):
+            line += 1
+            last = j == len(spec["startup"]) - 1
+            mark = "done" if stage == "ready" or not last else "progress"
+            recs.insert(0, StageMark(line, stage=stage, mark=mark, ts=STARTED + timedelta(seconds=at)))
         t_fault = T0 + timedelta(seconds=10 * n + 5)
         for j, cause in enumerate(spec.get("faults", [])):
             line += 1

@@ -37,6 +37,8 @@ from diag.parsers.records import (
     StatsSample,
 )
 
+from .startup import Startup, build_startup
+
 if TYPE_CHECKING:
     from diag.parsers.jobmeta import JobMeta
     from diag.parsers.recipe import Recipe
@@ -72,6 +74,7 @@ class Endpoint:
     launch: list[dict[str, Any]] = field(default_factory=list)  # per process: node, argv, flags, env (orchestrator)
     first_seen: datetime | None = None      # earliest / latest timestamp of any of its records
     last_seen: datetime | None = None
+    startup: Startup = field(default_factory=Startup)  # stages reached, their times, the phase
 
     def of(self, kind: type[Record]) -> list[tuple[str, Record]]:
         return [(f, r) for f, r in self.records if isinstance(r, kind)]
@@ -430,6 +433,8 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
     for ep in endpoints.values():
         _finish(ep, parts[ep.id], cache)
     _attach_launches(endpoints, lifecycle)
+    for ep in endpoints.values():
+        ep.startup = build_startup(ep.id, ep.records, ep.stats, ep.kv, lifecycle)
     order = {"prefill": 0, "decode": 1, "agg": 2}
     endpoints = dict(sorted(endpoints.items(), key=lambda kv: (order.get(kv[1].role, 9), kv[1].index or 0)))
     return endpoints, lifecycle, quoted

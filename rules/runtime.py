@@ -2,7 +2,8 @@
 
 Templates here: role_balance (prefill- vs decode-bound), engine_skew, stall_vs_median,
 window_threshold, presence, absence, capacity, noise_ratio; fault_incident and accuracy are in
-:mod:`rules.incidents` (registered here too: ``TEMPLATES`` is the one registry).
+:mod:`rules.incidents`, startup_stage in :mod:`rules.startup_rule` (registered here too: ``TEMPLATES``
+is the one registry).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import polars as pl
 
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
-from . import effective, incidents
+from . import effective, incidents, startup_rule
 from .catalog import Rule
 from .finding import Finding
 from .runmodel import Endpoint, Run
@@ -30,6 +31,7 @@ TEMPLATES: dict[str, Template] = {
     "accuracy": incidents.accuracy,
     "drift": effective.drift,
     "uncaught_exception": incidents.uncaught_exception,
+    "startup_stage": startup_rule.startup_stage,
 }
 
 
@@ -49,7 +51,8 @@ def _fmt(x: float | None, nd: int = 1) -> str:
 
 def role_series(run: Run, role: str, interval_s: float) -> pl.DataFrame:
     """Per bucket for one role: engines reporting, mean waiting/running/KV per engine, summed tok/s."""
-    frames = [e.stats for e in run.endpoints.values() if e.role == role and e.stats.height]
+    # an endpoint still starting is neither idle nor under-filled: only serving endpoints count
+    frames = [e.stats for e in run.endpoints.values() if e.role == role and e.stats.height and e.startup.serving]
     if not frames:
         return pl.DataFrame()
     df = bucketed(pl.concat(frames), interval_s)
@@ -172,6 +175,8 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
     out = []
     for ep in run.endpoints.values():
+        if not ep.startup.serving:
+            continue  # no request served yet: nothing can have stalled
         col = "prompt_tps" if ep.role == "prefill" else "gen_tps"
         for eng in ep.engines:
             df = ep.stats.filter((pl.col("engine") == eng) & pl.col("running").is_not_null()).sort("ts")
@@ -402,6 +407,12 @@ def absence(rule: Rule, run: Run) -> list[Finding]:
         if not logged.intersection(ep.files):
             continue  # known from metrics alone (a Prometheus server, a telemetry capture): no log to miss
 
+        if not ep.startup.serving:
+            continue  # still starting, or ready without a request yet: no stats lines is expected
+        since = ep.startup.serving_at
+        if since is not None and run.end is not None and \
+                (run.end - since).total_seconds() < rule.params.get("grace_s", 30):
+            continue  # the benchmark just started: the first 10 s stats line is not due yet
         facts = ep.facts
         cause, why = "unknown", "no stats lines and no reason printed (idle endpoint, or logging above INFO)"
         if facts.get("stats_disabled") == "api_server_count" or (facts.get("api_server_count") or 0) > 1:
@@ -466,3 +477,4 @@ def noise_ratio(rule: Rule, run: Run) -> list[Finding]:
         kinds.update({k: v for k, v in s.counts.noise.items() if v})
     return [_finding(rule, f"{nr:.0%} of {lines:,} log lines are noise and {ar:.0%} carry ANSI escapes",
                      evidence={"lines": lines, "noise_lines": noise, "ansi_lines": ansi, "noise": dict(kinds)})]
+

@@ -36,6 +36,8 @@ class Derived:
     links: tuple[tuple[str, str], ...]            # (symptom, cause) pairs the report must link
     edits: tuple[Edit, ...]
     append: tuple[tuple[str, str], ...] = ()      # (file, text) appended
+    remove: tuple[str, ...] = ()                  # globs of files the derived run does not have
+    startup_only: bool = False                    # the logs end before any stats line: manifest counts go to 0
 
 
 def _decode_cmd(flag: str) -> Edit:
@@ -48,6 +50,18 @@ def _prefill_cmd(flag: str) -> Edit:
     return Edit("logs/sweep_*.log", r"(Command: python3 -m dynamo\.vllm [^\n]*--disaggregation-mode prefill[^\n]*)",
                 rf"\1 {flag}")
 
+
+def _polls(start_h: int, start_m: int, n: int, line: str) -> str:
+    """``n`` orchestrator readiness polls a minute apart from HH:MM:37."""
+    out = []
+    for i in range(n):
+        m = start_m + i
+        out.append(f"2026-08-27 {start_h + m // 60:02d}:{m % 60:02d}:37 [INFO] {line}\n")
+    return "".join(out)
+
+
+_STALL_POLLS = (_polls(18, 17, 1, "Model is not ready, waiting for 1 prefills and 2 decodes. Have 3 prefills and 0 decodes.")
+                + _polls(18, 18, 8, "Model is not ready, waiting for 1 prefills and 0 decodes. Have 3 prefills and 2 decodes."))
 
 DERIVED = (
     Derived("drift-batched-tokens", "prefill-bound", 4987301,
@@ -86,6 +100,19 @@ DERIVED = (
             (_prefill_cmd("--block-size 16"), _decode_cmd("--block-size 32"),
              Edit("logs/*_decode_w*.out", OOM, BLOCK_ASSERT),
              Edit("logs/sweep_*.log", OOM, BLOCK_ASSERT))),
+    Derived("startup-stall", "kv-exhaustion", 5010560,
+            "prefill-w3 hangs in CUDA-graph capture (its bar stops at 20/83) while the other four endpoints load, "
+            "capture and register in about five minutes: the orchestrator polls '3 prefills and 2 decodes' and never "
+            "starts the benchmark; the logs end eight polls later",
+            ("DIAG-S001",), (),
+            (Edit("logs/*_prefill_w3.out", r"(?s)(Capturing CUDA graphs \(mixed prefill-decode, PIECEWISE\):\s+24%[^\n]*)\n.*",
+                  "\\1\n", 1),
+             Edit("logs/*_w*.out", r"(?s)(VllmWorker for \S+ has been initialized[^\n]*\n).*", r"\1"),
+             Edit("logs/sweep_*.log", r"(?s)(2026-08-27 18:16:37 \[INFO\] Model is not ready[^\n]*\n).*", r"\1", 1)),
+            append=(("logs/sweep_5010560.log", _STALL_POLLS),),
+            remove=("logs/benchmark.out", "logs/benchmark-rollup.json", "logs/sa-bench_isl_8192_osl_1024/*.json",
+                    "logs/*_frontend_*.out"),
+            startup_only=True),
 )
 
 
@@ -110,6 +137,25 @@ def _apply(run: Path, d: Derived, base_job: int) -> None:
     for rel, text in d.append:
         with (run / rel).open("a", encoding="utf-8") as fh:
             fh.write(text)
+    for pattern in d.remove:
+        for path in sorted(run.glob(pattern)):
+            path.unlink()
+
+
+def _startup_manifest(run: Path, data: dict) -> None:
+    """The manifest of a run whose logs end before any stats line (files it no longer has dropped)."""
+    data["files"] = {rel: spec for rel, spec in data["files"].items() if (run / rel).exists()}
+    for spec in data["files"].values():
+        for eng in spec["engine_stats"].values():
+            eng.update(stats_records=0, first=None, last=None)
+        for key in ("kv_transfer_lines", "nixl_failure_lines", "kv_expiry_lines", "kv_invalid_lines",
+                    "kv_load_failure_lines"):
+            spec[key] = 0
+    for ep in data["expect"]["endpoints"]:
+        ep["stats_samples"] = 0
+    data["expect"]["rate_match"] = None
+    data["completed_results"] = []
+    data["benchmark_start"] = data["benchmark_end"] = None
 
 
 def generate(runs: Path, base_jobs: dict[str, int]) -> None:
@@ -128,4 +174,6 @@ def generate(runs: Path, base_jobs: dict[str, int]) -> None:
         data["derived_from"] = d.base
         data["why"] = d.why
         data["expect"] = {**data["expect"], "findings": list(d.expect), "links": [list(p) for p in d.links]}
+        if d.startup_only:
+            _startup_manifest(out, data)
         manifest.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")

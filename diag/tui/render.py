@@ -18,7 +18,7 @@ from rich.text import Text
 from diag.rules.catalog import HEALTH_STATES
 
 from ..emit import HEALTH_STYLE, SEV_STYLE
-from ..report import link_lines
+from ..report import EndpointSummary, link_lines, stage_text
 from .plotdata import end_epoch
 from .records import RecordLine
 from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot, human_duration
@@ -131,6 +131,14 @@ def badge(health: str) -> Text:
     return Text(health, style=HEALTH_STYLE.get(health, ""))
 
 
+def health_cell(s: EndpointSummary) -> Text:
+    """The health badge; while the endpoint starts (or is ready without a request yet) its stage badge:
+    the stage under way with its progress and time so far, then the time it took to get ready."""
+    if s.startup.get("phase") in ("starting", "ready"):
+        return Text(stage_text(s.startup), style="cyan" if s.startup["phase"] == "starting" else "green")
+    return badge(s.health)
+
+
 def _tps(p: Point) -> float | None:
     return None if p[1] is None and p[2] is None else (p[1] or 0.0) + (p[2] or 0.0)
 
@@ -159,7 +167,7 @@ def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: st
     if end is not None:
         tps = spark(window_values(row.series, end, window_min * 60, _tps))
         kv = spark(window_values(row.series, end, window_min * 60, lambda p: p[3]))
-    return {"endpoint": Text(s.id, style="bold"), "health": badge(s.health), "role": s.role,
+    return {"endpoint": Text(s.id, style="bold"), "health": health_cell(s), "role": s.role,
             "prompt": num(s.prompt_tps_last), "gen": num(s.gen_tps_last), "run": num(s.running_last),
             "wait": num(s.waiting_last), "kv": kv_bar(s.kv_last), "tps_spark": Text(tps, style="cyan"),
             "kv_spark": Text(kv, style="magenta"), "age": age_text(row.age_s), "pre": str(s.preemptions),

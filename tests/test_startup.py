@@ -1,0 +1,144 @@
+"""Startup stages (parsers/catalog/startup.toml, rules/startup.py) and the rules that respect the phase:
+stages and durations as the logs show them, no DIAG-L001 while loading, DIAG-S001 on a stuck endpoint."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from loading import load_run, replay, report_of
+
+from diag.parsers.records import StageMark
+from diag.parsers.stages import STAGES
+from diag.tui import state as st
+
+from helpers import parse_text
+
+RUNS = Path(__file__).resolve().parents[1] / "samples" / "runs"
+BASE_RUNS = sorted(p.name for p in RUNS.iterdir() if p.is_dir() and (p / "logs").is_dir())
+
+
+def _t(hms: str) -> datetime:
+    return datetime.fromisoformat(f"2026-08-27T{hms}+00:00")
+
+
+def test_stage_order_is_the_catalog_order() -> None:
+    assert [s.name for s in STAGES] == ["process", "weights", "model_loaded", "compile", "kv_cache", "kv_connector",
+                                        "cuda_graphs", "registration", "ready", "serving"]
+
+
+def test_kv_exhaustion_stages_and_durations_as_the_log_shows() -> None:
+    run = load_run(str(RUNS / "kv-exhaustion"))
+    su = run.endpoints["prefill-w0"].startup
+    assert su.phase == "serving"
+    assert [s.stage for s in su.stages] == ["process", "weights", "model_loaded", "kv_cache", "kv_connector",
+                                            "cuda_graphs", "registration", "ready", "serving"]
+    assert su.started_at == _t("18:12:33")                 # the orchestrator's "Starting prefill worker 0"
+    assert su.ready_at == _t("18:17:16.577")              # "VllmWorker for ... has been initialized"
+    assert su.serving_at == _t("18:18:15")                # the first stats line with requests in it
+    graphs = su.span("cuda_graphs")
+    assert graphs.start == _t("18:15:18")                 # the last "Registering KV_Caches" (NIXL done)
+    assert graphs.end == _t("18:16:51")                   # the last "init engine ... took" line
+    assert graphs.duration_s() == 93.0 and graphs.reported_s == 16.0   # "Graph capturing finished in 16 secs"
+    assert graphs.progress == (83, 83)
+    weights = su.span("weights")
+    assert weights.reported_s == 47.65 and weights.end == _t("18:14:36")
+    assert dict(su.span("model_loaded").facts)["memory_gib"] == 58.24
+    assert dict(su.span("kv_cache").facts) == {"kv_gib": 96.92, "tokens": 1622016, "concurrency": 176.0}
+    # the stages partition the startup: their times add up to process start -> ready
+    before_ready = sum(s.duration_s() for s in su.stages if s.stage != "serving")
+    assert before_ready == pytest.approx((su.ready_at - su.started_at).total_seconds())
+
+
+@pytest.mark.parametrize("name", BASE_RUNS)
+def test_every_sample_run_shows_its_startup(name: str) -> None:
+    report = report_of(RUNS / name)
+    for s in report.endpoints:
+        startup = s.startup
+        assert startup["phase"] in ("starting", "ready", "serving"), (name, s.id)
+        stages = [x["stage"] for x in startup["stages"]]
+        assert stages[0] == "process" and stages == sorted(stages, key=[x.name for x in STAGES].index), (name, s.id)
+        assert all(x["duration_s"] is not None and x["duration_s"] >= 0 for x in startup["stages"]), (name, s.id)
+        if startup["phase"] != "starting":
+            assert "ready" in stages
+
+
+def test_batch_never_reports_stats_missing_or_stalls_for_a_starting_endpoint() -> None:
+    for name in BASE_RUNS:
+        report = report_of(RUNS / name)
+        for f in report.findings:
+            if f.code in ("DIAG-L001", "DIAG-B004") and f.endpoint:
+                assert report.run.endpoints[f.endpoint].startup.serving, (name, f.code, f.endpoint)
+
+
+def test_replay_opens_without_stats_missing_and_shows_the_stages_advance() -> None:
+    wall = [0.0]
+    state = st.WatchState(replay(RUNS / "kv-exhaustion", speed=60, monotonic=lambda: wall[0]))
+    opened: list[str] = []
+    phases: dict[str, list[str]] = {}
+    stages: dict[str, list[str]] = {}
+    while True:
+        snap = state.step()
+        opened += [f.code for f in snap.opened]
+        assert not [f for f in snap.findings if f.f.code == "DIAG-L001"], snap.now
+        for row in snap.endpoints:
+            su = row.s.startup
+            if su.get("phase") and (not phases.get(row.id) or phases[row.id][-1] != su["phase"]):
+                phases.setdefault(row.id, []).append(su["phase"])
+            if su.get("stage") and (not stages.get(row.id) or stages[row.id][-1] != su["stage"]):
+                stages.setdefault(row.id, []).append(su["stage"])
+        if snap.done:
+            break
+        wall[0] += 1.0
+    assert "DIAG-L001" not in opened and "DIAG-K001" in opened
+    order = [s.name for s in STAGES]
+    for eid, seen in stages.items():
+        assert seen == sorted(seen, key=order.index), (eid, seen)     # stages only advance
+        assert len(seen) >= 3 and seen[-1] == "serving", (eid, seen)
+    assert all(p[0] == "starting" and p[-1] == "serving" for p in phases.values()), phases
+
+
+def test_startup_stall_fires_s001_on_the_stuck_endpoint_only() -> None:
+    report = report_of(RUNS / "startup-stall")
+    s001 = [f for f in report.findings if f.code == "DIAG-S001"]
+    assert [f.endpoint for f in s001] == ["prefill-w3"]
+    f = s001[0]
+    assert f.open and f.evidence["stage"] == "cuda_graphs" and f.evidence["progress"] == [20, 83]
+    assert "CUDA-graph capture" in f.message and f.evidence["siblings"] == 4
+    assert not [x for x in report.findings if x.code in ("DIAG-L001", "DIAG-B004", "DIAG-B001", "DIAG-B002")]
+    stuck = report.endpoint("prefill-w3").startup
+    assert stuck["phase"] == "starting" and stuck["stage"] == "cuda_graphs" and stuck["stages"][-1]["open"]
+    assert all(report.endpoint(e).startup["phase"] == "ready" for e in ("prefill-w0", "prefill-w1", "decode-w0"))
+
+
+def test_stall_replay_shows_the_stuck_badge() -> None:
+    from diag.tui.render import health_cell
+
+    wall = [0.0]
+    state = st.WatchState(replay(RUNS / "startup-stall", speed=60, monotonic=lambda: wall[0]))
+    snap = state.step()
+    while not snap.done:
+        wall[0] += 5.0
+        snap = state.step()
+    badge = health_cell(snap.endpoint("prefill-w3").s).plain
+    assert badge.startswith("CUDA graphs 20/83 ") and badge.endswith("s")
+    assert health_cell(snap.endpoint("prefill-w0").s).plain.startswith("ready 4m")
+
+
+@pytest.mark.parametrize(("name", "stage", "fields"), [
+    ("b-03.log", "cuda_graphs", {"took": 5.0, "memory_gib": 0.47}),
+    ("g-13.log", "model_loaded", {"memory_gib": 0.2389, "load_s": 0.977005}),
+    ("d-07.log", "ready", {}),
+    ("g-17.log", "cuda_graphs", {"init_s": 71.33}),
+    ("a-19.log", "cuda_graphs", {"init_s": 9.76}),
+])
+def test_real_excerpts_with_startup_lines(real_logs: Path, name: str, stage: str, fields: dict) -> None:
+    marks = [r for r in parse_text((real_logs / name).read_text(encoding="utf-8")) if isinstance(r, StageMark)]
+    assert any(m.stage == stage and all(m.get(k) == v for k, v in fields.items()) for m in marks), marks
+
+
+def test_no_stage_lines_is_the_old_behaviour() -> None:
+    from diag.rules.startup import Startup
+
+    assert Startup().serving and Startup().phase == "unknown"
