@@ -23,6 +23,7 @@ Entry points: :func:`capture_logs` (a run's files), :func:`extra_sources` (one-s
 
 from __future__ import annotations
 
+import http.client
 import re
 import time
 import urllib.error
@@ -175,6 +176,8 @@ def fetch(url: str, *, timeout_s: float = TIMEOUT_S, max_bytes: int = MAX_BODY) 
         raise PromSourceError(f"{url}: cannot connect: {why}") from None
     except TimeoutError:
         raise PromSourceError(f"{url}: no response within {timeout_s:g} s") from None
+    except http.client.HTTPException as e:  # not HTTP at all (a garbage answer)
+        raise PromSourceError(f"{url}: not an HTTP response ({type(e).__name__})") from None
     except OSError as e:
         raise PromSourceError(f"{url}: {e.strerror or e}") from None
     return b"".join(chunks).decode("utf-8", errors="replace")
@@ -251,9 +254,15 @@ def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
 
 
 def _scrape_interval(prom: Any) -> float:
+    """The servers' median scrape interval. Also the probe of a server that does not answer: a refused
+    connection or a hang raises here, within the probe's short timeout, before any long query."""
+    import requests
+
     try:
         active = prom.get_targets(state="active").get("activeTargets") or []
         seen = sorted(parse_duration(t["scrapeInterval"]) for t in active if t.get("scrapeInterval"))
+    except (requests.ConnectionError, requests.Timeout):
+        raise
     except Exception:  # an older server without the field, or a proxy that hides the API
         return DEFAULT_SCRAPE_INTERVAL_S
     return seen[len(seen) // 2] if seen else DEFAULT_SCRAPE_INTERVAL_S
@@ -286,9 +295,12 @@ def query_server(url: str, start: datetime, end: datetime, *, step_s: float | No
         raise PromSourceError(f"{url}: not an http(s) URL")
     if end <= start:
         raise PromSourceError(f"{url}: empty time range {start.isoformat()} .. {end.isoformat()}")
+    from urllib3.util.retry import Retry
+
+    once = Retry(total=0, raise_on_status=False)  # the client's default retries a dead server for ~13 s
     try:
-        prom = PrometheusConnect(url=url, timeout=timeout_s)
-        si = scrape_interval_s or _scrape_interval(prom)
+        prom = PrometheusConnect(url=url, timeout=timeout_s, retry=once)
+        si = scrape_interval_s or _scrape_interval(PrometheusConnect(url=url, timeout=TIMEOUT_S, retry=once))
         span = (end - start).total_seconds() + 2  # the client rounds start and end to seconds
         step = choose_step(span, step_s or si)
         window = max(4 * si, step + si)
@@ -296,9 +308,27 @@ def query_server(url: str, start: datetime, end: datetime, *, step_s: float | No
         for field, query in server_queries(window).items():
             res = prom.custom_query_range(query, start_time=start, end_time=end, step=_step_str(step))
             series.extend(_series_frames(field, res))
+    except requests.Timeout:
+        raise PromSourceError(f"{url}: no response within {TIMEOUT_S:g} s") from None
+    except requests.ConnectionError as e:
+        if "ReadTimeout" in str(e) or "timed out" in str(e):  # urllib3 wraps the read timeout of a hung server
+            raise PromSourceError(f"{url}: no response within {TIMEOUT_S:g} s") from None
+        raise PromSourceError(f"{url}: cannot connect: {_why(e)}") from None
     except (PrometheusApiClientException, requests.RequestException, ValueError, KeyError) as e:
-        raise PromSourceError(f"{url}: Prometheus query failed: {str(e).splitlines()[0][:200]}") from None
+        raise PromSourceError(f"{url}: Prometheus query failed: {_why(e)}") from None
     return _server_logs(url, series, step)
+
+
+def _why(e: Exception) -> str:
+    """The reason inside a requests/urllib3 error chain ("Connection refused"), not its repr."""
+    text = str(e)
+    m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if m:
+        return m.group(1).strip()
+    m = re.search(r"\(Caused by (\w+)", text)
+    if m:
+        return m.group(1)
+    return text.splitlines()[0][:200] if text else type(e).__name__
 
 
 def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], step: float) -> list[ParsedLog]:
@@ -367,7 +397,8 @@ def extra_sources(scrape: list[str] | None, prom: str | None, *, start: datetime
         for i in range(max(1, rounds)):
             if i:
                 time.sleep(interval_s)
-            sc.poll()
+            if len(sc.poll()) == len(sc.targets):
+                break  # no target answered: a second round would only wait for them again
         logs.extend(sc.logs())
     if prom:
         end = end or datetime.now(tz=UTC)
