@@ -18,7 +18,7 @@ import polars as pl
 
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
-from . import effective, incidents
+from . import effective, incidents, validity
 from .catalog import Rule
 from .finding import Finding
 from .runmodel import Endpoint, Run
@@ -30,6 +30,7 @@ TEMPLATES: dict[str, Template] = {
     "accuracy": incidents.accuracy,
     "drift": effective.drift,
     "uncaught_exception": incidents.uncaught_exception,
+    "run_validity": validity.run_validity,
 }
 
 
