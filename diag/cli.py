@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import sys
+
 import typer
 
 from diag import __version__
 from diag.check_cmd import check
-from diag.options import CONTEXT, no_color
+from diag.options import CONTEXT, EXIT_USAGE, no_color
 from diag.report_cmd import report
 from diag.rules_cmd import explain, rules_list
 from diag.tail_cmd import tail
@@ -52,4 +56,21 @@ app.command("report", context_settings=CONTEXT)(report)
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except OSError as e:
+        if e.errno not in _WRITE_ERRORS:
+            raise
+        _output_failed(e)
+
+
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
+
+
+def _output_failed(e: OSError) -> None:
+    """stdout on a full disk (or a failing device): one line, exit 2, and no second failure when
+    Python flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.stderr.write(f"diag: cannot write the output: {e.strerror or e}\n")
+    sys.exit(EXIT_USAGE)

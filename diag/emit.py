@@ -132,8 +132,17 @@ def render_text(report: R.Report, console: Console) -> None:
         console.print(Text("no findings", style="green"))
     if run.skipped:
         console.print()
-        for path, reason in run.skipped:
-            console.print(f"skipped {path}: {reason}", style="dim")
+        shown = run.skipped[:SKIPPED_SHOWN]
+        for path, reason in shown:
+            console.print(Text(f"skipped {path}: {reason}", style="dim"))
+        rest: dict[str, int] = {}
+        for _, reason in run.skipped[SKIPPED_SHOWN:]:
+            rest[reason] = rest.get(reason, 0) + 1
+        for reason, n in rest.items():  # 10,000 empty files are one line, not 10,000 (JSON lists them all)
+            console.print(Text(f"skipped {n:,} more: {reason}", style="dim"))
+
+
+SKIPPED_SHOWN = 20
 
 
 def finding_event(f: Finding, event: str) -> str:

@@ -10,8 +10,12 @@ list with a reason.
 
 from __future__ import annotations
 
+import errno
 import glob
+import gzip
 import os
+import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -24,7 +28,7 @@ from diag.parsers.benchmark import (
     read_rollup,
     read_sa_bench_json,
 )
-from diag.parsers.ingest import ParsedLog, infer_tz_offset, infer_year, parse_blocks
+from diag.parsers.ingest import LineCap, ParsedLog, infer_tz_offset, infer_year, parse_blocks
 from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
 from diag.parsers.layout import FileInfo, classify_path, role_from_content, sniff_kind
 from diag.parsers.recipe import Recipe
@@ -55,33 +59,86 @@ def _is_binary(head: bytes) -> bool:
     return text_like / len(head) < 0.85
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path, skipped: list[Skipped]) -> Iterator[Path]:
+    """Files under ``root`` (symlinked directories are not followed: no loops); a directory named
+    like a log is listed as skipped."""
     for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            if classify_path(d).kind in LOG_KINDS:
+                skipped.append(Skipped(Path(dirpath) / d, "a directory named like a log"))
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             yield Path(dirpath) / name
 
 
+_ROTATED = re.compile(r"^(?P<base>.+\.(?:out|err|log))(?:\.\d{1,3}|[.-]\d{8}(?:-\d+)?|\.old)$")
+_FILE_TYPES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def not_readable(path: Path) -> str | None:
+    """Why ``path`` must not be opened (never open a FIFO, socket or device: open() blocks on a FIFO
+    without a writer), or None for a regular file."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symlink loop"
+        if e.errno == errno.ENOENT and path.is_symlink():
+            return "a broken symlink"
+        return f"cannot read: {e.strerror or e}"
+    for test, what in _FILE_TYPES:
+        if test(st.st_mode):
+            return f"{what}, not a regular file (not opened)"
+    return None
+
+
+def classify(path: Path) -> FileInfo:
+    """A file's kind by its name; a compressed log (``x_decode_w0.out.gz``) is the log it holds."""
+    if path.name.endswith(".gz"):
+        inner = classify_path(path.with_name(path.name[:-3]))
+        if inner.kind in LOG_KINDS:
+            return replace(inner, path=path)
+        return FileInfo(path, "unknown")
+    return classify_path(path)
+
+
+def rotated_of(path: Path) -> str | None:
+    """The log a rotated copy (``x.out.1``, ``x.log-20260806``) was rotated from, by name."""
+    m = _ROTATED.match(path.name)
+    return m["base"] if m and classify_path(m["base"]).kind in LOG_KINDS else None
+
+
 def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skipped]]:
-    """Expand directories and globs into classified files; unknown files are skipped with a reason."""
+    """Expand directories and globs into classified files; unknown files are skipped with a reason.
+    Nothing is opened here: FIFOs, devices, symlink loops and rotated copies are listed as skipped."""
     files: list[tuple[Path, FileInfo]] = []
     skipped: list[Skipped] = []
     seen: set[Path] = set()
     for arg in paths:
         matches = [Path(p) for p in sorted(glob.glob(arg))] if any(c in arg for c in "*?[") else [Path(arg)]
-        if not matches or not matches[0].exists():
+        if not matches or not (matches[0].exists() or matches[0].is_symlink()):
             raise InputError(f"{arg}: no such file or directory")
         for p in matches:
-            candidates = list(_walk(p)) if p.is_dir() else [p]
+            candidates = list(_walk(p, skipped)) if p.is_dir() else [p]
             found = 0
             for f in candidates:
+                why = not_readable(f)
+                if why is not None:
+                    if not p.is_dir() or classify(f).kind != "unknown" or rotated_of(f) or f.is_symlink() \
+                            or f.suffix in (".out", ".log", ".err"):
+                        skipped.append(Skipped(f, why))
+                    continue
                 rp = f.resolve()
                 if rp in seen:
                     continue
                 seen.add(rp)
-                info = classify_path(f)
+                info = classify(f)
                 if info.kind == "unknown":
-                    if not p.is_dir():
+                    base = rotated_of(f)
+                    if base is not None:
+                        skipped.append(Skipped(f, f"a rotated copy of {base} (older lines; not read)"))
+                    elif not p.is_dir():
                         skipped.append(Skipped(f, "not a file diag understands"))
                     elif f.suffix in (".out", ".log", ".err"):
                         skipped.append(Skipped(f, "log of an unknown kind"))
@@ -93,9 +150,21 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
     return files, skipped
 
 
+def open_log(path: Path):
+    """A log's bytes: gzip is inflated as it is read (by magic, whatever the name)."""
+    fh = path.open("rb")
+    if fh.read(2) == b"\x1f\x8b":
+        fh.seek(0)
+        return gzip.GzipFile(fileobj=fh, mode="rb")
+    fh.seek(0)
+    return fh
+
+
 def read_blocks(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[bytes]:
-    """The file's content in newline-aligned blocks (an unterminated last line is its own block)."""
-    with path.open("rb") as fh:
+    """The file's content in newline-aligned blocks (an unterminated last line is its own block);
+    every line cut to its first :data:`~diag.parsers.ingest.MAX_LINE` bytes."""
+    cap = LineCap()
+    with open_log(path) as fh:
         rest = b""
         while True:
             chunk = fh.read(BLOCK)
@@ -105,7 +174,7 @@ def read_blocks(path: Path, on_bytes: Callable[[int], None] | None = None) -> It
                 if rest:
                     yield rest
                 return
-            buf = rest + chunk
+            buf = rest + cap(chunk)
             cut = buf.rfind(b"\n")
             if cut < 0:
                 rest = buf
@@ -118,6 +187,7 @@ def year_of(path: Path, head: str, ref: datetime | None) -> int | None:
     """A log's year: from its own first full date, the run's start (``ref``) or its mtime."""
     if ref is None:
         ref = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        return infer_year(head, ref, not_after=ref)  # nothing in a file was written after its mtime
     return infer_year(head, ref)
 
 
@@ -127,10 +197,10 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     src = ParsedLog(str(path), info)
     try:
         src.size = path.stat().st_size
-        with path.open("rb") as fh:
+        with open_log(path) as fh:
             head_b = fh.read(64 << 10)
-    except OSError as e:
-        src.error = f"{path}: cannot read: {e.strerror or e}"
+    except (OSError, EOFError) as e:
+        src.error = f"{path}: cannot read: {_reason(e)}"
         return src
     if _is_binary(head_b[:8192]):
         src.error = f"{path}: binary file, not a log"
@@ -140,9 +210,15 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     try:
         parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=infer_tz_offset(head))
         src.records, src.stats, src.kv, src.counts = parsed.records, parsed.stats, parsed.kv, parsed.counts
-    except OSError as e:
-        src.error = f"{path}: cannot read: {e.strerror or e}"
+    except (OSError, EOFError) as e:
+        src.error = f"{path}: cannot read: {_reason(e)}"
     return src
+
+
+def _reason(e: Exception) -> str:
+    if isinstance(e, gzip.BadGzipFile | EOFError):
+        return f"broken gzip data ({e})"
+    return str(e.strerror if isinstance(e, OSError) and e.strerror else e)
 
 
 PARALLEL_MIN_BYTES = 64 << 20   # below this, one thread does it
@@ -183,12 +259,15 @@ def reclassify(files: Files, skipped: list[Skipped]) -> Files:
     they leave ``skipped`` (in place). A worker without an index gets the next free one of its role."""
     found: Files = []
     for s in skipped:
-        if not s.path.is_file():
+        if not_readable(s.path) is not None or rotated_of(s.path):
+            continue
+        if _size(s.path) == 0:
+            s.reason = "empty file"
             continue
         try:
-            with s.path.open("rb") as fh:
+            with open_log(s.path) as fh:
                 head = fh.read(65536).decode("utf-8", errors="replace")
-        except OSError:
+        except (OSError, EOFError):
             continue
         kind = sniff_kind(head)
         if kind == "worker":
@@ -216,7 +295,10 @@ def reclassify(files: Files, skipped: list[Skipped]) -> Files:
 
 def run_root(path: Path) -> Path:
     """The run directory a file belongs to: the parent of its ``logs/`` folder, or its own folder."""
-    d = path.resolve().parent
+    try:
+        d = path.resolve().parent
+    except (OSError, RuntimeError):  # a symlink loop: its own folder
+        d = path.absolute().parent
     for cand in (d, *d.parents[:3]):
         if cand.name == "logs":
             return cand.parent

@@ -9,6 +9,7 @@ reopened; a deleted file keeps the records already read.
 
 from __future__ import annotations
 
+import gzip
 import os
 import time
 from dataclasses import dataclass, field
@@ -19,10 +20,10 @@ import polars as pl
 
 from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
-from diag.parsers.layout import FileInfo, classify_path
+from diag.parsers.layout import FileInfo
 from diag.parsers.records import Record
 
-from .files import Skipped, discover, year_of
+from .files import Skipped, classify, discover, not_readable, open_log, year_of
 
 READ_MAX = 8 << 20     # one block (diag.files.BLOCK)
 POLL_MAX = 512 << 20   # read per file and poll: a large existing log is caught up in a few polls
@@ -37,6 +38,7 @@ class Followed:
     offset: int = 0
     inode: int | None = None
     gone: bool = False
+    packed: bool = False   # a gzip log: read once when found
     resets: int = 0
     quiet_since: float = 0.0
     tz: int = 0
@@ -49,6 +51,14 @@ class Followed:
         stats, kv = self.parser.stats, self.parser.kv
         self.log.stats = pl.concat([self.kept[0], stats]) if self.kept[0].height else stats
         self.log.kv = pl.concat([self.kept[1], kv]) if self.kept[1].height else kv
+
+
+def _year_reached(log: ParsedLog) -> int | None:
+    """The year a log's lines had reached: content written after a truncation or rotation starts
+    there, not at the year of the file's first line (a run that crossed New Year would go back)."""
+    stamps = [t for cols in (log.stats, log.kv) if cols.height and (t := cols["ts"].max()) is not None]
+    stamps += [r.ts for r in log.records[-50:] if r.ts is not None]
+    return max(stamps).year if stamps else log.year  # type: ignore[union-attr]
 
 
 class Follower:
@@ -67,16 +77,36 @@ class Follower:
     def _add(self, path: Path, info: FileInfo) -> None:
         if info.kind not in FOLLOWED:
             return
+        why = not_readable(path)  # a FIFO would block open() forever
+        if why is not None:
+            self.skipped.append(Skipped(path, why))
+            return
         try:
             st = path.stat()
-            with path.open("rb") as fh:
+            with open_log(path) as fh:
                 head = fh.read(65536).decode("utf-8", errors="replace")
-        except OSError:
+                packed = isinstance(fh, gzip.GzipFile)
+        except (OSError, EOFError):
             return
         year = year_of(path, head, self.ref)
         tz = infer_tz_offset(head)
-        self.files[str(path)] = Followed(ParsedLog(str(path), info, year=year),
-                                         StreamParser(year=year, tz_offset_s=tz), inode=st.st_ino, tz=tz)
+        f = Followed(ParsedLog(str(path), info, year=year), StreamParser(year=year, tz_offset_s=tz),
+                     inode=st.st_ino, tz=tz)
+        self.files[str(path)] = f
+        if packed:  # a compressed log is a finished one: read it whole, once (offsets mean nothing in it)
+            f.packed = True
+            self._read_packed(path, f)
+
+    def _read_packed(self, path: Path, f: Followed) -> None:
+        try:
+            with open_log(path) as fh:
+                while data := fh.read(READ_MAX):
+                    f.log.records.extend(f.parser.feed(data))
+        except (OSError, EOFError) as e:
+            f.log.error = f"{path}: cannot read: {e}"
+        f.log.size = path.stat().st_size
+        f.log.counts = f.parser.counts
+        f.sync()
 
     def _rescan(self) -> list[str]:
         """Pick up worker files that appeared in the followed directories."""
@@ -87,42 +117,48 @@ class Follower:
                     p = Path(dirpath) / name
                     if str(p) in self.files:
                         continue
-                    info = classify_path(p)
-                    if info.kind in FOLLOWED:
+                    info = classify(p)
+                    if info.kind in FOLLOWED and not any(s.path == p for s in self.skipped):
                         self._add(p, info)
                         added.append(str(p))
         return added
 
-    def _reset(self, f: Followed, inode: int | None) -> None:
-        f.parser.finish()
+    def _reset(self, f: Followed, inode: int | None) -> list[Record]:
+        """Start the file again from offset 0; the old content's held-back last lines are records."""
+        held = f.parser.finish()
+        f.log.records.extend(held)
         f.sync()
         f.kept = (f.log.stats, f.log.kv)
-        f.parser = StreamParser(year=f.log.year, tz_offset_s=f.tz)
+        f.parser = StreamParser(year=_year_reached(f.log), tz_offset_s=f.tz)
         f.offset = 0
         f.inode = inode
         f.resets += 1
+        return held
 
     def _read(self, key: str, f: Followed) -> list[Record]:
+        if f.packed:
+            return []
         path = Path(key)
         try:
             st = path.stat()
         except FileNotFoundError:
             f.gone = True
             return []
+        recs: list[Record] = []
         if f.gone:
             f.gone = False
-            self._reset(f, st.st_ino)
+            recs = self._reset(f, st.st_ino)
         elif st.st_ino != f.inode:
-            self._reset(f, st.st_ino)  # rotated: a new file under the old name
+            recs = self._reset(f, st.st_ino)  # rotated: a new file under the old name
         elif st.st_size < f.offset:
-            self._reset(f, st.st_ino)  # truncated
+            recs = self._reset(f, st.st_ino)  # truncated
         if st.st_size == f.offset:
             if f.parser.waiting and time.monotonic() - f.quiet_since >= HOLD_S:
-                recs = f.parser.release()
-                f.log.records.extend(recs)
-                return recs
-            return []
-        recs: list[Record] = []
+                released = f.parser.release()
+                f.log.records.extend(released)
+                return recs + released
+            return recs
+        held, recs = recs, []
         try:
             with path.open("rb") as fh:
                 fh.seek(f.offset)
@@ -137,7 +173,7 @@ class Follower:
         f.log.records.extend(recs)
         f.log.counts = f.parser.counts
         f.sync()
-        return recs
+        return held + recs
 
     def poll(self) -> tuple[list[tuple[str, Record]], list[str], list[tuple[str, pl.DataFrame, pl.DataFrame]]]:
         """(new records with their file, newly found files, new stats/KV rows with their file)."""

@@ -49,9 +49,16 @@ class ListFormat(StrEnum):
     json = "json"
 
 
+def printable(text: str, limit: int = 300) -> str:
+    """One line safe for a terminal: control characters, escapes and undecodable bytes of a hostile
+    input shown as ``?``, newlines as spaces, cut at ``limit`` characters."""
+    out = "".join(c if c.isprintable() and c != "\ufffd" else (" " if c in "\n\r\t" else "?") for c in text)
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
 def fail(command: str, message: str) -> NoReturn:
     """A usage or input error: one line on stderr, exit 2."""
-    typer.echo(f"diag {command}: {message}", err=True)
+    typer.echo(f"diag {command}: {printable(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 

@@ -27,6 +27,7 @@ Entry points: :func:`capture_logs` (a run's files), :func:`extra_sources` (one-s
 
 from __future__ import annotations
 
+import http.client
 import re
 import time
 import urllib.error
@@ -182,6 +183,8 @@ def fetch(url: str, *, timeout_s: float = TIMEOUT_S, max_bytes: int = MAX_BODY) 
         raise PromSourceError(f"{url}: cannot connect: {why}") from None
     except TimeoutError:
         raise PromSourceError(f"{url}: no response within {timeout_s:g} s") from None
+    except http.client.HTTPException as e:  # not HTTP at all (a garbage answer)
+        raise PromSourceError(f"{url}: not an HTTP response ({type(e).__name__})") from None
     except OSError as e:
         raise PromSourceError(f"{url}: {e.strerror or e}") from None
     return b"".join(chunks).decode("utf-8", errors="replace")
@@ -267,10 +270,16 @@ def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
 
 def _scrape_interval(prom: Any, start: datetime, end: datetime) -> float:
     """The scrape interval: the median of the active targets' (the targets API), else the spacing of
-    the stored samples (a backfilled TSDB, a federated or remote-read server has no targets)."""
+    the stored samples (a backfilled TSDB, a federated or remote-read server has no targets). Also the
+    probe of a server that does not answer: a refused connection or a hang raises here, within the
+    probe's short timeout, before any long query."""
+    import requests
+
     try:
         active = prom.get_targets(state="active").get("activeTargets") or []
         seen = sorted(parse_duration(t["scrapeInterval"]) for t in active if t.get("scrapeInterval"))
+    except (requests.ConnectionError, requests.Timeout):
+        raise
     except Exception:  # an older server without the field, or a proxy that hides the API
         seen = []
     if seen:
@@ -328,9 +337,13 @@ def query_server(url: str, start: datetime, end: datetime, *, step_s: float | No
         raise PromSourceError(f"{url}: not an http(s) URL")
     if end <= start:
         raise PromSourceError(f"{url}: empty time range {start.isoformat()} .. {end.isoformat()}")
+    from urllib3.util.retry import Retry
+
+    once = Retry(total=0, raise_on_status=False)  # the client's default retries a dead server for ~13 s
     try:
-        prom = PrometheusConnect(url=url, timeout=timeout_s)
-        si = scrape_interval_s or _scrape_interval(prom, start, end)
+        prom = PrometheusConnect(url=url, timeout=timeout_s, retry=once)
+        probe = PrometheusConnect(url=url, timeout=TIMEOUT_S, retry=once)
+        si = scrape_interval_s or _scrape_interval(probe, start, end)
         span = (end - start).total_seconds() + 2  # the client rounds start and end to seconds
         step = choose_step(span, step_s or si, MAX_POINTS * MAX_CHUNKS)
         window = max(4 * si, step + si)
@@ -339,24 +352,30 @@ def query_server(url: str, start: datetime, end: datetime, *, step_s: float | No
             for a, b in chunks(start, end, step):
                 res = prom.custom_query_range(query, start_time=a, end_time=b, step=_step_str(step))
                 series.extend(_series_frames(field, res))
+    except requests.Timeout:
+        raise PromSourceError(f"{url}: no response within {TIMEOUT_S:g} s") from None
+    except requests.ConnectionError as e:
+        if "ReadTimeout" in str(e) or "timed out" in str(e):  # urllib3 wraps the read timeout of a hung server
+            raise PromSourceError(f"{url}: no response within {TIMEOUT_S:g} s") from None
+        raise PromSourceError(f"{url}: cannot connect: {_why(e)}") from None
     except (PrometheusApiClientException, requests.RequestException, ValueError, KeyError) as e:
-        raise PromSourceError(f"{url}: Prometheus query failed: {_first_line(e)}") from None
+        raise PromSourceError(f"{url}: Prometheus query failed: {_why(e)}") from None
     if not series:
         raise PromSourceError(f"{url}: no vLLM series between {start.isoformat(timespec='seconds')} and "
                               f"{end.isoformat(timespec='seconds')}")
     return _server_logs(url, series, step)
 
 
-def _first_line(e: Exception) -> str:
-    """One line for a failed query: requests' connection errors are a page of nested reprs."""
-    import requests
-
-    if isinstance(e, requests.ConnectionError):
-        return "cannot connect"
-    if isinstance(e, requests.Timeout):
-        return "no response in time"
-    text = str(e).strip()
-    return (text.splitlines()[0] if text else type(e).__name__)[:200]
+def _why(e: Exception) -> str:
+    """The reason inside a requests/urllib3 error chain ("Connection refused"), not its repr."""
+    text = str(e)
+    m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if m:
+        return m.group(1).strip()
+    m = re.search(r"\(Caused by (\w+)", text)
+    if m:
+        return m.group(1)
+    return text.splitlines()[0][:200] if text else type(e).__name__
 
 
 def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], step: float) -> list[ParsedLog]:
@@ -425,7 +444,8 @@ def extra_sources(scrape: list[str] | None, prom: str | None, *, start: datetime
         for i in range(max(1, rounds)):
             if i:
                 time.sleep(interval_s)
-            sc.poll()
+            if len(sc.poll()) == len(sc.targets):
+                break  # no target answered: a second round would only wait for them again
         logs.extend(sc.logs())
     if prom:
         end = end or datetime.now(tz=UTC)

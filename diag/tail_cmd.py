@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .options import EXIT_USAGE, FailOn, TailFormat, console_for, fail, positive, quiet_pipe
+from .options import EXIT_USAGE, FailOn, TailFormat, console_for, fail, positive, printable, quiet_pipe
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -101,7 +101,13 @@ def tail(
         for i, rep in enumerate(reports):
             run = rep.run
             out = export if len(reports) == 1 else export / (run.root.name if run.root else f"run{i}")
-            for p in export_series(rep, out, export_format):
+            try:
+                written = export_series(rep, out, export_format)
+            except OSError as e:
+                fail("tail", f"--export {out}: cannot write: "
+                     + ("a file is in the way (give a directory)" if out.exists() and not out.is_dir()
+                        else e.strerror or str(e)))
+            for p in written:
                 typer.echo(f"wrote {p}", err=True)
     with quiet_pipe():
         emit(reports, fmt)
@@ -199,12 +205,12 @@ class _progress:
 def _nothing_read(paths: list[str], reports: list[Report]) -> None:
     for r in reports:
         for e in r.run.errors:
-            typer.echo(f"diag tail: {e}", err=True)
+            typer.echo(f"diag tail: {printable(e)}", err=True)
     if not any(r.run.errors for r in reports):
         typer.echo("diag tail: no logs diag understands in " + ", ".join(paths), err=True)
     for r in reports:
         for p, reason in r.run.skipped:
-            typer.echo(f"  skipped {p}: {reason}", err=True)
+            typer.echo(f"  skipped {printable(p)}: {reason}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -232,11 +238,12 @@ def emit(reports: list[Report], fmt: TailFormat) -> None:
 
 
 def exit_status(reports: list[Report], settings: Any) -> int:
-    """2 when an input could not be read, else 1 when a finding is at or above fail-on, else 0."""
-    errors = [e for r in reports for e in r.run.errors]
-    for e in errors:
-        typer.echo(f"diag tail: {e}", err=True)
-    if errors:
+    """2 when a metric source asked for (``--scrape``/``--prom``) failed, else 1 when a finding is at or
+    above fail-on, else 0. A file that could not be read is one line on stderr; the rest of the input
+    was read, so it is not exit 2 (nothing usable at all is, see :func:`_nothing_read`)."""
+    for e in (e for r in reports for e in r.run.errors):
+        typer.echo(f"diag tail: {printable(e)}", err=True)
+    if any(lg.error and "://" in lg.path for r in reports for lg in r.run.sources):
         return EXIT_USAGE
     return 1 if any(settings.fails(r.findings) for r in reports) else 0
 

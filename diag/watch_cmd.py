@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .options import EXIT_USAGE, FailOn, console_for, fail, positive, quiet_pipe
+from .options import EXIT_USAGE, FailOn, console_for, fail, positive, printable, quiet_pipe
 from .tui import WINDOWS
 
 if TYPE_CHECKING:
@@ -159,6 +159,8 @@ def _once(paths: list[str], settings: Settings, clock: Any, window: int, scrape:
     batch.poll()
     if not batch.logs() and not batch.side().benchmark:
         typer.echo("diag watch: no logs diag understands in " + ", ".join(paths), err=True)
+        for p, reason in batch.skipped:
+            typer.echo(f"  skipped {printable(p)}: {reason}", err=True)
         return EXIT_USAGE
     source = batch
     if scrape or prom:
@@ -177,7 +179,7 @@ def _render_once(source: Any, settings: Settings, clock: Any, window: int) -> in
         render_once(snap, console_for(), window)
     if snap.errors:
         for e in snap.errors:
-            typer.echo(f"diag watch: {e}", err=True)
+            typer.echo(f"diag watch: {printable(e)}", err=True)
         return EXIT_USAGE
     report = state.report
     return 1 if report is not None and settings.fails(report.findings) else 0

@@ -57,6 +57,60 @@ class Counts:
             self.noise[k] = self.noise.get(k, 0) + v
 
 
+MAX_LINE = 1 << 20   # a log line longer than this keeps its first MAX_LINE bytes (a record is far shorter)
+
+
+class LineCap:
+    """Cuts every line of a byte stream to its first ``limit`` bytes, across chunk boundaries, so a
+    200 MB line costs a megabyte, not a copy of itself in every buffer. ``cut`` counts the lines cut.
+    The common chunk (every newline-free stretch shorter than half the limit) passes untouched."""
+
+    def __init__(self, limit: int = MAX_LINE) -> None:
+        self.limit = limit
+        self.run = 0      # bytes of the current (unterminated) line already passed
+        self.cut = 0
+
+    def __call__(self, chunk: bytes) -> bytes:
+        first = chunk.find(b"\n")
+        head = len(chunk) if first < 0 else first
+        last = chunk.rfind(b"\n")
+        after = self.run + head if last < 0 else len(chunk) - last - 1
+        if self.run + head <= self.limit and after <= self.limit and self._short_inside(chunk, first, last):
+            self.run = after
+            return chunk
+        return self._slow(chunk)
+
+    def _short_inside(self, chunk: bytes, first: int, last: int) -> bool:
+        """No line between the first and the last newline is longer than the limit: every aligned
+        window of half the limit holds a newline (a longer line would contain one such window)."""
+        half = max(self.limit // 2, 1)
+        for a in range(-(-(first + 1) // half) * half if first >= 0 else 0, last, half):
+            if chunk.find(b"\n", a, a + half) < 0:
+                return False
+        return True
+
+    def _slow(self, chunk: bytes) -> bytes:
+        out: list[bytes] = []
+        pos, n = 0, len(chunk)
+        while pos < n:
+            nl = chunk.find(b"\n", pos)
+            end = n if nl < 0 else nl
+            room = self.limit - self.run
+            if end - pos <= room:
+                out.append(chunk[pos:end])
+                self.run += end - pos
+            else:
+                if room > 0:
+                    out.append(chunk[pos:pos + room])
+                    self.cut += 1
+                self.run = self.limit
+            if nl < 0:
+                break
+            out.append(b"\n")
+            self.run, pos = 0, nl + 1
+        return b"".join(out)
+
+
 def _decode(block: bytes) -> str:
     return block.decode("utf-8", errors="replace")
 
@@ -349,6 +403,7 @@ class StreamParser:
     def __init__(self, *, year: int | None = None, tz_offset_s: int = 0, first_line: int = 1) -> None:
         self._blocks = BlockParser(year=year, tz_offset_s=tz_offset_s, first_line=first_line)
         self._partial = b""              # bytes after the last newline
+        self._cap = LineCap()
         self._stats: list[pl.DataFrame] = []
         self._kv: list[pl.DataFrame] = []
         self._new: list[tuple[pl.DataFrame, pl.DataFrame]] = []
@@ -385,7 +440,7 @@ class StreamParser:
         return recs
 
     def feed(self, data: bytes) -> list[Record]:
-        buf = self._partial + data
+        buf = self._partial + self._cap(data)
         cut = buf.rfind(b"\n")
         if cut < 0:
             self._partial = buf
@@ -430,12 +485,15 @@ def infer_tz_offset(head: str) -> int:
         return 0
 
 
-def infer_year(head: str, ref: datetime | None = None, first_md: str | None = None) -> int | None:
+def infer_year(head: str, ref: datetime | None = None, first_md: str | None = None,
+               not_after: datetime | None = None) -> int | None:
     """The year of a log's first month-day time.
 
     The reference date is the log's own first full date, else ``ref`` (the run's orchestrator
     start, or the file's mtime). When the first month-day lies more than half a year from the
-    reference month, the run crossed New Year between them.
+    reference month, the run crossed New Year between them. ``not_after`` (the file's mtime: no
+    line was written after it) is a bound: a first month-day that would fall after it (a day of
+    slack for local time) belongs to the year before.
     """
     m = re.search(r"(?<!\d)(20\d\d)-(\d\d)-\d\d[T ]\d\d:\d\d:\d\d", head)
     if m:
@@ -445,7 +503,7 @@ def infer_year(head: str, ref: datetime | None = None, first_md: str | None = No
     else:
         return None
     if first_md is None:
-        mm = re.search(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-\d\d \d\d:\d\d:\d\d", head)
+        mm = re.search(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d) \d\d:\d\d:\d\d", head)
         first_md = mm.group(1) if mm else None
     if first_md:
         md_month = int(first_md[:2])
@@ -453,4 +511,9 @@ def infer_year(head: str, ref: datetime | None = None, first_md: str | None = No
             year -= 1
         elif month - md_month > 6:
             year += 1
+        if not_after is not None and not m:
+            year = min(year, not_after.year)
+            day = int(first_md[3:5]) if len(first_md) >= 5 and first_md[3:5].isdigit() else 1
+            if (md_month, day) > (not_after.month, not_after.day + 1):
+                year -= 1
     return year

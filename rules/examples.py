@@ -4,8 +4,10 @@ Per role: ``endpoints`` (default 1), ``engines`` per endpoint, series ``waiting`
 ``prompt_tps``, ``gen_tps``, ``kv_usage``, ``preemptions`` (a number is held constant, a list is
 one value per 10 s interval), ``samples`` (number of intervals; 0 = no stats lines), ``skew``
 (one engine's override), ``facts`` (startup facts), ``faults``, ``nixl``, ``expiry`` (lists of
-cause/type names), ``startup`` ([stage, seconds after the process start] reached; the last stays under
-way unless it is ``ready``). Top level: ``concurrency``, ``accuracy`` (scores), ``sources`` (line counts).
+cause/type names), ``kv`` (one ``[succeeded, failed]`` KV-metrics pair per interval), ``startup`` ([stage,
+seconds after the process start] reached; the last stays under way unless it is ``ready``). Top level:
+``concurrency``, ``accuracy`` (scores), ``sources`` (line counts), ``benchmark`` (result rows),
+``ready_s`` (when the orchestrator saw the server healthy).
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from diag.parsers.recipe import Recipe, build_recipe
 from diag.parsers.recipe_yaml import load_yaml
 from diag.parsers.records import (
     AccuracyResult,
+    BenchResult,
     Fault,
     KVExpiry,
+    KVTransfer,
+    Lifecycle,
     NixlFailure,
     Record,
     StageMark,
@@ -94,6 +99,10 @@ def _role_logs(role: str, spec: dict[str, Any]) -> list[ParsedLog]:
         for j, ftype in enumerate(spec.get("nixl", [])):
             line += 1
             recs.append(NixlFailure(line, ftype=ftype, request_id=f"req-{j}", ts=t_fault + timedelta(seconds=j)))
+        for i, (ok, bad) in enumerate(spec.get("kv", [])):
+            line += 1
+            recs.append(KVTransfer(line, ts=T0 + timedelta(seconds=10 * (i + 1)), connector="nixl",
+                                   values=(("Num successful transfers", float(ok)), ("Num failed transfers", float(bad)))))
         for j, event in enumerate(spec.get("expiry", [])):
             line += 1
             recs.append(KVExpiry(line, event=event, request_id=f"req-{j}", ts=t_fault + timedelta(seconds=j)))
@@ -112,6 +121,9 @@ def build_example_run(spec: dict[str, Any]) -> Run:
         counts = Counts(lines=s["lines"], ansi_lines=s.get("ansi", 0))
         counts.noise["request"] = s.get("noise", 0)
         logs.append(ParsedLog("node0_decode_w0.out", _Info("worker", "decode", 0, "node0"), counts=counts))
+    if "ready_s" in spec:  # the orchestrator's "Server is healthy" at T0 + ready_s
+        logs.append(ParsedLog("sweep_1.log", _Info("orchestrator", None, None, None), records=[
+            Lifecycle(1, event="healthy", ts=T0 + timedelta(seconds=float(spec["ready_s"])))]))
     endpoints, lifecycle, quoted = build_endpoints(logs)
     for n, (role, argv) in enumerate(sorted(spec.get("launch", {}).items())):
         for ep in endpoints.values():
@@ -123,7 +135,13 @@ def build_example_run(spec: dict[str, Any]) -> Run:
                concurrencies=(int(spec["concurrency"]),) if "concurrency" in spec else (),
                accuracy=tuple(AccuracyResult("gsm8k", "accuracy", float(score), run=i)
                               for i, score in enumerate(spec.get("accuracy", []))),
-               recipe=jobs[0] if jobs else None, jobs=jobs)
+               recipe=jobs[0] if jobs else None, jobs=jobs, benchmark=tuple(_bench(b) for b in spec.get("benchmark", [])))
+
+
+def _bench(b: dict[str, Any]) -> BenchResult:
+    """A benchmark result: BenchResult fields, ``start_s``/``end_s`` as offsets from T0."""
+    when = {k: T0 + timedelta(seconds=float(b[s])) for k, s in (("started", "start_s"), ("ended", "end_s")) if s in b}
+    return BenchResult("benchmark.out", **{k: v for k, v in b.items() if k not in ("start_s", "end_s")}, **when)
 
 
 def _recipe_jobs(base: str) -> tuple[Recipe, ...]:

@@ -355,6 +355,10 @@ def _finish(ep: Endpoint, parts: list[_Part], cache: FrameCache) -> None:
         stats = stats.with_columns(pl.when(pl.col("prom")).then(pl.col("engine"))
                                    .otherwise(pl.concat_str([node, pl.lit("/"), pl.col("engine")])).alias("engine"))
         ep.dp_ranks = set()
+    # one engine logs one stats line per interval: the same record twice in one file at the same second
+    # (copies glued onto one line, a line written to stdout and stderr) is one sample, not a doubled rate
+    same = [c for c in stats.columns if c != "line"]
+    stats = stats.filter(pl.col("ts").is_null() | pl.struct(same).is_first_distinct())
     ep.stats = stats.drop("prom").sort("ts", "engine", nulls_last=True, maintain_order=True)
     kv = pl.concat([k for _, k in frames]) if frames else pl.DataFrame(schema=KV_SCHEMA)
     ep.kv = kv.sort("ts", nulls_last=True, maintain_order=True)

@@ -19,7 +19,7 @@ import polars as pl
 
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
-from . import effective, incidents, startup_rule
+from . import effective, incidents, startup_rule, validity
 from .catalog import Rule
 from .finding import Finding
 from .runmodel import Endpoint, Run
@@ -32,6 +32,7 @@ TEMPLATES: dict[str, Template] = {
     "drift": effective.drift,
     "uncaught_exception": incidents.uncaught_exception,
     "startup_stage": startup_rule.startup_stage,
+    "run_validity": validity.run_validity,
 }
 
 

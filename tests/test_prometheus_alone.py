@@ -123,7 +123,7 @@ def test_server_alone_errors_are_one_line(server: str) -> None:
     assert "Prometheus query failed" in missing.stderr and "Traceback" not in missing.stderr
     closed = f"http://127.0.0.1:{_free_port()}"
     refused = _diag("tail", "--prom", closed, "--since", "15m")
-    assert (refused.returncode, refused.stderr) == (2, f"diag tail: {closed}: Prometheus query failed: cannot connect\n")
+    assert (refused.returncode, refused.stderr) == (2, f"diag tail: {closed}: cannot connect: Connection refused\n")
     for args, msg in ((("--since", "soon"), "--since 'soon': not a duration"),
                       (("--since", "5m", "--prom-start", WINDOW[1]), "--since and --prom-start both set the start")):
         bad = _diag("tail", "--prom", server, *args)

@@ -17,7 +17,8 @@ def test_runtime_catalog_is_complete() -> None:
     codes = {r.code for r in RULES}
     assert codes == {"DIAG-B001", "DIAG-B002", "DIAG-B003", "DIAG-B004", "DIAG-K001", "DIAG-K002", "DIAG-K003",
                      "DIAG-L001", "DIAG-L002", "DIAG-E001", "DIAG-E002", "DIAG-E003", "DIAG-E004", "DIAG-E005",
-                     "DIAG-E006", "DIAG-A001", "DIAG-D001", "DIAG-S001"}
+                     "DIAG-E006", "DIAG-A001", "DIAG-D001", "DIAG-S001", "DIAG-V001", "DIAG-V002",
+                     "DIAG-V003"}
     for r in RULES:
         assert r.template in runtime.TEMPLATES, r.code
         assert r.why and r.remediation and r.summary, r.code

@@ -88,7 +88,9 @@ def test_binary_file_is_reported_and_others_still_processed(tmp_path: Path) -> N
     binary = tmp_path / "nodeX_decode_w0.out"
     binary.write_bytes(bytes(range(256)) * 400)
     res = diag("tail", str(binary), str(RUNS / "healthy" / "logs"), "--format", "json")
-    assert res.returncode == 2
+    assert res.returncode == 0  # the rest was read (issue 11: exit 2 only when nothing usable was)
+    alone = diag("tail", str(binary))
+    assert alone.returncode == 2 and "binary file" in alone.stderr
     assert "binary file" in res.stderr and "Traceback" not in res.stderr
     docs = json.loads(res.stdout)["runs"]  # two run directories: two runs
     assert {e["id"] for d in docs for e in d["endpoints"]} >= {"prefill-w0", "decode-w0"}
