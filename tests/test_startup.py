@@ -142,3 +142,74 @@ def test_no_stage_lines_is_the_old_behaviour() -> None:
     from diag.rules.startup import Startup
 
     assert Startup().serving and Startup().phase == "unknown"
+
+
+def test_stall_replay_shows_the_stages_advance() -> None:
+    """A startup-only log replayed: every endpoint's stage only moves forward, the siblings reach
+    ready, the stuck one stays in CUDA-graph capture; no stats-missing or stall on the way."""
+    wall = [0.0]
+    state = st.WatchState(replay(RUNS / "startup-stall", speed=60, monotonic=lambda: wall[0]))
+    stages: dict[str, list[str]] = {}
+    while True:
+        snap = state.step()
+        assert not [f for f in snap.findings if f.f.code in ("DIAG-L001", "DIAG-B004")], snap.now
+        for row in snap.endpoints:
+            stage = row.s.startup.get("stage")
+            if stage and (not stages.get(row.id) or stages[row.id][-1] != stage):
+                stages.setdefault(row.id, []).append(stage)
+        if snap.done:
+            break
+        wall[0] += 0.1  # 6 s of the run a step: a stage of a few seconds is still seen
+    order = [s.name for s in STAGES]
+    for eid, seen in stages.items():
+        assert seen == sorted(seen, key=order.index) and len(seen) >= 3, (eid, seen)
+    assert stages["prefill-w3"][-1] == "cuda_graphs"
+    assert all(seen[-1] == "ready" for eid, seen in stages.items() if eid != "prefill-w3"), stages
+
+
+def test_follow_never_reports_stats_missing_or_stalls_while_loading(tmp_path: Path) -> None:
+    """diag tail -f's pipeline on a run whose logs grow: while an endpoint is not serving yet, no
+    DIAG-L001 or DIAG-B004 names it; at the end the report is the batch one."""
+    import shutil
+
+    from diag.pipeline import Pipeline
+    from diag.rules.settings import Settings
+    from diag.sources import FollowSource
+
+    src = RUNS / "kv-exhaustion"
+    run = tmp_path / "run"
+    shutil.copytree(src, run)
+    logs = sorted(p for p in (run / "logs").glob("*.out"))
+    full = {p: p.read_bytes().splitlines(keepends=True) for p in logs}
+    parts = 8
+    for p in logs:
+        p.write_bytes(b"".join(full[p][: len(full[p]) // parts]))
+    pipeline = Pipeline(FollowSource([str(run)]), Settings())
+    for k in range(1, parts + 1):
+        report = pipeline.step(force=True).report
+        assert report is not None
+        for f in report.findings:
+            if f.code in ("DIAG-L001", "DIAG-B004") and f.endpoint:
+                assert report.endpoint(f.endpoint).startup.get("phase") == "serving", (k, f.code, f.endpoint)
+        for p in logs:
+            lines = full[p]
+            with p.open("ab") as fh:
+                fh.write(b"".join(lines[len(lines) * k // parts: len(lines) * (k + 1) // parts]))
+    final = pipeline.finish().report
+    assert final is not None
+    assert {f.code for f in final.findings} == {f.code for f in report_of(src).findings}
+
+
+CORPUS = Path(__file__).resolve().parent / "data" / "real-logs"
+
+
+@pytest.mark.parametrize(("name", "stage", "mark", "fields"), [
+    ("n-24.log", "weights", "progress", {"percent": 0, "done": 0, "total": 10}),
+    ("n-39.log", "kv_cache", "done", {"concurrency": 24.53}),
+    ("n-40.log", "kv_connector", "start", {}),
+])
+def test_corpus_excerpts_with_startup_lines(name: str, stage: str, mark: str, fields: dict) -> None:
+    """The repository's own real excerpts (tests/data/real-logs) that hold startup lines."""
+    marks = [r for r in parse_text((CORPUS / name).read_text(encoding="utf-8")) if isinstance(r, StageMark)]
+    assert any(m.stage == stage and m.mark == mark and all(m.get(k) == v for k, v in fields.items())
+               for m in marks), marks
