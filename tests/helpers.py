@@ -4,7 +4,9 @@ package itself does not need."""
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Iterator, Sequence
+from typing import IO
 
 from diag.parsers.headers import ORCHESTRATOR
 from diag.parsers.lineparser import TRIGGERS, LineParser
@@ -188,3 +190,15 @@ def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -
     if pending is not None:
         out.extend(parser.feed(pending[0], pending[1], None, pending[2])[0])
     return out, counts
+
+
+def stop_server(proc: subprocess.Popen[bytes], log: IO[bytes] | None = None) -> None:
+    """End a server a test started (terminate, then kill if it lingers) and close its log."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+    if log is not None:
+        log.close()

@@ -18,6 +18,8 @@ import pytest
 from schemas import validate
 from test_prometheus_live import _free_port, _prometheus_binary
 
+from helpers import stop_server
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "samples" / "runs" / "prefill-bound"
 TACH = ROOT / "samples" / "telemetry" / "prefill-bound-tachometer"
@@ -79,13 +81,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             pytest.fail("Prometheus not ready in 30 s: " + (tmp / "prometheus.log").read_text()[-2000:])
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
+        stop_server(proc, log)
 
 
 def _runtime(doc: dict) -> set[tuple[str, str]]:

@@ -38,6 +38,8 @@ from diag.prom import (
     watch_sources,
 )
 
+from helpers import stop_server
+
 ROOT = Path(__file__).resolve().parents[1]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Route = Callable[[], tuple[int, str]]
@@ -315,10 +317,4 @@ def test_real_prometheus_server(exporter, tmp_path: Path) -> None:
         eps = {e["id"]: e for e in json.loads(res.stdout)["endpoints"]}
         assert eps["decode-w0"]["samples"] > 32 and eps["decode-w0"]["engines"] == 8
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
+        stop_server(proc, log)
