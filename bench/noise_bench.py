@@ -164,19 +164,7 @@ def run_noise(args, wanted: list[str], tools: dict, work: Path, log: Callable[[s
         m.mb = mb
     log(f"timing {', '.join(m.name for m in methods)} on {len(files)} files: {args.reps} round(s), in turn; "
         f"cli-export and any method over {args.slow:.0f} s run once")
-    for rep in range(args.reps):
-        for m in methods:
-            if m.error or (rep and m.runs and (m.name == "cli-export" or m.runs[0].wall > args.slow)):
-                continue
-            try:
-                r = R.run_once(m, env, args.timeout, work)
-            except RuntimeError as e:
-                m.error = str(e)
-                log(f"  {m.name}: FAILED: {e}")
-                continue
-            m.runs.append(r)
-            rss = f"{r.rss_mb:6.0f} MB" if r.rss_mb is not None else "?"
-            log(f"  round {rep + 1}/{args.reps} {m.name:<10} {r.wall:8.2f} s  {mb / r.wall:7.1f} MB/s  peak {rss}")
+    R.time_methods(methods, args, env, work, mb, log, once=("cli-export",), name_w=10)
 
     report = _report(R, methods, truth, info, mb, log)
     ok = _check(methods, truth, log)

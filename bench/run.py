@@ -645,19 +645,7 @@ def _bench(args: argparse.Namespace, wanted: list[str], tools: dict[str, str | N
         m.mb = mb
     log(f"timing {', '.join(m.name for m in methods)}: {args.reps} round(s), in turn; a method whose run takes "
         f"over {args.slow:.0f} s runs once")
-    for rep in range(args.reps):
-        for m in methods:
-            if m.error or (rep and m.runs and m.runs[0].wall > args.slow):
-                continue
-            try:
-                r = run_once(m, env, args.timeout, work)
-            except RuntimeError as e:
-                m.error = str(e)
-                log(f"  {m.name}: FAILED: {e}")
-                continue
-            m.runs.append(r)
-            rss = f"{r.rss_mb:6.0f} MB" if r.rss_mb is not None else "?"
-            log(f"  round {rep + 1}/{args.reps} {m.name:<9} {r.wall:8.2f} s  {mb / r.wall:7.1f} MB/s  peak {rss}")
+    time_methods(methods, args, env, work, mb, log)
 
     end_commit = diag_commit()
     if end_commit != info["diag_commit"]:
@@ -670,6 +658,26 @@ def _bench(args: argparse.Namespace, wanted: list[str], tools: dict[str, str | N
                                          "checks_ok": ok}, indent=1))
     log(f"\ncommand: .venv/bin/python bench/run.py {' '.join(sys.argv[1:])}".rstrip())
     return 0 if ok else 1
+
+
+def time_methods(methods: list[Method], args: argparse.Namespace, env: dict[str, str], work: Path, mb: float,
+                 log: Callable[[str], None], once: tuple[str, ...] = (), name_w: int = 9) -> None:
+    """``args.reps`` rounds, methods in turn; a method in ``once`` or slower than ``args.slow`` runs once.
+    Shared by the dense and the noise-heavy inputs."""
+    for rep in range(args.reps):
+        for m in methods:
+            if m.error or (rep and m.runs and (m.name in once or m.runs[0].wall > args.slow)):
+                continue
+            try:
+                r = run_once(m, env, args.timeout, work)
+            except RuntimeError as e:
+                m.error = str(e)
+                log(f"  {m.name}: FAILED: {e}")
+                continue
+            m.runs.append(r)
+            rss = f"{r.rss_mb:6.0f} MB" if r.rss_mb is not None else "?"
+            log(f"  round {rep + 1}/{args.reps} {m.name:<{name_w}} {r.wall:8.2f} s  {mb / r.wall:7.1f} MB/s  "
+                f"peak {rss}")
 
 
 def method_rows(methods: list[Method], descr: dict[str, str], lines: int, mb: float, log: Callable[[str], None],
