@@ -346,11 +346,14 @@ class Side:
     the side files that could not be read (one line each)."""
 
     job: JobMeta | None = None
-    recipe: Recipe | None = None
     benchmark: tuple[BenchResult, ...] = ()
     accuracy: tuple[AccuracyResult, ...] = ()
     errors: tuple[str, ...] = ()
     jobs: tuple[Recipe, ...] = ()            # every job of the recipe file (override variants, sweep points)
+
+    @property
+    def recipe(self) -> Recipe | None:
+        return self.jobs[0] if self.jobs else None
 
 
 def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
@@ -389,7 +392,7 @@ def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
                 r = replace(r, started=console.started, ended=console.ended)
             by_c[r.concurrency] = r
         bench = sorted(by_c.values(), key=lambda b: b.concurrency or 0)
-    return Side(job, jobs[0] if jobs else None, tuple(bench), tuple(accuracy), tuple(errors), tuple(jobs))
+    return Side(job, tuple(bench), tuple(accuracy), tuple(errors), tuple(jobs))
 
 
 def _recipes(path: Path) -> list[Recipe]:

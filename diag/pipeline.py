@@ -47,7 +47,7 @@ def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
     build = build or next((str(v) for ep in endpoints.values() if (v := ep.facts.get("version"))), None)
     build = build or (recipe.build.label if recipe is not None else None)
     return Run(root, tuple(logs), tuple(skipped), endpoints, tuple(lifecycle), tuple(quoted),
-               job=side.job, recipe=recipe, benchmark=side.benchmark, accuracy=side.accuracy,
+               job=side.job, benchmark=side.benchmark, accuracy=side.accuracy,
                concurrencies=tuple(recipe.benchmark.concurrencies) if recipe is not None else (),
                build=build, errors=(*side.errors, *(lg.error for lg in logs if lg.error), *errors),
                jobs=side.jobs)

@@ -135,7 +135,7 @@ def build_example_run(spec: dict[str, Any]) -> Run:
                concurrencies=(int(spec["concurrency"]),) if "concurrency" in spec else (),
                accuracy=tuple(AccuracyResult("gsm8k", "accuracy", float(score), run=i)
                               for i, score in enumerate(spec.get("accuracy", []))),
-               recipe=jobs[0] if jobs else None, jobs=jobs, benchmark=tuple(_bench(b) for b in spec.get("benchmark", [])))
+               jobs=jobs, benchmark=tuple(_bench(b) for b in spec.get("benchmark", [])))
 
 
 def _bench(b: dict[str, Any]) -> BenchResult:

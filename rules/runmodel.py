@@ -108,13 +108,17 @@ class Run:
     lifecycle: tuple[tuple[str, Lifecycle], ...] = ()
     orchestrator_faults: tuple[tuple[str, Fault], ...] = ()
     job: JobMeta | None = None
-    recipe: Recipe | None = None
     benchmark: tuple[BenchResult, ...] = ()
     accuracy: tuple[AccuracyResult, ...] = ()
     concurrencies: tuple[int, ...] = ()      # from the recipe, when known
     build: str | None = None                 # vLLM build (recipe's image, else the version a log printed)
     errors: tuple[str, ...] = ()
-    jobs: tuple[Recipe, ...] = ()            # every job of the run's recipe file (``recipe`` is the first)
+    jobs: tuple[Recipe, ...] = ()            # every job of the run's recipe file
+
+    @property
+    def recipe(self) -> Recipe | None:
+        """The run's recipe: the first job of its file (what the header and the drift rule read)."""
+        return self.jobs[0] if self.jobs else None
 
     def engine_count(self, role: str) -> int:
         return sum(len(e.engines) for e in self.endpoints.values() if e.role == role)
