@@ -55,7 +55,14 @@ app.command("watch", context_settings=CONTEXT)(watch)
 app.command("report", context_settings=CONTEXT)(report)
 
 
+# polars' allocator (jemalloc) keeps freed pages for 10 s by default: block after block, a large log
+# would hold every thread's high-water mark. Return them at once (a user's own setting wins).
+ALLOCATOR_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
+
+
 def main() -> None:
+    if "polars" not in sys.modules:
+        os.environ.setdefault("_RJEM_MALLOC_CONF", ALLOCATOR_CONF)
     try:
         app()
     except OSError as e:

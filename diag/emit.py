@@ -161,11 +161,12 @@ def heartbeat_line(s: R.EndpointSummary) -> str:
 
 def source_dicts(run: Run) -> list[dict[str, Any]]:
     out = [{"path": s.path, "kind": s.kind, "role": getattr(s.info, "role", None),
-            "lines": s.counts.lines, "records": s.n_records, "noise_lines": s.counts.noise_lines,
-            "ansi_lines": s.counts.ansi_lines, "bytes": s.size, "skipped": None, "error": s.error}
-           for s in run.sources]
+            "lines": s.counts.lines, "records": s.n_records, "noise_lines": c.noise_lines,
+            "ansi_lines": c.ansi_lines, "noise_exact": s.counts.exact, "bytes": s.size, "skipped": None,
+            "error": s.error} for s in run.sources for c in [s.counts.estimate()]]
     out += [{"path": p, "kind": "unknown", "role": None, "lines": 0, "records": 0, "noise_lines": 0,
-             "ansi_lines": 0, "bytes": None, "skipped": reason, "error": None} for p, reason in run.skipped]
+             "ansi_lines": 0, "noise_exact": True, "bytes": None, "skipped": reason, "error": None}
+            for p, reason in run.skipped]
     return out
 
 

@@ -34,7 +34,7 @@ from diag.parsers.layout import FileInfo, classify_path, role_from_content, snif
 from diag.parsers.recipe import Recipe
 from diag.parsers.records import AccuracyResult, BenchResult
 
-BLOCK = 8 << 20   # per block, polars holds several times its size: this bounds the peak
+BLOCK = 4 << 20   # per block, polars holds several times its size: this bounds the peak
 LOG_KINDS = ("worker", "frontend", "orchestrator")
 SIDE_KINDS = ("job-json", "benchmark", "sa-bench-result", "rollup", "recipe")
 Files = list[tuple[Path, FileInfo]]

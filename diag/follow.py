@@ -23,9 +23,9 @@ from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Record
 
-from .files import Skipped, classify, discover, not_readable, open_log, year_of
+from .files import BLOCK, Skipped, classify, discover, not_readable, open_log, year_of
 
-READ_MAX = 8 << 20     # one block (diag.files.BLOCK)
+READ_MAX = BLOCK        # one block per read
 POLL_MAX = 512 << 20   # read per file and poll: a large existing log is caught up in a few polls
 FOLLOWED = ("worker", "orchestrator", "frontend")
 HOLD_S = 0.3  # how long a complete line may wait for a torn continuation before it is parsed alone

@@ -35,24 +35,67 @@ ANSI_PATTERN = r"\x1b\[|\^\[\[|#033\[|\[\d{1,3}(?:;\d{1,3})*m"
 NOISE_NAMES = tuple(f.emits for f in NOISE)
 
 
+# Noise and ANSI are classified per line by regexes, which costs more than finding the records. On a
+# large log they are classified on a sample of lines, fixed by line number (so every path and every
+# block size samples the same lines): the first CLASSIFY_HEAD lines, then the first CLASSIFY_WINDOW
+# lines of every CLASSIFY_EVERY. The counts of the rest are estimated from the sample (``exact`` false).
+CLASSIFY_HEAD = 1 << 18
+CLASSIFY_WINDOW = 1 << 16
+CLASSIFY_EVERY = 1 << 19
+
+
+def classified_spans(first_line: int, n: int) -> list[tuple[int, int]]:
+    """Row spans ``[a, b)`` of a block of ``n`` lines starting at line ``first_line`` whose noise and
+    ANSI are classified (the whole block, for the first lines of a file and for every small log)."""
+    spans: list[tuple[int, int]] = []
+    end = first_line + n                        # line numbers [first_line, end)
+    if first_line <= CLASSIFY_HEAD:
+        spans.append((0, min(n, CLASSIFY_HEAD + 1 - first_line)))
+    k = max(first_line - 1, CLASSIFY_HEAD) // CLASSIFY_EVERY
+    while k * CLASSIFY_EVERY + 1 < end:
+        a = max(k * CLASSIFY_EVERY + 1, first_line, CLASSIFY_HEAD + 1)
+        b = min(k * CLASSIFY_EVERY + 1 + CLASSIFY_WINDOW, end)
+        if a < b:
+            spans.append((a - first_line, b - first_line))
+        k += 1
+    return spans
+
+
 @dataclass
 class Counts:
-    """Per-source line accounting; ``lines = candidates + noise + other``."""
+    """Per-source line accounting. ``lines`` and ``candidates`` are exact; ``ansi_lines`` and ``noise``
+    count the classified lines, all but ``unclassified`` of them: :meth:`estimate` scales them up."""
 
     lines: int = 0
     candidates: int = 0
     ansi_lines: int = 0
     noise: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NOISE_NAMES, 0))
+    unclassified: int = 0
     last: tuple[str, bool] | None = field(default=None, repr=False, compare=False)  # a block's last line
 
     @property
     def noise_lines(self) -> int:
         return sum(self.noise.values())
 
+    @property
+    def exact(self) -> bool:
+        """Every line's noise and ANSI were classified."""
+        return self.unclassified == 0
+
+    def estimate(self) -> Counts:
+        """The counts with noise and ANSI scaled from the classified lines to all of them."""
+        seen = self.lines - self.unclassified
+        if self.exact or seen <= 0:
+            return self
+        f = self.lines / seen
+        return Counts(self.lines, self.candidates, round(self.ansi_lines * f),
+                      {k: round(v * f) for k, v in self.noise.items()}, self.unclassified)
+
     def add(self, other: Counts) -> None:
         self.lines += other.lines
         self.candidates += other.candidates
         self.ansi_lines += other.ansi_lines
+        self.unclassified += other.unclassified
         for k, v in other.noise.items():
             self.noise[k] = self.noise.get(k, 0) + v
 
@@ -164,24 +207,28 @@ def _lines(block: bytes) -> pl.LazyFrame:
 
 
 def _bulk_classify(block: bytes) -> pl.DataFrame:
-    """Per line of a block: the text, candidate, ANSI, and one flag per noise category but the last."""
+    """Per line of a block: the text and whether it holds a record trigger."""
     col = pl.col("line")
-    flags = [col.str.contains(fmt.regex.pattern).alias(f"noise{i}") for i, fmt in enumerate(NOISE[:-1])]
-    return _lines(block).select(
-        col, col.str.contains(TRIGGER_PATTERN).alias("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
-        *flags, col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress")).collect()
+    return _lines(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect()
 
 
-def _count_noise(df: pl.DataFrame, counts: Counts) -> None:
-    """Noise lines per category: a non-candidate line counts for the first category it matches."""
+def _classify_span(df: pl.DataFrame, counts: Counts) -> None:
+    """ANSI lines and noise per category of a span of lines: a non-candidate line counts for the first
+    category it matches (the progress-bar regex, the costly one, only on lines that may be one)."""
+    col = pl.col("line")
+    flags = df.select(col, pl.col("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
+                      *[col.str.contains(f.regex.pattern).alias(f"noise{i}") for i, f in enumerate(NOISE[:-1])],
+                      col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress"))
     free = ~pl.col("cand")
-    sums = []
+    sums = [pl.col("ansi").sum()]
     for i in range(len(NOISE) - 1):
         sums.append((free & pl.col(f"noise{i}")).sum().alias(str(i)))
         free = free & ~pl.col(f"noise{i}")
-    for i, v in enumerate(df.select(*sums).row(0)):
+    row = flags.select(*sums).row(0)
+    counts.ansi_lines += int(row[0])
+    for i, v in enumerate(row[1:]):
         counts.noise[NOISE[i].emits] += int(v)
-    rest = df.filter(free & pl.col("maybe_progress"))["line"]
+    rest = flags.filter(free & pl.col("maybe_progress"))["line"]
     if rest.len():
         counts.noise[NOISE[-1].emits] += int(rest.str.contains(NOISE[-1].regex.pattern).sum())
 
@@ -196,14 +243,15 @@ def _block_frame(block: bytes, first_line: int) -> tuple[
     except pl.exceptions.ComputeError:  # not UTF-8: decode as the streaming path does
         df = _bulk_classify(_decode(block).encode("utf-8"))
     n = df.height
-    counts = Counts(lines=n)
+    counts = Counts(lines=n, unclassified=n)
     if n == 0:
         return [], empty_stats(), empty_kv(), counts
+    for a, b in classified_spans(first_line, n):
+        _classify_span(df.slice(a, b - a), counts)
+        counts.unclassified -= b - a
     lines, is_cand = df["line"], df["cand"]
     idx = is_cand.arg_true()
     counts.candidates = len(idx)
-    counts.ansi_lines = int(df["ansi"].sum() or 0)
-    _count_noise(df, counts)
     counts.last = (lines[n - 1], bool(is_cand[n - 1]))
     nxt_i, prv_i = (idx + 1).clip(0, n - 1), (idx - 1).clip(0, n - 1)
     nxt = pl.select(pl.when(idx == n - 1).then(None).otherwise(lines.gather(nxt_i))).to_series()

@@ -468,14 +468,18 @@ def noise_ratio(rule: Rule, run: Run) -> list[Finding]:
     lines = sum(s.counts.lines for s in logs)
     if lines < p["min_lines"]:
         return []
-    noise = sum(s.counts.noise_lines for s in logs)
-    ansi = sum(s.counts.ansi_lines for s in logs)
+    counts = [s.counts.estimate() for s in logs]
+    noise = sum(c.noise_lines for c in counts)
+    ansi = sum(c.ansi_lines for c in counts)
     nr, ar = noise / lines, ansi / lines
     if nr <= p["max_noise_ratio"] and ar <= p["max_ansi_ratio"]:
         return []
     kinds: Counter[str] = Counter()
-    for s in logs:
-        kinds.update({k: v for k, v in s.counts.noise.items() if v})
-    return [_finding(rule, f"{nr:.0%} of {lines:,} log lines are noise and {ar:.0%} carry ANSI escapes",
-                     evidence={"lines": lines, "noise_lines": noise, "ansi_lines": ansi, "noise": dict(kinds)})]
+    for c in counts:
+        kinds.update({k: v for k, v in c.noise.items() if v})
+    exact = all(s.counts.exact for s in logs)
+    return [_finding(rule, f"{nr:.0%} of {lines:,} log lines are noise and {ar:.0%} carry ANSI escapes"
+                     + ("" if exact else " (estimated from a sample of lines)"),
+                     evidence={"lines": lines, "noise_lines": noise, "ansi_lines": ansi, "noise": dict(kinds),
+                               "exact": exact})]
 

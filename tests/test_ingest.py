@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -154,3 +155,58 @@ def test_progress_bar_literals_cover_its_regex() -> None:
                                   b"x\xda\n", b"x^\r\r\nb\r"])
 def test_blocks_that_look_compressed_are_read_as_text(data: bytes) -> None:
     _assert_same(data, 1000, seed=1)
+
+
+def test_classified_spans_depend_on_line_numbers_only() -> None:
+    """However a log is cut into blocks, the same lines are classified: the head, then one window in
+    every stretch."""
+    from diag.parsers import ingest
+
+    head, window, every = ingest.CLASSIFY_HEAD, ingest.CLASSIFY_WINDOW, ingest.CLASSIFY_EVERY
+    total = 3 * every + 12345
+
+    def chosen(cuts: list[int]) -> set[int]:
+        out: set[int] = set()
+        for first, end in itertools.pairwise(cuts):
+            for a, b in ingest.classified_spans(first, end - first):
+                assert 0 <= a < b <= end - first
+                out.update(range(first + a, first + b))
+        return out
+
+    rng = random.Random(5)
+    cuts = sorted({1, total + 1, *rng.sample(range(2, total), 40)})
+    expect = {n for n in range(1, total + 1) if n <= head or (n - 1) % every < window}
+    assert chosen([1, total + 1]) == expect == chosen(cuts)
+    assert chosen([1, head + 1]) == set(range(1, head + 1))
+
+
+def test_noise_and_ansi_of_a_large_log_are_estimated_the_same_way_by_every_path(monkeypatch) -> None:
+    """On a log longer than the classified head, only the sampled lines are classified: bulk (any
+    block size) and streaming count the same lines; lines, candidates and records stay exact, and the
+    estimate is close to the exact counts of the record path."""
+    from diag.parsers import ingest
+
+    monkeypatch.setattr(ingest, "CLASSIFY_HEAD", 64)
+    monkeypatch.setattr(ingest, "CLASSIFY_WINDOW", 32)
+    monkeypatch.setattr(ingest, "CLASSIFY_EVERY", 96)
+    path = next((SAMPLES / "runs" / "nixl-failures" / "logs").glob("*decode_w0.out"))
+    data = path.read_bytes()
+    exact_recs, exact = record_path(data, year=2026)
+    assert exact.lines > 500
+    seen = []
+    for block in (4096, 65536, 1 << 20):
+        recs, c = parse_bulk(blocks_of(data, block), year=2026)
+        assert recs == exact_recs
+        seen.append((c.lines, c.candidates, c.unclassified, c.ansi_lines, dict(c.noise)))
+    recs, c = _stream(data, seed=11)
+    assert recs == exact_recs
+    seen.append((c.lines, c.candidates, c.unclassified, c.ansi_lines, dict(c.noise)))
+    assert len(set(map(repr, seen))) == 1
+    assert (c.lines, c.candidates) == (exact.lines, exact.candidates)
+    classified = c.lines - c.unclassified
+    assert not c.exact and classified == sum(1 for n in range(1, c.lines + 1) if n <= 64 or (n - 1) % 96 < 32)
+    est = c.estimate()
+    assert est.lines == exact.lines and not est.exact
+    assert abs(est.ansi_lines - exact.ansi_lines) <= 0.15 * exact.ansi_lines
+    assert abs(est.noise_lines - exact.noise_lines) <= 0.15 * exact.noise_lines
+    assert exact.exact and exact.estimate() is exact
