@@ -7,7 +7,11 @@ the lines are records). Methods, each its own process, timed round-robin like th
     cli-export  the same plus --export DIR --export-format parquet, run once: its series are what the
                 KV-transfer and KV-usage checks read (the JSON document has no per-record figures)
     pyloop      for line in f over every file + literal prefilter + two compiled regexes
+    pyloop-re   the issue's "plain Python line loop with compiled regexes": both regexes on every line
     rg-count    rg -c -e 'Avg prompt throughput' -e 'KV Transfer metrics' FILES
+    rg-triggers rg -c -F -f TRIGGERS FILES: every record trigger of diag's format registry (189 literals),
+                the lines diag must find before it parses anything: the floor of any tool with diag's
+                vocabulary, measured with the fastest multi-literal matcher at hand
     lnav        lnav -n -c ';SELECT count(*) ...' FILES (lnav indexes every file first)
 """
 
@@ -24,12 +28,14 @@ from types import ModuleType
 
 from noise_input import KV_LIT, STATS_LIT, NoiseTruth, build_noise_run
 
-NOISE_METHODS = ("cli", "cli-export", "pyloop", "rg-count", "lnav")
+NOISE_METHODS = ("cli", "cli-export", "pyloop", "pyloop-re", "rg-count", "rg-triggers", "lnav")
 NOISE_DESCR = {
     "cli": "diag tail RUN_DIR --format json",
     "cli-export": "  ... + --export DIR (once; feeds the checks)",
     "pyloop": "Python: for line in f + literal + 2 regexes",
+    "pyloop-re": "Python: for line in f + 2 regexes, every line",
     "rg-count": "rg -c -e 'Avg prompt…' -e 'KV Transfer…' FILES",
+    "rg-triggers": "rg -c -F -f TRIGGERS FILES (diag's vocabulary)",
     "lnav": "lnav -n -c ';SELECT count(*) …' FILES",
 }
 
@@ -38,8 +44,11 @@ _PY_STATS = re.compile(r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s,
 _PY_KV = re.compile(r"KV Transfer metrics: Num successful transfers=(\d+), Avg xfer time \(ms\)=([\d.]+)")
 
 
-def work_pyloop_noise(logs: Path) -> dict:
-    """The plain baseline over every file of the run dir: per file, lines, stats, KV lines and sums."""
+def work_pyloop_noise(logs: Path, prefilter: bool = True) -> dict:
+    """The plain baseline over every file of the run dir: per file, lines, stats, KV lines and sums.
+    ``prefilter``: a literal test picks the lines the regexes run on; without it, both run on every line."""
+    if not prefilter:
+        return _pyloop_every_line(logs)
     t0 = time.perf_counter()
     files = {}
     for path in sorted(logs.glob("*.out")):
@@ -61,6 +70,32 @@ def work_pyloop_noise(logs: Path) -> dict:
         files[path.name] = {"lines": lines, "stats": stats, "kv_lines": kv_lines, "kv_usage_sum": kv_sum,
                             "gen_sum": gen_sum, "xfer_ok_sum": xfer}
     return {"work_s": time.perf_counter() - t0, "files": files}
+
+
+def _pyloop_every_line(logs: Path) -> dict:
+    t0 = time.perf_counter()
+    files = {}
+    for path in sorted(logs.glob("*.out")):
+        lines = stats = kv_lines = xfer = 0
+        kv_sum = gen_sum = 0.0
+        with path.open(encoding="utf-8", errors="replace", newline="\n") as f:
+            for line in f:
+                lines += 1
+                for _e, _p, g, _r, _w, kv in _PY_STATS.findall(line):
+                    stats += 1
+                    kv_sum += float(kv)
+                    gen_sum += float(g)
+                m = _PY_KV.search(line)
+                if m:
+                    kv_lines += 1
+                    xfer += int(m[1])
+        files[path.name] = {"lines": lines, "stats": stats, "kv_lines": kv_lines, "kv_usage_sum": kv_sum,
+                            "gen_sum": gen_sum, "xfer_ok_sum": xfer}
+    return {"work_s": time.perf_counter() - t0, "files": files}
+
+
+def work_pyloop_re_noise(logs: Path) -> dict:
+    return work_pyloop_noise(logs, prefilter=False)
 
 
 def _parse_cli(p: Path) -> dict:
@@ -139,7 +174,7 @@ def run_noise(args, wanted: list[str], tools: dict, work: Path, log: Callable[[s
 
     methods = []
     for name in wanted:
-        if name == "rg-count" and not tools["rg"]:
+        if name in ("rg-count", "rg-triggers") and not tools["rg"]:
             continue
         if name == "lnav" and not tools["lnav"]:
             log("lnav: not installed: skipped")
@@ -151,13 +186,20 @@ def run_noise(args, wanted: list[str], tools: dict, work: Path, log: Callable[[s
             methods.append(R.Method(name, [py, "-m", "diag", "tail", str(run_dir), "--format", "json", "--export",
                                            str(export), "--export-format", "parquet"], work / "cli-export.json",
                                     _export_parser(export)))
-        elif name == "pyloop":
-            wo = work / "pyloop.json"
-            methods.append(R.Method(name, [py, me, "--worker", "pyloop-noise", str(run_dir / "logs"), str(wo)],
+        elif name in ("pyloop", "pyloop-re"):
+            wo = work / f"{name}.json"
+            methods.append(R.Method(name, [py, me, "--worker", f"{name}-noise", str(run_dir / "logs"), str(wo)],
                                     worker_out=wo))
         elif name == "rg-count":
             methods.append(R.Method(name, ["rg", "--no-config", "-c", "-e", STATS_LIT, "-e", KV_LIT, *files],
                                     work / "rg-count.txt", _parse_rg))
+        elif name == "rg-triggers":
+            trig = work / "triggers.txt"
+            trig.write_text(__import__("subprocess").run(
+                [py, "-c", "from diag.parsers.lineparser import trigger_literals as t; print(*t(), sep='\\n')"],
+                env=env, cwd=work, capture_output=True, text=True, check=True).stdout)
+            methods.append(R.Method(name, ["rg", "--no-config", "-c", "-F", "-f", str(trig), *files],
+                                    work / "rg-triggers.txt", _parse_rg))
         elif name == "lnav":
             methods.append(R.Method(name, ["lnav", "-n", "-c", R.LNAV_SQL, *files], work / "lnav.txt", _parse_lnav))
     for m in methods:
@@ -184,7 +226,7 @@ def _report(R: ModuleType, methods: list, truth: NoiseTruth, info: dict, mb: flo
     by = {m.name: m for m in methods if m.runs}
     if "cli" in by:
         log("\nratios of wall time, diag tail / other (median of the pair-by-pair ratios; >1 means diag takes longer):")
-        for other in ("lnav", "pyloop", "rg-count"):
+        for other in ("lnav", "pyloop", "pyloop-re", "rg-count", "rg-triggers"):
             if other not in by:
                 continue
             pair = [x.wall / y.wall for x, y in zip(by["cli"].runs, by[other].runs, strict=False)]
@@ -241,19 +283,25 @@ def _check(methods: list, truth: NoiseTruth, log: Callable[[str], None]) -> bool
             for n, f in want_files.items():
                 check(f"cli-export: {n} {label}", round((s.get(n) or {}).get(key) or 0, 3),
                       round(getattr(f, key), 3), 1e-9, quiet=True)
-    r = by.get("pyloop")
-    if r:
+    for name in ("pyloop", "pyloop-re"):
+        r = by.get(name)
+        if not r:
+            continue
         for key in ("lines", "stats", "kv_lines", "kv_usage_sum", "xfer_ok_sum"):
             got = math.fsum((r["files"].get(n) or {}).get(key) or 0 for n in want_files)
-            check(f"pyloop: {key} (all files)", round(got, 3), round(truth.total(key), 3), 1e-9)
+            check(f"{name}: {key} (all files)", round(got, 3), round(truth.total(key), 3), 1e-9)
             for n, f in want_files.items():
-                check(f"pyloop: {n} {key}", round((r["files"].get(n) or {}).get(key) or 0, 3),
+                check(f"{name}: {n} {key}", round((r["files"].get(n) or {}).get(key) or 0, 3),
                       round(getattr(f, key), 3), 1e-9, quiet=True)
     r = by.get("rg-count")
     if r:
         check("rg-count: record lines (all files)", sum(r["files"].values()), truth.records)
         for n, f in want_files.items():
             check(f"rg-count: {n}", r["files"].get(n, 0), f.stats + f.kv_lines, quiet=True)
+    r = by.get("rg-triggers")
+    if r:  # every record line holds a trigger; the rest are the rare lines diag's line parser sees
+        check("rg-triggers: trigger lines >= record lines", min(sum(r["files"].values()), truth.records),
+              truth.records)
     r = by.get("lnav")
     if r:
         check("lnav: lines indexed (all files)", r.get("lines"), truth.lines)

@@ -52,12 +52,13 @@ START = calendar.timegm((2026, 3, 2, 0, 0, 0))  # the generated log's first stat
 STATS_LIT = "Avg prompt throughput"
 KV_RG = r"GPU KV cache usage: ([0-9.]+)%"
 KV_RX = re.compile(KV_RG)
-METHODS = ("bulk", "cli", "stream", "pyloop", "rg-kv", "rg-count", "lnav")
+METHODS = ("bulk", "cli", "stream", "pyloop", "pyloop-re", "rg-kv", "rg-count", "lnav")
 DESCR = {
     "bulk": "diag parse_bulk(read_blocks(FILE))",
     "cli": "diag tail FILE --format json",
     "stream": "diag StreamParser.feed, 1 MiB chunks",
     "pyloop": "Python: for line in f + literal + regex",
+    "pyloop-re": "Python: for line in f + regex on every line",
     "rg-kv": "rg -o -r '$1' 'GPU KV cache usage: ([0-9.]+)%'",
     "rg-count": "rg -c 'Avg prompt throughput'",
     "lnav": "lnav -n -c ';SELECT count(*) FROM all_logs ...'",
@@ -339,6 +340,31 @@ def work_pyloop(path: Path) -> dict:
             "gen_sum": math.fsum(r[2] for r in rows)}
 
 
+_PY_LIT = re.compile(re.escape(STATS_LIT))
+
+
+def work_pyloop_re(path: Path) -> dict:
+    """The issue's plain loop: the compiled regex on every line (no literal prefilter); a line that
+    holds the literal but no whole record is a torn one: join the next line and retry."""
+    t0 = time.perf_counter()
+    rows = []
+    lines = 0
+    with path.open(encoding="utf-8", errors="replace", newline="\n") as f:
+        it = iter(f)
+        for line in it:
+            lines += 1
+            found = _PY_RX.findall(line)
+            if not found and _PY_LIT.search(line):
+                nxt = next(it, "")
+                lines += bool(nxt)
+                found = _PY_RX.findall(line.rstrip("\r\n") + nxt) or _PY_RX.findall(nxt)
+            for eng, p, g, run, wait, kv in found:
+                rows.append((int(eng) if eng else None, float(p), float(g), int(run), int(wait), float(kv)))
+    work = time.perf_counter() - t0
+    return {"work_s": work, "lines": lines, "stats": len(rows), "kv_sum": math.fsum(r[5] for r in rows),
+            "gen_sum": math.fsum(r[2] for r in rows)}
+
+
 def work_profile(path: Path) -> dict:
     import cProfile
     import io
@@ -357,7 +383,8 @@ def work_profile(path: Path) -> dict:
 
 
 WORKERS: dict[str, Callable[[Path], dict]] = {
-    "bulk": work_bulk, "stream": work_stream, "pyloop": work_pyloop, "profile": work_profile}
+    "bulk": work_bulk, "stream": work_stream, "pyloop": work_pyloop, "pyloop-re": work_pyloop_re,
+    "profile": work_profile}
 
 
 # --------------------------------------------------------------------------------------------
@@ -548,9 +575,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         name, file, out = args.worker
         sys.path.insert(0, os.environ.get("DIAG_BENCH_CODE") or str(ROOT))
-        if name == "pyloop-noise":
-            from noise_bench import work_pyloop_noise
-            WORKERS[name] = work_pyloop_noise
+        if name in ("pyloop-noise", "pyloop-re-noise"):
+            from noise_bench import work_pyloop_noise, work_pyloop_re_noise
+            WORKERS[name] = work_pyloop_noise if name == "pyloop-noise" else work_pyloop_re_noise
         res = WORKERS[name](Path(file))
         mod = sys.modules.get("diag.parsers")
         res["code"] = str(Path(mod.__file__).parent.parent) if mod and mod.__file__ else None
@@ -626,7 +653,7 @@ def _bench(args: argparse.Namespace, wanted: list[str], tools: dict[str, str | N
         if name == "lnav" and not tools["lnav"]:
             log("lnav: not installed (not in this machine's package sources?): skipped")
             continue
-        if name in ("bulk", "stream", "pyloop"):
+        if name in ("bulk", "stream", "pyloop", "pyloop-re"):
             wo = work / f"{name}.json"
             methods.append(Method(name, [py, me, "--worker", name, str(path), str(wo)], worker_out=wo))
         elif name == "cli":
@@ -718,7 +745,7 @@ def _report(methods: list[Method], truth: Truth, info: dict, mb: float, log: Cal
     for diag_name in ("bulk", "cli"):
         if diag_name not in by:
             continue
-        for other in ("rg-kv", "rg-count", "lnav", "pyloop", "stream"):
+        for other in ("rg-kv", "rg-count", "lnav", "pyloop", "pyloop-re", "stream"):
             if other not in by or other == diag_name:
                 continue
             a, b = by[diag_name].runs, by[other].runs
@@ -751,10 +778,10 @@ def _check(methods: list[Method], truth: Truth, log: Callable[[str], None]) -> b
                 ok = False
             continue
         r = m.runs[-1].result
-        if m.name in ("bulk", "stream", "pyloop", "cli"):
+        if m.name in ("bulk", "stream", "pyloop", "pyloop-re", "cli"):
             check(f"{m.name}: stats records", r.get("stats"), truth.stats)
             check(f"{m.name}: lines", r.get("lines"), truth.lines)
-        if m.name in ("bulk", "stream", "pyloop", "rg-kv"):
+        if m.name in ("bulk", "stream", "pyloop", "pyloop-re", "rg-kv"):
             check(f"{m.name}: KV usage sum", round(r.get("kv_sum", math.nan), 3), round(truth.kv_sum, 3), 1e-9)
         if m.name == "rg-kv":
             check("rg-kv: matches (= stats records)", r.get("stats"), truth.stats)
