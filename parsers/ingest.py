@@ -371,6 +371,7 @@ def parse_blocks(blocks: Iterable[bytes], *, year: int | None = None, tz_offset_
         if kv.height:
             kv_chunks.append(kv)
     records.extend(bp.release())
+    records.extend(bp.parser.cut_tracebacks())
     return Parsed(records, _concat(stats_chunks, empty_stats), _concat(kv_chunks, empty_kv), bp.counts)
 
 
@@ -464,6 +465,7 @@ class StreamParser:
             raw, self._partial = self._partial, b""
             out.extend(self._block(raw))
         out.extend(self._blocks.release())
+        out.extend(self._blocks.parser.cut_tracebacks())
         return out
 
 

@@ -260,6 +260,17 @@ def _forecast(kv: pl.DataFrame, before: datetime, samples: int) -> dict[str, Any
             "time_to_full_s": round(max(0.0, (100 - ys[-1]) / slope), 0), "from_pct": ys[0], "to_pct": ys[-1]}
 
 
+def _bridge_refills(cond: list[bool], refill: list[bool]) -> list[bool]:
+    """A saturated engine with a standing queue refills the blocks its finished requests free at once:
+    one interval between two saturated ones, in which requests still wait and prefill ran (the queue
+    being admitted into the freed blocks), is part of the saturation, not a break in it."""
+    out = list(cond)
+    for i in range(1, len(cond) - 1):
+        if not cond[i] and refill[i] and cond[i - 1] and cond[i + 1]:
+            out[i] = True
+    return out
+
+
 @template("window_threshold")
 def window_threshold(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
@@ -270,8 +281,10 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
             continue
         df = (bucketed(ep.stats, iv).group_by("bucket")
               .agg(kv=pl.col("kv_usage").max(), waiting=pl.col("waiting").sum(),
-                   preempt=pl.col("preemptions").fill_null(0).sum()).sort("bucket"))
-        cond = ((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list()
+                   preempt=pl.col("preemptions").fill_null(0).sum(),
+                   prompt=pl.col("prompt_tps").fill_null(0).sum()).sort("bucket"))
+        cond = _bridge_refills(((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list(),
+                               ((df["waiting"] > 0) & (df["prompt"] > 0)).to_list())
         kv_by_ts = None
         buckets = df["bucket"].to_list()
         found = windows(buckets, cond, for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s)
@@ -301,6 +314,58 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
                                             evidence=ev), severity=p.get("short_severity", rule.severity)))
                 continue
             out.append(_finding(rule, msg, endpoint=ep.id, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
+    return out
+
+
+# ---------------------------------------------------------------- KV filling toward exhaustion (K004)
+
+def _rising_runs(kv: list[float], ok: list[bool]) -> list[tuple[int, int]]:
+    """[start, end) runs of consecutive stats lines where KV usage rose at every line and ``ok`` held."""
+    runs, start = [], None
+    for i in range(len(kv)):
+        if ok[i] and start is not None and kv[i] > kv[i - 1]:
+            continue
+        if start is not None and i - start > 1:
+            runs.append((start, i))
+        start = i if ok[i] else None
+    if start is not None and len(kv) - start > 1:
+        runs.append((start, len(kv)))
+    return runs
+
+
+@template("kv_filling")
+def kv_filling(rule: Rule, run: Run) -> list[Finding]:
+    """An engine whose KV usage rises at every stats line while nobody waits yet and ends at or above
+    ``kv_usage``: running requests grow their KV each token, and nothing is released; at 100 % the
+    engine preempts (V1 recomputes) or, on old builds, stalls. The forecast says when."""
+    p = rule.params
+    out = []
+    for ep in run.endpoints.values():
+        if not ep.stats.height:
+            continue
+        best: tuple[float, pl.DataFrame, str] | None = None
+        for (eng,), df in ep.stats.filter(pl.col("ts").is_not_null()).sort("ts").group_by(["engine"]):
+            ok = ((df["running"] > 0) & (df["waiting"].fill_null(0) == 0)
+                  & (df["preemptions"].fill_null(0) == 0)).to_list()
+            for a, b in _rising_runs(df["kv_usage"].to_list(), ok):
+                sub = df[a:b]
+                if sub.height >= p["min_intervals"] and sub["kv_usage"][-1] >= p["kv_usage"] and \
+                        (best is None or sub["kv_usage"][-1] > best[0]):
+                    best = (sub["kv_usage"][-1], sub, str(eng))
+        if best is None:
+            continue
+        last, sub, eng = best
+        fc = _forecast(sub.select("ts", "kv_usage"), sub["ts"][-1] + timedelta(seconds=1), sub.height)
+        ev: dict[str, Any] = {"engine": eng, "intervals": sub.height, "kv_pct_from": sub["kv_usage"][0],
+                              "kv_pct_to": last, "running": int(sub["running"][-1])}
+        msg = (f"engine {eng} of {ep.id}: KV cache rose at each of {sub.height} stats lines, "
+               f"{sub['kv_usage'][0]:.1f} -> {last:.1f} %, with {ev['running']} running and nobody waiting yet")
+        if fc:
+            ev["forecast"] = fc
+            msg += f"; at {fc['kv_rise_pct_per_min']:.1f} %/min it is full in ~{fc['time_to_full_s']:.0f} s"
+        out.append(_finding(rule, msg, endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1],
+                            open=sub["ts"][-1] == ep.stats["ts"].max(), location=_loc(sub["file"][0], sub["line"][0]),
+                            evidence=ev))
     return out
 
 
