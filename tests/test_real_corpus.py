@@ -44,11 +44,12 @@ def test_corpora_are_complete_and_sourced(real_logs: Path) -> None:
     assert len(OWN_ROWS) >= 40
     assert {r["file"] for r in OWN_ROWS} == {p.name for p in OWN.glob("*.log")}
     assert {r["file"] for r in SHARED_ROWS} == {p.name for p in real_logs.glob("*.log")}
-    manifest = (real_logs / "MANIFEST.md").read_text()
+    manifest = {line.split("|")[1].strip(): line for line in (real_logs / "MANIFEST.md").read_text().splitlines()
+                if line.startswith("| ")}
     for r in (*OWN_ROWS, *SHARED_ROWS):
         assert r["source"], r
     for r in SHARED_ROWS:
-        assert f"| {r['file']} | {r['source']} |" in manifest, r["file"]
+        assert manifest[r["file"]].startswith(f"| {r['file']} | {r['source']}"), r["file"]
     assert all(r["source"].startswith("https://github.com/") for r in OWN_ROWS)
 
 
@@ -68,3 +69,28 @@ def test_readme_table_matches_the_expectations() -> None:
         want = ", ".join(r["expected"]) or "-"
         assert re.search(rf"^\| {re.escape(r['file'])} \| {r['stats']} \| {re.escape(want)} \| {re.escape(want)} \|$",
                          text, re.M), r["file"]
+
+
+@pytest.mark.parametrize("name", ["n-12.log", "n-41.log", "n-44.log", "n-45.log"])
+def test_file_of_unknown_kind_with_a_recognised_record_is_an_unknown_role_source(name: str) -> None:
+    """LMCache-only logs and a P/D proxy's request log: read as an `unknown`-role source, not refused."""
+    report = report_of([str(OWN / name)])
+    assert report.run.skipped == ()
+    assert [ep.role for ep in report.run.endpoints.values()] == ["unknown"]
+
+
+def test_lmcache_lines_carry_their_time_and_the_proxy_log_counts_requests() -> None:
+    e002 = [f for f in report_of([str(OWN / "n-41.log")]).findings if f.code == "DIAG-E002"]
+    assert len(e002) == 1 and e002[0].first_ts is not None
+    assert e002[0].first_ts.strftime("%Y-%m-%d %H:%M:%S") == "2025-07-18 05:59:19"
+    for name, routed in (("n-44.log", 1), ("n-45.log", 1)):
+        src = report_of([str(OWN / name)]).run.sources[0]
+        assert src.counts.noise["request"] == routed, name
+
+
+def test_a_file_with_no_recognised_record_is_still_refused(tmp_path: Path) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("hello world\nnothing a log format knows\n")
+    report = report_of([str(f)])
+    assert [(p, why) for p, why in report.run.skipped] == [(str(f), "not a file diag understands")]
+    assert not report.run.endpoints
