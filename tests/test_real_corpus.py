@@ -94,3 +94,17 @@ def test_a_file_with_no_recognised_record_is_still_refused(tmp_path: Path) -> No
     report = report_of([str(f)])
     assert [(p, why) for p, why in report.run.skipped] == [(str(f), "not a file diag understands")]
     assert not report.run.endpoints
+
+
+def test_kv_load_failures_of_lmcache_and_vllm_are_one_e002(tmp_path: Path) -> None:
+    """LMCache's 'failed to load' (wording of lmcache/integration/vllm/vllm_v1_adapter.py) and vLLM's
+    'Recovered from KV load failure' (v1/core/sched/scheduler.py) are KV-load-failure evidence."""
+    log = tmp_path / "decode.log"
+    log.write_text(
+        "(EngineCore_DP0 pid=7) [2026-01-27 01:40:16,922] LMCache WARNING: Request chatcmpl-a55b failed to load 256 "
+        "tokens across 16 blocks (vllm_v1_adapter.py:1125:lmcache.integration.vllm.vllm_v1_adapter)\n"
+        "(EngineCore_DP0 pid=7) WARNING 01-27 01:40:17 [scheduler.py:1816] Recovered from KV load failure: 215 "
+        "request(s) rescheduled (373752 tokens affected).\n")
+    hits = [f for f in report_of([str(log)]).findings if f.code == "DIAG-E002"]
+    assert len(hits) == 1
+    assert hits[0].evidence["counts"] == {"kv_connector": 1, "kv_load_recovered": 215}
