@@ -24,20 +24,21 @@ SHARED_ROWS = json.loads((DATA / "shared-real-logs.json").read_text())
 JUDGED = ("warning", "error")   # info findings (log noise) are not part of a diagnosis
 
 
-def reported(path: Path) -> tuple[int, list[str], list[str]]:
-    """(stats records, sorted warning/error codes, skipped reasons) of one excerpt read alone."""
+def check(path: Path, row: dict) -> None:
+    """One excerpt read alone: its stats records, its warning/error codes (exactly), and where the
+    diagnosis is a state rather than a finding (stats absent or disabled), the endpoint's health and facts."""
     recs, _ = parse_bulk([path.read_bytes()], year=2025)
     report = report_of([str(path)])
+    assert [why for _, why in report.run.skipped] == []
+    assert sum(1 for r in recs if r.kind == "stats") == row["stats"]
     codes = sorted({f.code for f in report.findings if f.severity in JUDGED})
-    return sum(1 for r in recs if r.kind == "stats"), codes, [why for _, why in report.run.skipped]
-
-
-def check(path: Path, row: dict) -> None:
-    stats, codes, skipped = reported(path)
-    assert skipped == [], skipped
-    assert stats == row["stats"]
     assert codes == sorted(row["expected"]), (codes, row["expected"])
     assert not set(row["forbidden"]) & set(row["expected"])
+    endpoints = {e.id: e for e in report.endpoints}
+    for eid, health in row.get("health", {}).items():
+        assert endpoints[eid].health == health, (eid, endpoints[eid].health)
+    for eid, facts in row.get("facts", {}).items():
+        assert {k: endpoints[eid].facts.get(k) for k in facts} == facts
 
 
 def test_corpora_are_complete_and_sourced(real_logs: Path) -> None:
