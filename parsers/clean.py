@@ -67,9 +67,14 @@ COMPOSE = declare(
 )
 JOURNALD = declare(
     "journald", "prefix",
-    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[+-]\d{4}|Z)) \S+ [\w.@/-]+(?:\[\d+\])?: ",
-    samples=[
+    r"^(?:[^\W\d_]{3,5}\.? [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[+-]\d{4}|Z)) \S+ [\w.@/()-]+(?:\[\d+\])?: ",
+    samples=[  # the month is the locale's abbreviation (%b): "Aug", "déc.", "août"
         "Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707)     return cls(",
+        # https://github.com/LMCache/LMCache/issues/2106
+        "déc. 19 02:07:16 s-a60003 bash[2211352]: (EngineCore_DP0 pid=2211352) [2025-12-19 02:07:16,164] LMCache "
+        "WARNING: The cache block is in the storage, but it can't be retrieved (cache_engine.py:1473:lmcache.v1.cache_engine)",
+        # https://github.com/tstack/lnav/issues/1086
+        "nov. 29 20:23:37 uqbar rtkit-daemon[2654]: Supervising 0 threads of 0 processes of 0 users.",
         "Sep  2 07:01:12 gpu-node-3 vllm[112]: INFO 09-02 07:01:12 [loggers.py:271] Engine 000: idle",
         "2025-09-02T07:01:12+0000 gpu-node-3 vllm[112]: INFO 09-02 07:01:12 [loggers.py:271] Engine 000: idle",
     ],

@@ -54,7 +54,11 @@ def _load_taxonomy() -> tuple[Cause, ...]:
 TAXONOMY: tuple[Cause, ...] = _load_taxonomy()
 # An exception that matches no cause: DIAG-E005 names it.
 UNCLASSIFIED = Cause("exception", "unknown", "an unclassified exception", samples=("", ""), exceptions=("*",))
-CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED)}
+# A traceback whose exception line never came (the excerpt or the log ends inside it): its frames
+# tell where it was raised; rules/incidents.py takes one in start-up code as a start-up failure.
+CUT = Cause("cut_traceback", "unknown", "an exception escaped start-up code (traceback cut before its exception line)",
+            samples=("", ""), exceptions=("*",))
+CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT)}
 _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptions}
 
 _FAULT_FORMATS = []

@@ -95,6 +95,35 @@ UCX = declare(
     doc="UCX's own log lines (NIXL's transport): epoch-seconds time, host:pid:thread",
 )
 
+LMCACHE = declare(
+    "lmcache-record", "header",
+    r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\)\s?)*\[?(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,\d+)?\]\s*"
+    r"LMCache (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s?(?P<msg>.*?)"
+    r"(?:\s\((?P<src>[\w.]+\.py:\d+):[\w.]+\))?\s*$",
+    samples=[  # https://github.com/LMCache/LMCache/issues/1094, https://github.com/LMCache/LMCache/issues/1686
+        "[2025-07-18 05:59:19,796] LMCache INFO: Retrieved 0 out of 130 out of total 130 tokens "
+        "(cache_engine.py:508:lmcache.v1.cache_engine)",
+        "(VllmWorker rank=1 pid=421) [2025-09-24 07:10:25,908] LMCache ERROR: Num retrieved tokens: 0, num expected "
+        "tokens: 2560 (vllm_v1_adapter.py:480:lmcache.integration.vllm.vllm_v1_adapter)",
+    ],
+    emits="lmcache",
+    doc="LMCache's logger (a KV connector inside vLLM's processes): full date and time, level, (file:line:module)",
+)
+ROUTER = declare(
+    "rust-router-record", "header",
+    r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s+(?P<level>TRACE|DEBUG|INFO|WARN|ERROR)\s+"
+    r"(?:\w+\{[^{}]*\}:\s)?(?P<target>\w+(?:::\w+)*):\s(?:(?P<src>\S+\.rs:\d+):\s)?(?P<msg>.*)$",
+    samples=[  # https://github.com/vllm-project/router/pull/130, https://github.com/vllm-project/router/pull/47
+        "2026-03-31 13:29:07  INFO vllm_router_rs::server: src/server.rs:1046: Starting server on 0.0.0.0:10001",
+        '2026-01-15 02:30:17 DEBUG http_request{method=POST uri=/v1/completions version=HTTP/1.1 request_id='
+        '"cmpl-Ed4lG6IlaUQRpaugWzpnIB6a"}: vllm_router_rs::routers::http::vllm_pd_router: '
+        "src/routers/http/vllm_pd_router.rs:577: Prefill worker: <PREFILL_IP>:8000, Decode worker: "
+        "http://<DECODE_IP>:8000, Path: /v1/completions",
+    ],
+    emits="router",
+    doc="a P/D proxy's (vLLM router's) Rust tracing lines without the ISO 'T': date, level, span, target, file:line",
+)
+
 _LEVELS = {"WARN": "WARNING", "TRACE": "DEBUG"}
 
 
@@ -113,7 +142,12 @@ def parse_header(text: str) -> Header:
                 lvl = str(obj.get("level") or obj.get("lvl") or "").upper()
                 return Header("dynamo-jsonl", _LEVELS.get(lvl, lvl) or None, iso=obj.get("time"),
                               source=obj.get("target"), msg=str(msg))
-    elif c == "[":
+    if "LMCache " in text[:120]:
+        m = LMCACHE.regex.match(text)
+        if m:
+            return Header("lmcache", m["level"], iso=m["iso"], proc=m["proc"],
+                          pid=int(m["pid"]) if m["pid"] else None, source=m["src"], msg=m["msg"])
+    if c == "[":
         m = SGLANG.regex.match(text)
         if m:
             return Header("sglang", None, iso=m["iso"], source=m["src"].strip() or None, msg=m["msg"])
@@ -133,6 +167,10 @@ def parse_header(text: str) -> Header:
         m = ORCHESTRATOR.regex.match(text)
         if m:
             return Header("orchestrator", m["level"], iso=m["iso"], msg=m["msg"])
+        m = ROUTER.regex.match(text)
+        if m:
+            lvl = m["level"]
+            return Header("router", _LEVELS.get(lvl, lvl), iso=m["iso"], source=m["src"] or m["target"], msg=m["msg"])
     m = VLLM.regex.match(text)
     if m:
         return Header("vllm", m["level"], md=m["md"], proc=m["proc"], pid=int(m["pid"]) if m["pid"] else None,

@@ -418,7 +418,7 @@ def parse_blocks(blocks: Iterable[bytes], *, year: int | None = None, tz_offset_
             stats_chunks.append(stats)
         if kv.height:
             kv_chunks.append(kv)
-    records.extend(bp.release())
+    records.extend([*bp.release(), *bp.parser.cut_tracebacks()])  # the end: open tracebacks were cut
     return Parsed(records, _concat(stats_chunks, empty_stats), _concat(kv_chunks, empty_kv), bp.counts)
 
 
@@ -511,7 +511,7 @@ class StreamParser:
         if self._partial:
             raw, self._partial = self._partial, b""
             out.extend(self._block(raw))
-        out.extend(self._blocks.release())
+        out.extend([*self._blocks.release(), *self._blocks.parser.cut_tracebacks()])
         return out
 
 

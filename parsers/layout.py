@@ -133,10 +133,14 @@ _PROM_LINE = re.compile(r"^(?:> ?)?(?:#? ?(?:HELP|TYPE) \S+.*|[a-zA-Z_:][\w:]*(?
 def sniff_kind(head_text: str) -> str:
     """What a file with an uninformative name holds, from its first lines: ``orchestrator`` (srtctl's
     ``YYYY-MM-DD HH:MM:SS [LEVEL]`` lines), ``prometheus-text`` (exposition format, also pasted with
-    ``> `` quotes), ``worker`` (vLLM / Dynamo / SGLang records or any record trigger) or ``unknown``."""
-    from .clean import logical_lines
+    ``> `` quotes), ``worker`` (any recognised record: a vLLM / Dynamo / SGLang / LMCache / router line, a record
+    trigger, a request or access line) or ``unknown``."""
+    from .clean import PROGRESS, logical_lines
     from .headers import parse_header
     from .lineparser import TRIGGERS
+    from .noise import NOISE
+
+    served = [f.regex for f in NOISE if f is not PROGRESS]
 
     counts = {"orchestrator": 0, "worker": 0, "prom": 0, "lines": 0, "triggers": 0}
     for raw in head_text.splitlines()[:400]:
@@ -152,7 +156,7 @@ def sniff_kind(head_text: str) -> str:
             cls = parse_header(text).cls
             if cls == "orchestrator":
                 counts["orchestrator"] += 1
-            elif cls != "unknown":
+            elif cls != "unknown" or any(r.search(text) for r in served):
                 counts["worker"] += 1
     if counts["lines"] and counts["prom"] * 2 >= counts["lines"]:
         return "prometheus-text"

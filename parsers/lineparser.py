@@ -97,7 +97,8 @@ class LineParser:
         self._tz = tz_offset_s
         self._last_md: tuple[str | None, datetime | None] = (None, None)  # engines share a second
         self._month: tuple[str | None, int | None] = (None, None)        # the month last seen, its year
-        # per process key: [first line of the traceback, whether a frame ran in a KV connector, function names]
+        # per process key: [first line of the traceback, whether a frame ran in a KV connector, function names,
+        # the stamp of its first line]
         self._tb_open: dict[tuple[str | None, int | None, int | None], list[Any]] = {}
 
     def _resolve(self, md: str) -> datetime | None:
@@ -169,18 +170,18 @@ class LineParser:
         recs = self.parse_message(msg, line, hdr, stamp)
         key = (hdr.proc, hdr.pid, task)
         if "Traceback (most recent call last)" in msg:
-            self._tb_open[key] = [line, False, []]
+            self._tb_open[key] = [line, False, [], stamp]
             return recs
         frame = _FRAME.match(msg)
         if frame:  # a traceback whose head was cut off still groups from its first frame
-            tb = self._tb_open.setdefault(key, [line, False, []])
+            tb = self._tb_open.setdefault(key, [line, False, [], stamp])
             tb[1] = tb[1] or any(p in frame["path"] for p in _CONNECTOR_PATHS)
             if frame["fn"]:
                 tb[2] = [*tb[2][-11:], frame["fn"]]
             return recs
         exc = faults.exception_line(msg) if key in self._tb_open else None
         if exc is not None:
-            start, in_connector, fns = self._tb_open.pop(key)
+            start, in_connector, fns, _ = self._tb_open.pop(key)
             exc_text = f"{exc[0]}: {exc[1]}" if exc[1] else exc[0]
             for i, r in enumerate(recs):
                 if isinstance(r, Fault):
@@ -202,6 +203,18 @@ class LineParser:
         if hdr.source:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs
+
+    def cut_tracebacks(self) -> list[Fault]:
+        """At the end of the input: each traceback still open (its frames seen, its exception line
+        never) as a fault of cause ``cut_traceback`` carrying its frames; the rules judge it by them."""
+        out = []
+        for start, _, fns, stamp in self._tb_open.values():
+            if fns:
+                out.append(Fault(start, cause=faults.CUT.name, message=f"traceback cut before its exception line "
+                                 f"(innermost frame seen: {fns[-1]})", traceback_line=start, frames=tuple(fns),
+                                 **stamp))
+        self._tb_open.clear()
+        return out
 
     def _fast(self, line: int, raw: str, nxt: str | None, prv: str | None) -> list[Record] | None:
         """The one stats record of a clean stats line, or None to take the general path."""

@@ -17,6 +17,19 @@ REQUEST = declare(
     ],
     emits="request",
 )
+PROXY_REQUEST = declare(
+    "proxy-request-noise", "noise", r"Prefill worker: \S+, Decode worker: \S+|route_completion called",
+    samples=[  # https://github.com/vllm-project/router/pull/47, https://github.com/vllm-project/router/pull/130
+        '2026-01-15 02:30:17 DEBUG http_request{method=POST uri=/v1/completions version=HTTP/1.1 request_id='
+        '"cmpl-Ed4lG6IlaUQRpaugWzpnIB6a"}: vllm_router_rs::routers::http::vllm_pd_router: '
+        "src/routers/http/vllm_pd_router.rs:577: Prefill worker: <PREFILL_IP>:8000, Decode worker: "
+        "http://<DECODE_IP>:8000, Path: /v1/completions",
+        "2026-03-31 13:30:20  INFO vllm_router_rs::routers::http::vllm_pd_router: "
+        "src/routers/http/vllm_pd_router.rs:1454: vLLM route_completion called, use_discovery=false",
+    ],
+    emits="request",
+    doc="a P/D proxy routing one request to a prefill and a decode worker: a request served",
+)
 HTTP_PROBE = declare(
     "http-probe-noise", "noise",
     r'http response sent.*(?:/health|/metrics|/live|/ready)|"GET /(?:health|metrics|ping|live|ready|v1/models)\S* HTTP',
@@ -59,4 +72,4 @@ NCCL_RAY = declare(
 )
 
 # Order matters: the first category that matches a line names it.
-NOISE: tuple[LineFormat, ...] = (REQUEST, HTTP_PROBE, ACCESS, SELECTOR, NCCL_RAY, PROGRESS)
+NOISE: tuple[LineFormat, ...] = (REQUEST, PROXY_REQUEST, HTTP_PROBE, ACCESS, SELECTOR, NCCL_RAY, PROGRESS)

@@ -75,6 +75,7 @@ def v1_from_groups(g: dict[str, str | None], line: int, ts: object, md: str | No
 V0 = declare(
     "vllm-v0-stats", "record",
     r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
+    r"(?:[A-Z][\w /]{0,40}:\s?[\d.]+ ?[a-z]{1,3}, ){0,4}"   # timing fields of some 2024 builds (Max iteration time)
     r"Running: (?P<running>\d+) reqs, Swapped: (?P<swapped>\d+) reqs, Pending: (?P<pending>\d+) reqs, "
     r"GPU KV cache usage: (?P<kv>[\d.]+)%, CPU KV cache usage: (?P<cpu>[\d.]+)%\.?",
     samples=[
@@ -82,6 +83,10 @@ V0 = declare(
         "tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 84.9%, CPU KV cache usage: 0.0%",
         "INFO 05-22 10:01:12 [metrics.py:229] Avg prompt throughput: 250.3 tokens/s, Avg generation throughput: 12.0 "
         "tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 2 reqs, GPU KV cache usage: 0.3%, CPU KV cache usage: 0.0%.",
+        # https://github.com/vllm-project/vllm/issues/2731
+        "INFO 02-01 06:36:05 llm_engine.py:921] Avg prompt throughput: 382.6 tokens/s, Avg generation throughput: "
+        "118.5 tokens/s, Max iteration time: 386.7 ms, Avg time/tok:149.4 ms, Running: 35 reqs, Swapped: 0 reqs, "
+        "Pending: 115 reqs, GPU KV cache usage: 99.0%, CPU KV cache usage: 0.0%",
     ],
     emits="stats",
     triggers=("Avg prompt throughput",),

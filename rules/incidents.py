@@ -12,7 +12,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from statistics import median
 
-from diag.parsers.faults import CAUSES, TAXONOMY, UNCLASSIFIED
+from diag.parsers.faults import CAUSES, CUT, TAXONOMY, UNCLASSIFIED
 from diag.parsers.records import Fault, KVTransfer, Record, StartupFact, StatsSample
 
 from .catalog import Rule
@@ -24,7 +24,7 @@ from .templating import _finding, _loc
 
 _EPOCH = datetime.min.replace(tzinfo=UTC)
 # The taxonomy (parsers/catalog/faults.toml) is the one source of causes: its order is the rank.
-CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death), UNCLASSIFIED.name,
+CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death), UNCLASSIFIED.name, CUT.name,
               *(c.name for c in TAXONOMY if c.death))
 DEATH = frozenset(c.name for c in TAXONOMY if c.death)
 FATAL = frozenset(c.name for c in TAXONOMY if c.fatal)
@@ -35,7 +35,14 @@ RUNTIME_MARKERS = ("EngineDeadError", "output_handler", "execute_model", "RPC ca
                    "update_from_output", "synchronize_input_prep")
 STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run", "initialize_kv_caches",
                    "from_vllm_config", "__init__", "wait_for_engine_startup", "run_engine_core", "init_device",
-                   "initialization failed", "failed to start", "launch_core_engines", "make_async_mp_client")
+                   "initialization failed", "failed to start", "launch_core_engines", "make_async_mp_client",
+                   "capture_model", "capture_end")
+
+
+def _startup_frames(fault: Fault) -> bool:
+    """A traceback running through start-up code (and no serving code)."""
+    text = " ".join(fault.frames)
+    return any(m in text for m in STARTUP_MARKERS) and not any(m in text for m in RUNTIME_MARKERS)
 
 
 def _before(rec: Record, rfile: str, fault: Fault, ffile: str) -> bool:
@@ -93,25 +100,37 @@ def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[li
     return groups
 
 
+def fatal_phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str | None:
+    """The phase of an incident that killed or kept an engine from starting, None when it did not:
+    a death or fatal cause in it, or a traceback cut inside start-up code before any serving (an
+    exception escaping an engine's construction stops it from starting, whatever its type)."""
+    causes = {f.cause for _, _, f in group}
+    if causes & (DEATH | FATAL):
+        return _phase(run, group, ready)
+    if any(f.cause == CUT.name and _startup_frames(f) for _, _, f in group) and \
+            _phase(run, group, ready) == "startup":
+        return "startup"
+    return None
+
+
 def fault_incident(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
     faults = run.faults()
     ready = run.ready_at()
     out = []
     for group in _incidents(faults, float(p["window_s"])):
-        causes = {f.cause for _, _, f in group}
-        if not causes & (DEATH | FATAL):
+        if fatal_phase(run, group, ready) != p["phase"]:
             continue
         root = min(group, key=lambda t: (CAUSE_RANK.index(t[2].cause) if t[2].cause in CAUSE_RANK else 99,
                                           t[2].ts or _EPOCH, t[2].line))
         eid, file, fault = root
-        if _phase(run, group, ready) != p["phase"]:
-            continue
         fan = Counter(f.cause for _, _, f in group)
         endpoints = sorted({e for e, _, _ in group})
         msg = f"{eid}: {CAUSE_TEXT.get(fault.cause, fault.cause)}"
         if fault.exception:
             msg += f" ({fault.exception[:160]})"
+        elif fault.cause == CUT.name and fault.frames:
+            msg += f" (innermost frame seen: {fault.frames[-1]})"
         if len(group) > 1:
             msg += f"; {len(group) - 1} follow-on error(s) folded in" + (
                 f" across {', '.join(endpoints)}" if len(endpoints) > 1 else "")
@@ -142,9 +161,10 @@ def uncaught_exception(rule: Rule, run: Run) -> list[Finding]:
     knows ("unclassified") and those of a non-fatal class (config), each quoted once per endpoint."""
     p = rule.params
     classes = set(p["classes"])
+    ready = run.ready_at()
     out = []
     for group in _incidents(run.faults(), float(p["window_s"])):
-        if {f.cause for _, _, f in group} & (DEATH | FATAL):
+        if fatal_phase(run, group, ready) is not None:
             continue  # E001/E004 name it as the root cause
         seen: dict[tuple[str, str], list[tuple[str, Fault]]] = {}
         for eid, file, f in group:

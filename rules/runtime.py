@@ -19,7 +19,7 @@ import polars as pl
 
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
-from . import effective, incidents, startup_rule, validity
+from . import effective, incidents, kv_trend, startup_rule, validity
 from .catalog import Rule
 from .finding import Finding
 from .runmodel import Endpoint, Run
@@ -33,6 +33,7 @@ TEMPLATES: dict[str, Template] = {
     "uncaught_exception": incidents.uncaught_exception,
     "startup_stage": startup_rule.startup_stage,
     "run_validity": validity.run_validity,
+    "kv_filling": kv_trend.kv_filling,
 }
 
 
@@ -240,24 +241,15 @@ def _zero_stall(rule: Rule, ep: Endpoint, eng: str, df: pl.DataFrame) -> list[Fi
 
 # ---------------------------------------------------------------- threshold over a window (K001)
 
-def _forecast(kv: pl.DataFrame, before: datetime, samples: int) -> dict[str, Any] | None:
-    """Slope of the endpoint's KV usage over the last ``samples`` times before ``before``
-    (``kv``: max KV per timestamp, sorted)."""
-    df = kv.filter(pl.col("ts") < before).tail(samples)
-    if df.height < 3:
-        return None
-    t0 = df["ts"][0]
-    xs = [(t - t0).total_seconds() for t in df["ts"]]
-    ys = df["kv_usage"].to_list()
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    var = sum((x - mx) ** 2 for x in xs)
-    if var == 0:
-        return None
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var  # % per second
-    if slope <= 0:
-        return None
-    return {"kv_rise_pct_per_min": round(slope * 60, 2),
-            "time_to_full_s": round(max(0.0, (100 - ys[-1]) / slope), 0), "from_pct": ys[0], "to_pct": ys[-1]}
+def _bridge_refills(cond: list[bool], refill: list[bool]) -> list[bool]:
+    """A saturated engine with a standing queue refills the blocks its finished requests free at once:
+    one interval between two saturated ones, in which requests still wait and prefill ran (the queue
+    being admitted into the freed blocks), is part of the saturation, not a break in it."""
+    out = list(cond)
+    for i in range(1, len(cond) - 1):
+        if not cond[i] and refill[i] and cond[i - 1] and cond[i + 1]:
+            out[i] = True
+    return out
 
 
 @template("window_threshold")
@@ -270,8 +262,10 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
             continue
         df = (bucketed(ep.stats, iv).group_by("bucket")
               .agg(kv=pl.col("kv_usage").max(), waiting=pl.col("waiting").sum(),
-                   preempt=pl.col("preemptions").fill_null(0).sum()).sort("bucket"))
-        cond = ((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list()
+                   preempt=pl.col("preemptions").fill_null(0).sum(),
+                   prompt=pl.col("prompt_tps").fill_null(0).sum()).sort("bucket"))
+        cond = _bridge_refills(((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list(),
+                               ((df["waiting"] > 0) & (df["prompt"] > 0)).to_list())
         kv_by_ts = None
         buckets = df["bucket"].to_list()
         found = windows(buckets, cond, for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s)
@@ -287,7 +281,7 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
                                   "window_s": w.seconds}
             if kv_by_ts is None:
                 kv_by_ts = ep.stats.group_by("ts").agg(pl.col("kv_usage").max()).sort("ts")
-            fc = _forecast(kv_by_ts, w.start, int(p.get("forecast_samples", 6)))
+            fc = kv_trend.forecast(kv_by_ts, w.start, int(p.get("forecast_samples", 6)))
             msg = (f"KV cache at {ev['kv_pct_min']:.1f}-{ev['kv_pct_max']:.1f} % for {w.seconds:.0f} s with up to "
                    f"{ev['waiting_max']} waiting and {ev['preemptions']} preemptions")
             if fc:

@@ -189,6 +189,7 @@ def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -
             pending = (n, raw, None if before is None or before[1] else before[0])
     if pending is not None:
         out.extend(parser.feed(pending[0], pending[1], None, pending[2])[0])
+    out.extend(parser.cut_tracebacks())
     return out, counts
 
 

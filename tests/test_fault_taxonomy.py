@@ -59,3 +59,19 @@ def test_unclassified_exception_yields_a_finding(tmp_path) -> None:
     hits = [f for f in report.findings if f.code == "DIAG-E005"]
     assert len(hits) == 1 and "QuuxWidgetError: the widget is quuxed" in hits[0].message
     assert hits[0].evidence["cause_class"] == "unclassified"
+
+
+@pytest.mark.parametrize(("frames", "codes"), [
+    (("run_mp_engine", "from_vllm_config", "__init__"), {"DIAG-E004"}),   # cut inside an engine's construction
+    (("worker_main", "load_model"), {"DIAG-E004"}),
+    (("run_busy_loop", "step", "execute_model"), set()),                  # runtime: the exception is unknown
+    (("shutdown", "destroy_process_group"), set()),                       # teardown
+])
+def test_cut_traceback_is_judged_by_its_frames(tmp_path, frames: tuple[str, ...], codes: set[str]) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("".join(f'(EngineCore pid=9)   File "/x/vllm/engine.py", line {i}, in {fn}\n'
+                           f"(EngineCore pid=9)     call_{i}()\n" for i, fn in enumerate(frames, 1)))
+    report = report_of([str(log)])
+    assert {f.code for f in report.findings if f.severity != "info"} == codes
+    if codes:
+        assert f"innermost frame seen: {frames[-1]}" in report.findings[0].message

@@ -15,7 +15,7 @@ CASES = [(r, i, ex) for r in RULES for i, ex in enumerate(r.examples)]
 
 def test_runtime_catalog_is_complete() -> None:
     codes = {r.code for r in RULES}
-    assert codes == {"DIAG-B001", "DIAG-B002", "DIAG-B003", "DIAG-B004", "DIAG-K001", "DIAG-K002", "DIAG-K003",
+    assert codes == {"DIAG-B001", "DIAG-B002", "DIAG-B003", "DIAG-B004", "DIAG-K001", "DIAG-K002", "DIAG-K003", "DIAG-K004",
                      "DIAG-L001", "DIAG-L002", "DIAG-E001", "DIAG-E002", "DIAG-E003", "DIAG-E004", "DIAG-E005",
                      "DIAG-E006", "DIAG-A001", "DIAG-D001", "DIAG-S001", "DIAG-V001", "DIAG-V002",
                      "DIAG-V003"}
