@@ -2,7 +2,7 @@
 
 * :func:`parse_bulk` takes a file's content in blocks. polars splits each block into lines and
   keeps only those holding a record trigger (a literal prefilter built from the format registry);
-  noise and ANSI lines are counted by polars, so no Python code runs for them.
+  noise and ANSI lines are counted by polars (:mod:`parsers.counts`), so no Python code runs for them.
 * :class:`StreamParser` takes bytes as they are appended (follow mode), from any offset, and
   feeds the same :class:`LineParser` the same candidate lines.
 
@@ -23,82 +23,13 @@ import polars as pl
 
 from . import benchmark as _benchmark
 from .columns import empty_kv, empty_stats, extract, kv_records, stats_records
+from .counts import Counts, classified_spans, classify_span
 from .formats import REGISTRY
 from .lineparser import TRIGGER_PATTERN, LineParser
-from .noise import NOISE
 from .records import Record
 
 for _fmt in _benchmark.BENCH_OUT_FORMATS:  # whole-file formats: declared here so the format tests run them
     REGISTRY.setdefault(_fmt.name, _fmt)
-
-ANSI_PATTERN = r"\x1b\[|\^\[\[|#033\[|\[\d{1,3}(?:;\d{1,3})*m"
-NOISE_NAMES = tuple(f.emits for f in NOISE)
-
-
-# Noise and ANSI are classified per line by regexes, which costs more than finding the records. On a
-# large log they are classified on a sample of lines, fixed by line number (so every path and every
-# block size samples the same lines): the first CLASSIFY_HEAD lines, then the first CLASSIFY_WINDOW
-# lines of every CLASSIFY_EVERY. The counts of the rest are estimated from the sample (``exact`` false).
-CLASSIFY_HEAD = 1 << 18
-CLASSIFY_WINDOW = 1 << 16
-CLASSIFY_EVERY = 1 << 19
-
-
-def classified_spans(first_line: int, n: int) -> list[tuple[int, int]]:
-    """Row spans ``[a, b)`` of a block of ``n`` lines starting at line ``first_line`` whose noise and
-    ANSI are classified (the whole block, for the first lines of a file and for every small log)."""
-    spans: list[tuple[int, int]] = []
-    end = first_line + n                        # line numbers [first_line, end)
-    if first_line <= CLASSIFY_HEAD:
-        spans.append((0, min(n, CLASSIFY_HEAD + 1 - first_line)))
-    k = max(first_line - 1, CLASSIFY_HEAD) // CLASSIFY_EVERY
-    while k * CLASSIFY_EVERY + 1 < end:
-        a = max(k * CLASSIFY_EVERY + 1, first_line, CLASSIFY_HEAD + 1)
-        b = min(k * CLASSIFY_EVERY + 1 + CLASSIFY_WINDOW, end)
-        if a < b:
-            spans.append((a - first_line, b - first_line))
-        k += 1
-    return spans
-
-
-@dataclass
-class Counts:
-    """Per-source line accounting. ``lines`` and ``candidates`` are exact; ``ansi_lines`` and ``noise``
-    count the classified lines, all but ``unclassified`` of them: :meth:`estimate` scales them up."""
-
-    lines: int = 0
-    candidates: int = 0
-    ansi_lines: int = 0
-    noise: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NOISE_NAMES, 0))
-    unclassified: int = 0
-    last: tuple[str, bool] | None = field(default=None, repr=False, compare=False)  # a block's last line
-
-    @property
-    def noise_lines(self) -> int:
-        return sum(self.noise.values())
-
-    @property
-    def exact(self) -> bool:
-        """Every line's noise and ANSI were classified."""
-        return self.unclassified == 0
-
-    def estimate(self) -> Counts:
-        """The counts with noise and ANSI scaled from the classified lines to all of them."""
-        seen = self.lines - self.unclassified
-        if self.exact or seen <= 0:
-            return self
-        f = self.lines / seen
-        return Counts(self.lines, self.candidates, round(self.ansi_lines * f),
-                      {k: round(v * f) for k, v in self.noise.items()}, self.unclassified)
-
-    def add(self, other: Counts) -> None:
-        self.lines += other.lines
-        self.candidates += other.candidates
-        self.ansi_lines += other.ansi_lines
-        self.unclassified += other.unclassified
-        for k, v in other.noise.items():
-            self.noise[k] = self.noise.get(k, 0) + v
-
 
 MAX_LINE = 1 << 20   # a log line longer than this keeps its first MAX_LINE bytes (a record is far shorter)
 
@@ -185,11 +116,6 @@ class ParsedLog:
         return merged_records(self.records, self.stats, self.kv)
 
 
-# A progress bar (the last noise category) holds "%" or ends in "/s]" / "/it]": its regex, the only
-# costly one, runs on those lines only.
-_PROGRESS_LITERALS = ["%", "/s]", "/it]"]
-
-
 def _compressed_magic(block: bytes) -> bool:
     """polars' line reader inflates a buffer that starts like gzip, zlib or zstd data."""
     return block[:2] == b"\x1f\x8b" or block[:4] == b"\x28\xb5\x2f\xfd" or \
@@ -212,27 +138,6 @@ def _bulk_classify(block: bytes) -> pl.DataFrame:
     return _lines(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect()
 
 
-def _classify_span(df: pl.DataFrame, counts: Counts) -> None:
-    """ANSI lines and noise per category of a span of lines: a non-candidate line counts for the first
-    category it matches (the progress-bar regex, the costly one, only on lines that may be one)."""
-    col = pl.col("line")
-    flags = df.select(col, pl.col("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
-                      *[col.str.contains(f.regex.pattern).alias(f"noise{i}") for i, f in enumerate(NOISE[:-1])],
-                      col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress"))
-    free = ~pl.col("cand")
-    sums = [pl.col("ansi").sum()]
-    for i in range(len(NOISE) - 1):
-        sums.append((free & pl.col(f"noise{i}")).sum().alias(str(i)))
-        free = free & ~pl.col(f"noise{i}")
-    row = flags.select(*sums).row(0)
-    counts.ansi_lines += int(row[0])
-    for i, v in enumerate(row[1:]):
-        counts.noise[NOISE[i].emits] += int(v)
-    rest = flags.filter(free & pl.col("maybe_progress"))["line"]
-    if rest.len():
-        counts.noise[NOISE[-1].emits] += int(rest.str.contains(NOISE[-1].regex.pattern).sum())
-
-
 def _block_frame(block: bytes, first_line: int) -> tuple[
         list[tuple[int, str, str | None, str | None]], pl.DataFrame, pl.DataFrame, Counts]:
     """One block: the candidate lines the line parser must see (number, text, next line, previous
@@ -247,7 +152,7 @@ def _block_frame(block: bytes, first_line: int) -> tuple[
     if n == 0:
         return [], empty_stats(), empty_kv(), counts
     for a, b in classified_spans(first_line, n):
-        _classify_span(df.slice(a, b - a), counts)
+        classify_span(df.slice(a, b - a), counts)
         counts.unclassified -= b - a
     lines, is_cand = df["line"], df["cand"]
     idx = is_cand.arg_true()

@@ -17,8 +17,9 @@ from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
 
+from diag.parsers.counts import Counts
 from diag.parsers.flags import parse_flag_string
-from diag.parsers.ingest import Counts, ParsedLog
+from diag.parsers.ingest import ParsedLog
 from diag.parsers.recipe import Recipe, build_recipe
 from diag.parsers.recipe_yaml import load_yaml
 from diag.parsers.records import (

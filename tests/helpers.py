@@ -153,7 +153,7 @@ def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -
     regexes classify) goes to one :class:`LineParser` with its neighbours, as the bulk path once did
     for every line. The bulk and the streaming path must give the same (their stats/KV rows as
     records)."""
-    from diag.parsers.ingest import ANSI_PATTERN, Counts
+    from diag.parsers.counts import ANSI_PATTERN, Counts
 
     ansi = re.compile(ANSI_PATTERN)
     parser = LineParser(year, tz_offset_s)

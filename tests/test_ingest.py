@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from diag.parsers.ingest import ANSI_PATTERN, StreamParser, merged_records, parse_bulk
+from diag.parsers.counts import ANSI_PATTERN
+from diag.parsers.ingest import StreamParser, merged_records, parse_bulk
 from diag.parsers.lineparser import TRIGGER_PATTERN
 from diag.parsers.noise import NOISE
 
@@ -141,7 +142,7 @@ def test_progress_bar_literals_cover_its_regex() -> None:
     """The bulk path runs the progress-bar regex only on lines holding one of its literals."""
     import re
 
-    from diag.parsers.ingest import _PROGRESS_LITERALS
+    from diag.parsers.counts import _PROGRESS_LITERALS
 
     fmt = NOISE[-1]
     assert fmt.emits == "progress-bar"
@@ -160,15 +161,15 @@ def test_blocks_that_look_compressed_are_read_as_text(data: bytes) -> None:
 def test_classified_spans_depend_on_line_numbers_only() -> None:
     """However a log is cut into blocks, the same lines are classified: the head, then one window in
     every stretch."""
-    from diag.parsers import ingest
+    from diag.parsers import counts
 
-    head, window, every = ingest.CLASSIFY_HEAD, ingest.CLASSIFY_WINDOW, ingest.CLASSIFY_EVERY
+    head, window, every = counts.CLASSIFY_HEAD, counts.CLASSIFY_WINDOW, counts.CLASSIFY_EVERY
     total = 3 * every + 12345
 
     def chosen(cuts: list[int]) -> set[int]:
         out: set[int] = set()
         for first, end in itertools.pairwise(cuts):
-            for a, b in ingest.classified_spans(first, end - first):
+            for a, b in counts.classified_spans(first, end - first):
                 assert 0 <= a < b <= end - first
                 out.update(range(first + a, first + b))
         return out
@@ -184,11 +185,11 @@ def test_noise_and_ansi_of_a_large_log_are_estimated_the_same_way_by_every_path(
     """On a log longer than the classified head, only the sampled lines are classified: bulk (any
     block size) and streaming count the same lines; lines, candidates and records stay exact, and the
     estimate is close to the exact counts of the record path."""
-    from diag.parsers import ingest
+    from diag.parsers import counts
 
-    monkeypatch.setattr(ingest, "CLASSIFY_HEAD", 64)
-    monkeypatch.setattr(ingest, "CLASSIFY_WINDOW", 32)
-    monkeypatch.setattr(ingest, "CLASSIFY_EVERY", 96)
+    monkeypatch.setattr(counts, "CLASSIFY_HEAD", 64)
+    monkeypatch.setattr(counts, "CLASSIFY_WINDOW", 32)
+    monkeypatch.setattr(counts, "CLASSIFY_EVERY", 96)
     path = next((SAMPLES / "runs" / "nixl-failures" / "logs").glob("*decode_w0.out"))
     data = path.read_bytes()
     exact_recs, exact = record_path(data, year=2026)

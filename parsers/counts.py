@@ -1,0 +1,105 @@
+"""Line accounting: how many lines a log has, how many were record candidates, and how many were
+noise (per category) or carried ANSI escapes. Noise and ANSI are classified on every line of a small
+log and on a fixed sample of the lines of a large one (:func:`classified_spans`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from .noise import NOISE
+
+ANSI_PATTERN = r"\x1b\[|\^\[\[|#033\[|\[\d{1,3}(?:;\d{1,3})*m"
+NOISE_NAMES = tuple(f.emits for f in NOISE)
+
+
+# Noise and ANSI are classified per line by regexes, which costs more than finding the records. On a
+# large log they are classified on a sample of lines, fixed by line number (so every path and every
+# block size samples the same lines): the first CLASSIFY_HEAD lines, then the first CLASSIFY_WINDOW
+# lines of every CLASSIFY_EVERY. The counts of the rest are estimated from the sample (``exact`` false).
+CLASSIFY_HEAD = 1 << 18
+CLASSIFY_WINDOW = 1 << 16
+CLASSIFY_EVERY = 1 << 19
+
+
+def classified_spans(first_line: int, n: int) -> list[tuple[int, int]]:
+    """Row spans ``[a, b)`` of a block of ``n`` lines starting at line ``first_line`` whose noise and
+    ANSI are classified (the whole block, for the first lines of a file and for every small log)."""
+    spans: list[tuple[int, int]] = []
+    end = first_line + n                        # line numbers [first_line, end)
+    if first_line <= CLASSIFY_HEAD:
+        spans.append((0, min(n, CLASSIFY_HEAD + 1 - first_line)))
+    k = max(first_line - 1, CLASSIFY_HEAD) // CLASSIFY_EVERY
+    while k * CLASSIFY_EVERY + 1 < end:
+        a = max(k * CLASSIFY_EVERY + 1, first_line, CLASSIFY_HEAD + 1)
+        b = min(k * CLASSIFY_EVERY + 1 + CLASSIFY_WINDOW, end)
+        if a < b:
+            spans.append((a - first_line, b - first_line))
+        k += 1
+    return spans
+
+
+@dataclass
+class Counts:
+    """Per-source line accounting. ``lines`` and ``candidates`` are exact; ``ansi_lines`` and ``noise``
+    count the classified lines, all but ``unclassified`` of them: :meth:`estimate` scales them up."""
+
+    lines: int = 0
+    candidates: int = 0
+    ansi_lines: int = 0
+    noise: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NOISE_NAMES, 0))
+    unclassified: int = 0
+    last: tuple[str, bool] | None = field(default=None, repr=False, compare=False)  # a block's last line
+
+    @property
+    def noise_lines(self) -> int:
+        return sum(self.noise.values())
+
+    @property
+    def exact(self) -> bool:
+        """Every line's noise and ANSI were classified."""
+        return self.unclassified == 0
+
+    def estimate(self) -> Counts:
+        """The counts with noise and ANSI scaled from the classified lines to all of them."""
+        seen = self.lines - self.unclassified
+        if self.exact or seen <= 0:
+            return self
+        f = self.lines / seen
+        return Counts(self.lines, self.candidates, round(self.ansi_lines * f),
+                      {k: round(v * f) for k, v in self.noise.items()}, self.unclassified)
+
+    def add(self, other: Counts) -> None:
+        self.lines += other.lines
+        self.candidates += other.candidates
+        self.ansi_lines += other.ansi_lines
+        self.unclassified += other.unclassified
+        for k, v in other.noise.items():
+            self.noise[k] = self.noise.get(k, 0) + v
+
+
+# A progress bar (the last noise category) holds "%" or ends in "/s]" / "/it]": its regex, the only
+# costly one, runs on those lines only.
+_PROGRESS_LITERALS = ["%", "/s]", "/it]"]
+
+
+def classify_span(df: pl.DataFrame, counts: Counts) -> None:
+    """ANSI lines and noise per category of a span of lines: a non-candidate line counts for the first
+    category it matches (the progress-bar regex, the costly one, only on lines that may be one)."""
+    col = pl.col("line")
+    flags = df.select(col, pl.col("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
+                      *[col.str.contains(f.regex.pattern).alias(f"noise{i}") for i, f in enumerate(NOISE[:-1])],
+                      col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress"))
+    free = ~pl.col("cand")
+    sums = [pl.col("ansi").sum()]
+    for i in range(len(NOISE) - 1):
+        sums.append((free & pl.col(f"noise{i}")).sum().alias(str(i)))
+        free = free & ~pl.col(f"noise{i}")
+    row = flags.select(*sums).row(0)
+    counts.ansi_lines += int(row[0])
+    for i, v in enumerate(row[1:]):
+        counts.noise[NOISE[i].emits] += int(v)
+    rest = flags.filter(free & pl.col("maybe_progress"))["line"]
+    if rest.len():
+        counts.noise[NOISE[-1].emits] += int(rest.str.contains(NOISE[-1].regex.pattern).sum())
