@@ -516,7 +516,7 @@ async def test_plot_screens_draw_each_series() -> None:
         assert counts == {"rate": 2, "queues": 4, "kv": 5, "preempt": 2}
         kv = screen.query_one("#plot-kv", ChartPlot)
         assert kv.chart.hlines[0][0] == 95.0 and kv.chart.spans
-        drawn = kv.render().plain
+        drawn = kv.plain
         assert "DIAG-K001 kv_usage 95 %" in drawn and "░" in drawn and "decode-w0" in drawn
         draws = screen.draws
         await pilot.press("1")
@@ -527,7 +527,7 @@ async def test_plot_screens_draw_each_series() -> None:
         await until(pilot, lambda: isinstance(app.screen, PlotScreen) and app.screen.plots is not None)
         counts = {p.chart.key: p.series_count for p in app.screen.query(ChartPlot)}
         assert counts == {"rate": 2, "queues": 2, "kv": 8, "preempt": 1}
-        assert app.screen.endpoint == "decode-w0" and "engine 7" in app.screen.query_one("#plot-kv").render().plain
+        assert app.screen.endpoint == "decode-w0" and "engine 7" in app.screen.query_one("#plot-kv", ChartPlot).plain
 
 
 @sync
@@ -553,3 +553,38 @@ async def test_findings_log_and_copy_to_the_clipboard() -> None:
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = str(app.screen.query_one("#help", Static).render())
         assert "12s, 4m, 3h" in text and "seconds since" not in text
+
+
+@sync
+async def test_plot_charts_are_drawn_off_the_ui_thread_and_only_when_they_change(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import diag.tui.plotscreen as plotscreen
+    from diag.tui.plotscreen import ChartPlot, PlotScreen
+    from diag.tui.state import Snapshot
+
+    formatted: list[int] = []  # Textual names a worker by repr(args) unless told: seconds for a 24 h snapshot
+    monkeypatch.setattr(Snapshot, "__repr__", lambda self: formatted.append(self.seq) or "Snapshot")
+    threads: list[int] = []
+    draw_chart = plotscreen.draw_chart
+    monkeypatch.setattr(plotscreen, "draw_chart", lambda *a: threads.append(threading.get_ident()) or draw_chart(*a))
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, PlotScreen)
+                    and all(c.drawn and c.drawn.size == c.size for c in app.screen.query(ChartPlot)))
+        screen = app.screen
+        charts = list(screen.query(ChartPlot))
+        for c in charts:  # plotext's lines at the widget's size, shown as they are
+            assert len(c.drawn.lines) == c.size.height and {s.cell_length for s in c.drawn.lines} == {c.size.width}
+            assert c.render_line(0) is c.drawn.lines[0]
+        assert threads and threading.get_ident() not in threads
+        assert formatted == [], "the snapshot was formatted for a worker's name"
+        kept, built, draws = {c.key: c.drawn for c in charts}, len(threads), screen.draws
+        app.refresh_views()  # the same snapshot again: nothing to draw
+        await until(pilot, lambda: screen.draws > draws)
+        assert len(threads) == built and all(c.drawn is kept[c.key] for c in charts)
+        await pilot.resize_terminal(100, 40)  # a new size: every chart drawn again at its own
+        await until(pilot, lambda: all(c.drawn and c.drawn.size == c.size != kept[c.key].size for c in charts))
+        assert len(threads) >= built + len(charts)
+        assert all(len(c.drawn.lines) == c.size.height for c in charts)
