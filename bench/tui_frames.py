@@ -2,13 +2,23 @@
 
 Not a test: a measurement. It fills each endpoint's ring through the real :meth:`Ring.update` with 24 h
 of 10 s stats per engine (32 prefill endpoints × 4 engines, 32 decode × 8), builds one Snapshot, and
-runs the real app headless (Textual's ``run_test``) at a terminal size. A frame is timed two ways:
+runs the real app headless (Textual's ``run_test``) at a terminal size.
 
-* ``data (worker)``: the plot data (``plot_set``), which the app computes in a worker thread;
-* ``frame (UI)``: on the UI thread, the plotext calls of the four charts and Textual's layout, rendering
-  and compositing up to the next idle (``pilot.pause()``): what a redraw costs the screen;
-* ``draw (UI)``: the four charts' own ``render()`` (plotext ``build`` + ANSI → rich Text), timed apart.
-For the main table, ``draw`` is the screen's ``show`` (cells that changed) and ``frame`` adds the layout.
+A frame's cost is the UI thread's CPU time from the change up to Textual's next idle (``pilot.pause()``):
+the screen's own update, Textual's layout, rendering, compositing and the (headless) driver's write.
+The app runs on the bench's thread, so ``time.thread_time()`` counts exactly that; the wall time of the
+same span also holds Pilot's idle wait (≥ 20 ms of sleep) and whatever else the machine runs.
+
+* main table: ``show`` alternates between two snapshots whose every row's numbers differ (a poll that
+  changed nothing costs nothing and would measure nothing);
+* plot screens: ``worker, new data`` is :func:`draw_frame` with nothing drawn before (the chart data
+  and plotext's drawing of all four charts: the app runs it on a worker thread), ``frame (UI CPU)``
+  the UI thread showing its lines; ``same data``: the same refresh when nothing changed (charts kept);
+  ``show → lines handed to the UI``: the wall time through the app's own worker, from ``show`` to the
+  frame reaching the UI thread.
+
+The budget (``--budget-ms``, 50) applies to the UI-thread frames at the watch's 60-minute window; the
+whole-24-hours plot is a stress case.
 
     .venv/bin/python bench/tui_frames.py                 # 200×50, 30 frames per case
     .venv/bin/python bench/tui_frames.py --size 120x40 --frames 50 --json bench/out/tui.json
@@ -211,13 +221,16 @@ def main() -> int:
     result = asyncio.run(measure(snap, (int(cols), int(lines)), args.frames))
     width = max(len(k) for k in result)
     print(f"{'case':<{width}}  median    p95     max   (ms, {args.frames} frames, {args.size})")
-    worst = 0.0
+    worst = {"plot screens": 0.0, "main table": 0.0}
     for case, r in result.items():
         print(f"{case:<{width}}  {r['median_ms']:6.1f}  {r['p95_ms']:6.1f}  {r['max_ms']:6.1f}")
         if "frame (UI CPU)" in case and "24 h" not in case:  # the whole-24 h plot is a stress case: watch keeps 60 min
-            worst = max(worst, r["p95_ms"])
-    ok = worst <= args.budget_ms
-    print(f"worst p95 frame {worst:.1f} ms: {'within' if ok else 'OVER'} the {args.budget_ms:g} ms budget")
+            group = "main table" if case.startswith("main") else "plot screens"
+            worst[group] = max(worst[group], r["p95_ms"])
+    ok = all(w <= args.budget_ms for w in worst.values())
+    for group, w in worst.items():
+        print(f"{group}: worst p95 UI frame {w:.1f} ms, {'within' if w <= args.budget_ms else 'OVER'} "
+              f"the {args.budget_ms:g} ms budget")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"size": args.size, "frames": args.frames, "points": points,
