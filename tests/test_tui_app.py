@@ -588,3 +588,6 @@ async def test_plot_charts_are_drawn_off_the_ui_thread_and_only_when_they_change
         await until(pilot, lambda: all(c.drawn and c.drawn.size == c.size != kept[c.key].size for c in charts))
         assert len(threads) >= built + len(charts)
         assert all(len(c.drawn.lines) == c.size.height for c in charts)
+        theme = charts[0].drawn.theme
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"  # the colours follow
+        await until(pilot, lambda: all(c.drawn and c.drawn.theme == c.theme_name != theme for c in charts))

@@ -148,7 +148,14 @@ class ChartPlot(PlotextPlot):
         line = self.drawn.lines[y]
         return line if line.cell_length == width else line.adjust_cell_length(width)
 
+    def on_mount(self) -> None:  # beside textual-plotext's own handler, which registers the theme
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
+
     def on_resize(self) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """A new size or theme: the screen draws its charts again (once for all of them)."""
         screen = self.screen
         if isinstance(screen, PlotScreen):
             screen.redraw_soon()
