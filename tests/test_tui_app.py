@@ -591,3 +591,15 @@ async def test_plot_charts_are_drawn_off_the_ui_thread_and_only_when_they_change
         theme = charts[0].drawn.theme
         app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"  # the colours follow
         await until(pilot, lambda: all(c.drawn and c.drawn.theme == c.theme_name != theme for c in charts))
+
+
+@sync
+async def test_the_first_poll_is_frozen_out_of_the_collectors_walks_until_exit() -> None:
+    import gc
+
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        points = sum(len(e.series) for e in app.snapshot.endpoints)
+        assert points > 100 and app.frozen >= gc.get_freeze_count() > points, "the ring points are frozen"
+    assert gc.get_freeze_count() == 0, "handed back to the collector when the app exits"
