@@ -594,12 +594,18 @@ async def test_plot_charts_are_drawn_off_the_ui_thread_and_only_when_they_change
 
 
 @sync
-async def test_the_first_poll_is_frozen_out_of_the_collectors_walks_until_exit() -> None:
+async def test_the_first_poll_is_frozen_and_full_collections_wait_for_the_collecting_thread() -> None:
     import gc
 
+    threshold = gc.get_threshold()
     app = make_app(RUNS / "kv-exhaustion")
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         points = sum(len(e.series) for e in app.snapshot.endpoints)
         assert points > 100 and app.frozen >= gc.get_freeze_count() > points, "the ring points are frozen"
-    assert gc.get_freeze_count() == 0, "handed back to the collector when the app exits"
+        assert gc.get_threshold()[:2] == threshold[:2] and gc.get_threshold()[2] >= 1_000_000
+        ran = app.full_gc_at
+        app.full_gc_at -= 61  # a minute on: the next poll runs the full pass
+        app._collect()
+        await until(pilot, lambda: app.full_gc_at > ran)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold, "the collector's own rhythm back"

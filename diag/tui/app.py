@@ -31,6 +31,7 @@ from .state import WINDOWS, FindingRow, Snapshot, WatchState, by_code
 COMBO_S = 1.0    # "1" then "5" within this many seconds is the 15-minute window
 TOAST_S = 6.0    # a finding code's toast stays this long; openings of the code meanwhile add to its count
 TOAST_LINES = 2  # a toast's height (title, message; see watch.tcss)
+FULL_GC_S = 60.0  # the collector's full passes: at most one this often, on the collecting thread
 
 
 class WatchApp(App[None]):
@@ -60,6 +61,8 @@ class WatchApp(App[None]):
         self.toasts: dict[str, tuple[Notification, int, float]] = {}  # code → (toast, openings, expiry)
         self.unseen = 0  # findings opened that no toast showed (no room): the status line counts them
         self.frozen = 0  # objects of the first poll moved out of the collector's sight (see _collect)
+        self.full_gc_at = 0.0
+        self._gc_threshold = gc.get_threshold()
 
     # ------------------------------------------------------------------ collection
     def on_mount(self) -> None:
@@ -69,18 +72,31 @@ class WatchApp(App[None]):
     @work(thread=True, exclusive=True, group="collect", exit_on_error=False)
     def _collect(self) -> Snapshot:
         snap = self.state.step()
+        self._own_the_full_collections()
+        return snap
+
+    def _own_the_full_collections(self) -> None:
+        """CPython's full collections walk every tracked object: the ring points of a 64 × 24 h run
+        (~600k, 0.5-0.9 s a pass) and Textual's caches (~200k, 0.1-0.2 s), on the GIL, in whatever frame
+        allocates past the threshold (every few frames here). The first poll's objects are collected once
+        and frozen (still freed by reference counting, never walked again); after that full passes run
+        only here, between frames, at most once a FULL_GC_S (young generations are collected as usual)."""
+        now = time.monotonic()
         if not self.frozen:
-            # The first poll reads the run so far (up to 64 endpoints x 24 h of ring points: ~600k
-            # objects a full collection walks, ~0.5 s a pass on the UI thread's GIL, mid-frame). Collected
-            # once now, then frozen, they stay freed by reference counting but are never walked again.
             gc.collect()
             gc.freeze()
             self.frozen = gc.get_freeze_count()
-        return snap
+            young, middle, _ = self._gc_threshold
+            gc.set_threshold(young, middle, 1_000_000)
+            self.full_gc_at = now
+        elif now - self.full_gc_at >= FULL_GC_S:
+            gc.collect()
+            self.full_gc_at = now
 
     def on_unmount(self) -> None:
-        if self.frozen:
-            gc.unfreeze()  # back to the collector (an app run in a longer process, as in tests)
+        if self.frozen:  # back to the collector's own rhythm (an app run in a longer process, as in tests)
+            gc.unfreeze()
+            gc.set_threshold(*self._gc_threshold)
 
     def on_worker_state_changed(self, event: Any) -> None:
         worker = event.worker
