@@ -565,12 +565,23 @@ async def test_plot_charts_are_drawn_off_the_ui_thread_and_only_when_they_change
     formatted: list[int] = []  # Textual names a worker by repr(args) unless told: seconds for a 24 h snapshot
     monkeypatch.setattr(Snapshot, "__repr__", lambda self: formatted.append(self.seq) or "Snapshot")
     threads: list[int] = []
+    go = threading.Event()  # the worker's drawing waits until the placeholder was seen
     draw_chart = plotscreen.draw_chart
-    monkeypatch.setattr(plotscreen, "draw_chart", lambda *a: threads.append(threading.get_ident()) or draw_chart(*a))
+
+    def drawing(*args):
+        threads.append(threading.get_ident())
+        go.wait(20)
+        return draw_chart(*args)
+
+    monkeypatch.setattr(plotscreen, "draw_chart", drawing)
     app = make_app(RUNS / "kv-exhaustion")
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
         await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, PlotScreen) and bool(threads))
+        assert "computing plots" in str(app.screen.query_one("#plot-title", Static).render()), "opens at once"
+        assert not any(c.drawn for c in app.screen.query(ChartPlot))
+        go.set()
         await until(pilot, lambda: isinstance(app.screen, PlotScreen)
                     and all(c.drawn and c.drawn.size == c.size for c in app.screen.query(ChartPlot)))
         screen = app.screen
