@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import re
 import shutil
 import threading
@@ -465,7 +466,9 @@ async def test_toasts_coalesce_per_code_and_never_cover_the_table(size: tuple[in
 
 @sync
 async def test_a_fast_replay_raises_at_most_one_toast_per_code() -> None:
-    src = replay(RUNS / "engine-crash", speed=3000)
+    reads = itertools.count()  # the replay's clock moves per read, not with the wall: a slow poll (a loaded
+    src = replay(RUNS / "engine-crash", speed=3000,  # machine, the first poll's GC pass) cannot skip the run
+                 monotonic=lambda: next(reads) * 0.05)
     app = WatchApp(WatchState(src), interval=0.05)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
@@ -476,7 +479,7 @@ async def test_a_fast_replay_raises_at_most_one_toast_per_code() -> None:
             seen.append(len(notes) - len({n.title.split()[-2] for n in notes}))
             await pilot.pause(0.05)
         assert app.snapshot is not None and app.snapshot.done
-        assert max(seen) == 0, "two toasts for one code"
+        assert len(seen) >= 3 and max(seen) == 0, "two toasts for one code"
         assert any(e.event in ("open", "start") for e in app.snapshot.log)
 
 
