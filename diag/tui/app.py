@@ -31,7 +31,7 @@ from .state import WINDOWS, FindingRow, Snapshot, WatchState, by_code
 COMBO_S = 1.0    # "1" then "5" within this many seconds is the 15-minute window
 TOAST_S = 6.0    # a finding code's toast stays this long; openings of the code meanwhile add to its count
 TOAST_LINES = 2  # a toast's height (title, message; see watch.tcss)
-FULL_GC_S = 60.0  # the collector's full passes: at most one this often, on the collecting thread
+FULL_GC_S = 60.0  # the collector's full passes: at most one this often, after a poll
 
 
 class WatchApp(App[None]):
@@ -71,16 +71,15 @@ class WatchApp(App[None]):
 
     @work(thread=True, exclusive=True, group="collect", exit_on_error=False)
     def _collect(self) -> Snapshot:
-        snap = self.state.step()
-        self._own_the_full_collections()
-        return snap
+        return self.state.step()
 
     def _own_the_full_collections(self) -> None:
         """CPython's full collections walk every tracked object: the ring points of a 64 × 24 h run
         (~600k, 0.5-0.9 s a pass) and Textual's caches (~200k, 0.1-0.2 s), on the GIL, in whatever frame
         allocates past the threshold (every few frames here). The first poll's objects are collected once
         and frozen (still freed by reference counting, never walked again); after that full passes run
-        only here, between frames, at most once a FULL_GC_S (young generations are collected as usual)."""
+        only here, after a poll was shown, at most once a FULL_GC_S (young generations as usual). On the
+        UI thread, so an app that exits mid-poll never freezes after its unmount undid the freeze."""
         now = time.monotonic()
         if not self.frozen:
             gc.collect()
@@ -105,6 +104,7 @@ class WatchApp(App[None]):
         if event.state == WorkerState.SUCCESS:
             self.polls += 1
             self._show(worker.result)
+            self._own_the_full_collections()
             self._arm()
         elif event.state == WorkerState.ERROR:
             self.notify(f"collecting failed: {worker.error}", severity="error", timeout=10)
