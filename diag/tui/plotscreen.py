@@ -1,66 +1,170 @@
 """The plot screens of `diag watch`: the charts of :mod:`diag.tui.plotdata` drawn by plotext
-(textual-plotext), computed in a worker thread so the screen opens at once."""
+(textual-plotext's :class:`Plot`).
+
+A refresh costs the UI thread almost nothing: a worker thread computes the charts' data and has plotext
+draw each chart into terminal lines (:func:`draw_frame`); the UI thread only swaps the lines of the
+charts that changed and repaints them. A chart whose data, window, size and theme are unchanged keeps
+its lines (a paused replay, a refresh without new points), so it is neither rebuilt nor repainted.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from io import StringIO
 from typing import ClassVar
 
+from rich.ansi import AnsiDecoder
+from rich.console import Console
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
+from textual.geometry import Size
+from textual.strip import Strip
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
 
 from .plotdata import Chart, PlotSet, plot_set
 from .screens import LiveScreen
 from .state import Snapshot
 
+_CONSOLE = Console(file=StringIO(), width=1000, color_system="truecolor", legacy_windows=False)
+
+
+def plot_chart(plt: Plot, chart: Chart, window_min: int) -> None:
+    """The plotext calls of one chart: findings' windows shaded first, then the lines, the threshold on top."""
+    plt.clear_figure()
+    plt.title(chart.title)
+    plt.xlim(-window_min, 0)
+    plt.xlabel("minutes before now")
+    top = chart.ymax
+    if top is None:
+        top = max((max(s.ys) for s in chart.series if s.ys), default=0.0) * 1.1 or 1.0
+    plt.ylim(0, top)
+    for span in chart.spans:
+        plt.plot([span.x0, span.x1], [top, top], fillx=True, marker="░",
+                 color="red" if span.severity == "error" else "orange" if span.severity == "warning" else "gray")
+    for series in chart.series:
+        if series.xs:
+            plt.plot(list(series.xs), list(series.ys), marker="braille", color=series.color, label=series.label)
+    for y, label in chart.hlines:
+        plt.hline(y, "red")
+        plt.text(label, x=-window_min, y=y, color="red", alignment="left")
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One chart drawn for one window, size and theme: the terminal lines plotext made of it."""
+
+    chart: Chart
+    window_min: int
+    size: Size
+    theme: str
+    lines: tuple[Strip, ...]
+
+    def fits(self, chart: Chart, window_min: int, size: Size, theme: str) -> bool:
+        return (self.size, self.window_min, self.theme) == (size, window_min, theme) and self.chart == chart
+
+    @property
+    def plain(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+
+def draw_chart(chart: Chart, window_min: int, size: Size, theme: str) -> Drawn:
+    """Have plotext draw ``chart`` at ``size`` (any thread: a fresh figure, no widget touched)."""
+    plt = Plot()
+    plot_chart(plt, chart, window_min)
+    plt.plotsize(size.width, size.height)
+    plt._set_size(size.width, size.height)  # as textual-plotext's widget does: plotsize alone may not stick
+    plt.theme(theme)
+    lines = list(AnsiDecoder().decode(plt.build()))[: size.height]  # the build ends with a newline
+    return Drawn(chart, window_min, size, theme,
+                 tuple(Strip(list(line.render(_CONSOLE))).adjust_cell_length(size.width) for line in lines))
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What one refresh of a plot screen shows: the charts' data and, per chart key, its lines."""
+
+    plots: PlotSet
+    drawn: Mapping[str, Drawn]
+
+
+def draw_frame(snap: Snapshot, endpoint: str | None, window_min: int, sizes: Mapping[str, Size], theme: str,
+               before: Mapping[str, Drawn]) -> Frame:
+    """The worker's part of a refresh: the charts (one point per cell column of the plot) and the lines
+    of each chart that is not already drawn as it is in ``before``."""
+    columns = max((s.width for s in sizes.values()), default=0)
+    plots = plot_set(snap, endpoint, window_min, columns) if columns else plot_set(snap, endpoint, window_min)
+    drawn: dict[str, Drawn] = {}
+    for chart in plots.charts:
+        size = sizes.get(chart.key, Size(0, 0))
+        old = before.get(chart.key)
+        if old is not None and old.fits(chart, window_min, size, theme):
+            drawn[chart.key] = old
+        elif size.area:
+            drawn[chart.key] = draw_chart(chart, window_min, size, theme)
+    return Frame(plots, drawn)
+
 
 class ChartPlot(PlotextPlot):
-    """One :class:`Chart` drawn by plotext: findings' windows shaded first, then the lines, the
-    threshold on top."""
+    """One chart's lines as drawn by :func:`draw_chart` (textual-plotext's widget keeps the plotext
+    theme in step with the app's; the drawing itself happens off the UI thread)."""
 
     def __init__(self, key: str) -> None:
         super().__init__(id=f"plot-{key}", classes="chart")
-        self.chart: Chart | None = None
-        self._window: int | None = None
+        self.key = key
+        self.drawn: Drawn | None = None
+
+    @property
+    def chart(self) -> Chart | None:
+        return self.drawn.chart if self.drawn else None
 
     @property
     def series_count(self) -> int:
-        return len(self.chart.series) if self.chart else 0
+        return len(self.drawn.chart.series) if self.drawn else 0
 
-    def draw(self, chart: Chart, window_min: int) -> None:
-        if chart == self.chart and window_min == self._window:
-            return  # the same data: nothing to redraw (a paused replay, a refresh without new points)
-        self.chart, self._window = chart, window_min
-        plt = self.plt
-        plt.clear_figure()
-        plt.title(chart.title)
-        plt.xlim(-window_min, 0)
-        plt.xlabel("minutes before now")
-        top = chart.ymax
-        if top is None:
-            top = max((max(s.ys) for s in chart.series if s.ys), default=0.0) * 1.1 or 1.0
-        plt.ylim(0, top)
-        for span in chart.spans:
-            plt.plot([span.x0, span.x1], [top, top], fillx=True, marker="░",
-                     color="red" if span.severity == "error" else "orange" if span.severity == "warning" else "gray")
-        for series in chart.series:
-            if series.xs:
-                plt.plot(list(series.xs), list(series.ys), marker="braille", color=series.color, label=series.label)
-        for y, label in chart.hlines:
-            plt.hline(y, "red")
-            plt.text(label, x=-window_min, y=y, color="red", alignment="left")
-        self.refresh()
+    @property
+    def plain(self) -> str:
+        return self.drawn.plain if self.drawn else ""
+
+    @property
+    def theme_name(self) -> str:
+        return self._get_plotext_theme_name(self.app.theme)
+
+    def show(self, drawn: Drawn | None) -> None:
+        if drawn is not self.drawn:
+            self.drawn = drawn
+            self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if self.drawn is None or y >= len(self.drawn.lines):
+            return Strip.blank(width)
+        line = self.drawn.lines[y]
+        return line if line.cell_length == width else line.adjust_cell_length(width)
+
+    def on_mount(self) -> None:  # beside textual-plotext's own handler, which registers the theme
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
+
+    def on_resize(self) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """A new size or theme: the screen draws its charts again (once for all of them)."""
+        screen = self.screen
+        if isinstance(screen, PlotScreen):
+            screen.redraw_soon()
 
 
 class PlotScreen(LiveScreen):
     """Time series of one endpoint (or, ``None``, the whole run by role) over the selected window:
     prompt vs gen tok/s, running/waiting, KV % per engine with the K001 line, preemptions; the
-    findings' windows shaded. The charts are computed in a worker; the screen opens at once."""
+    findings' windows shaded. The charts are computed and drawn in a worker; the screen opens at once."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "back", key_display="esc"),
@@ -75,6 +179,7 @@ class PlotScreen(LiveScreen):
         self.endpoint = endpoint
         self.plots: PlotSet | None = None
         self.draws = 0
+        self._redraw_pending = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -90,26 +195,44 @@ class PlotScreen(LiveScreen):
             self.show(self.wapp.snapshot)
 
     def on_resize(self) -> None:
-        grid = self.query_one("#plots", Grid)
         width, height = self.app.size
-        grid.styles.grid_size_columns = 2 if width >= 140 or height < 36 else 1
+        columns = 2 if width >= 140 or height < 36 else 1
+        grid = self.query_one("#plots", Grid)
+        if grid.styles.grid_size_columns != columns:
+            grid.styles.grid_size_columns = columns  # the charts' own resize events redraw them
+
+    def redraw_soon(self) -> None:
+        """One redraw after the layout settles, however many charts were resized."""
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self.call_after_refresh(self._redraw)
+
+    def _redraw(self) -> None:
+        self._redraw_pending = False
         if self.wapp.snapshot is not None:
             self.show(self.wapp.snapshot)
 
     def show(self, snap: Snapshot) -> None:
         self._status()
-        columns = max((p.size.width for p in self.query(ChartPlot)), default=0) or self.app.size.width
-        self._compute(snap, self.wapp.window, columns)
+        charts = list(self.query(ChartPlot))
+        sizes = {c.key: c.size for c in charts}
+        if not any(size.area for size in sizes.values()):
+            return  # not laid out yet: the charts' resize events draw them
+        before = {c.key: c.drawn for c in charts if c.drawn is not None}
+        theme = charts[0].theme_name if charts else "default"
+        self._compute(snap, self.wapp.window, sizes, theme, before)
 
-    @work(thread=True, exclusive=True, group="plots")
-    def _compute(self, snap: Snapshot, window: int, columns: int) -> None:
-        plots = plot_set(snap, self.endpoint, window, columns)  # one point per cell column
+    @work(thread=True, exclusive=True, group="plots", description="plots")  # not repr(snapshot): seconds
+    def _compute(self, snap: Snapshot, window: int, sizes: dict[str, Size], theme: str,
+                 before: dict[str, Drawn]) -> None:
+        frame = draw_frame(snap, self.endpoint, window, sizes, theme, before)
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self.draw, plots)
+            self.app.call_from_thread(self.draw, frame)
 
-    def draw(self, plots: PlotSet) -> None:
-        self.plots = plots
+    def draw(self, frame: Frame) -> None:
+        """The UI thread's part: the title if it changed, the lines of the charts that changed."""
+        self.plots = frame.plots
         self.draws += 1
-        self.query_one("#plot-title", Static).update(Text(plots.title, style="bold"))
-        for chart in plots.charts:
-            self.query_one(f"#plot-{chart.key}", ChartPlot).draw(chart, plots.window_min)
+        self.set_static("#plot-title", Text(frame.plots.title, style="bold"))
+        for chart in self.query(ChartPlot):
+            chart.show(frame.drawn.get(chart.key))

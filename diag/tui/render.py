@@ -84,19 +84,26 @@ def age_text(s: float | None) -> str:
     return human_duration(s)
 
 
+def window_slots(points: Sequence[Point], end: float, window_s: int) -> list[Point | None]:
+    """The point of each 10 s slot of the window ending at ``end`` (None where none), read from the
+    newest end only; one pass serves every value a row shows of it."""
+    n = max(1, window_s // STEP_S)
+    start = end - n * STEP_S
+    out: list[Point | None] = [None] * n
+    for p in reversed(points):
+        t = p[0]
+        if t <= start:
+            break
+        i = int((t - start - 1e-6) // STEP_S)
+        if i < n:
+            out[i] = p
+    return out
+
+
 def window_values(points: Sequence[Point], end: float, window_s: int, pick: Callable[[Point], float | None]
                   ) -> list[float | None]:
     """One value per 10 s slot of the window ending at ``end`` (None where no point)."""
-    n = max(1, window_s // STEP_S)
-    start = end - n * STEP_S
-    out: list[float | None] = [None] * n
-    for p in reversed(points):
-        if p[0] <= start:
-            break
-        i = int((p[0] - start - 1e-6) // STEP_S)
-        if 0 <= i < n:
-            out[i] = pick(p)
-    return out
+    return [None if p is None else pick(p) for p in window_slots(points, end, window_s)]
 
 
 def spark(values: Sequence[float | None], width: int = SPARK_W) -> str:
@@ -165,8 +172,9 @@ def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: st
     end = end_epoch(snap)
     tps = kv = " " * SPARK_W
     if end is not None:
-        tps = spark(window_values(row.series, end, window_min * 60, _tps))
-        kv = spark(window_values(row.series, end, window_min * 60, lambda p: p[3]))
+        slots = window_slots(row.series, end, window_min * 60)
+        tps = spark([None if p is None else _tps(p) for p in slots])
+        kv = spark([None if p is None else p[3] for p in slots])
     return {"endpoint": Text(s.id, style="bold"), "health": health_cell(s), "role": s.role,
             "prompt": num(s.prompt_tps_last), "gen": num(s.gen_tps_last), "run": num(s.running_last),
             "wait": num(s.waiting_last), "kv": kv_bar(s.kv_last), "tps_spark": Text(tps, style="cyan"),

@@ -67,8 +67,16 @@ class LiveScreen(Screen[None]):
     def show(self, snap: Snapshot) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def set_static(self, selector: str, content: str | Text) -> None:
+        """Show ``content`` in a Static only when it differs from what it shows (an update re-lays out
+        the screen: a refresh that changes nothing must cost nothing)."""
+        shown: dict[str, str | Text] = self.__dict__.setdefault("_static_content", {})
+        if shown.get(selector) != content:
+            shown[selector] = content
+            self.query_one(selector, Static).update(content)
+
     def _status(self) -> None:
-        self.query_one("#status", Static).update(self.wapp.status())
+        self.set_static("#status", self.wapp.status())
 
 
 def _fill(table: DataTable[Any], rows: list[tuple[str, list[Any]]], keys: list[str], keep: str | None = None
@@ -147,7 +155,7 @@ class MainScreen(LiveScreen):
 
     def _status(self) -> None:
         extra = f"sort {COLUMN[self.sort_key].label} {'▼' if self.sort_desc else '▲'}" if self.sort_key else ""
-        self.query_one("#status", Static).update(self.wapp.status(extra))
+        self.set_static("#status", self.wapp.status(extra))
 
     def _label(self, key: str) -> Text:
         c = COLUMN[key]
@@ -158,7 +166,7 @@ class MainScreen(LiveScreen):
         app = self.wapp
         self._status()
         width = max(20, self.app.size.width - 2)
-        self.query_one("#header", Static).update(header_text(snap, width, 4))
+        self.set_static("#header", header_text(snap, width, 4))
         errors = self.query_one("#errors", Static)
         errors.display = bool(snap.errors)
         if snap.errors:
@@ -168,7 +176,7 @@ class MainScreen(LiveScreen):
         vis = app.visible_findings(snap)
         n_open = sum(fr.state == "open" for fr in vis)
         hidden = len(snap.findings) - len(vis)
-        self.query_one("#findings-title", Static).update(
+        self.set_static("#findings-title",
             f"findings  {n_open} open · {len(vis) - n_open} closed" + (f" · {hidden} filtered out" if hidden else ""))
         ol = self.query_one("#findings", OptionList)
         keep = self._rows[ol.highlighted].key if self._rows and ol.highlighted is not None \

@@ -135,6 +135,10 @@ class Snapshot:
     def endpoint(self, eid: str) -> EndpointRow | None:
         return next((e for e in self.endpoints if e.id == eid), None)
 
+    def __repr__(self) -> str:  # the generated one formats every ring point: seconds for a long run
+        return (f"Snapshot(seq={self.seq}, now={self.now}, endpoints={len(self.endpoints)}, "
+                f"findings={len(self.findings)}, done={self.done})")
+
     def all_records(self) -> tuple[RecordLine, ...]:
         return tuple(sorted((r for rs in self.records.values() for r in rs), key=_ts_key))
 
