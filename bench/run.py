@@ -318,34 +318,13 @@ _PY_RX = re.compile(r"(?:Engine (\d+): )?Avg prompt throughput: ([\d.]+) tokens/
                     r"([\d.]+) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs.*?GPU KV cache usage: ([\d.]+)%")
 
 
-def work_pyloop(path: Path) -> dict:
-    t0 = time.perf_counter()
-    rows = []
-    lines = 0
-    with path.open(encoding="utf-8", errors="replace", newline="\n") as f:
-        it = iter(f)
-        for line in it:
-            lines += 1
-            if STATS_LIT not in line:
-                continue
-            found = _PY_RX.findall(line)
-            if not found:  # a record torn across two lines: join the next one and retry
-                nxt = next(it, "")
-                lines += bool(nxt)
-                found = _PY_RX.findall(line.rstrip("\r\n") + nxt) or _PY_RX.findall(nxt)
-            for eng, p, g, run, wait, kv in found:
-                rows.append((int(eng) if eng else None, float(p), float(g), int(run), int(wait), float(kv)))
-    work = time.perf_counter() - t0
-    return {"work_s": work, "lines": lines, "stats": len(rows), "kv_sum": math.fsum(r[5] for r in rows),
-            "gen_sum": math.fsum(r[2] for r in rows)}
-
-
 _PY_LIT = re.compile(re.escape(STATS_LIT))
 
 
-def work_pyloop_re(path: Path) -> dict:
-    """The issue's plain loop: the compiled regex on every line (no literal prefilter); a line that
-    holds the literal but no whole record is a torn one: join the next line and retry."""
+def work_pyloop(path: Path, prefilter: bool = True) -> dict:
+    """The plain loop. ``prefilter``: the literal picks the lines the regex runs on; without it (the
+    issue's plain loop) the regex runs on every line. A line that holds the literal but no whole record
+    is a torn one: join the next line and retry."""
     t0 = time.perf_counter()
     rows = []
     lines = 0
@@ -353,8 +332,10 @@ def work_pyloop_re(path: Path) -> dict:
         it = iter(f)
         for line in it:
             lines += 1
+            if prefilter and STATS_LIT not in line:
+                continue
             found = _PY_RX.findall(line)
-            if not found and _PY_LIT.search(line):
+            if not found and (prefilter or _PY_LIT.search(line)):
                 nxt = next(it, "")
                 lines += bool(nxt)
                 found = _PY_RX.findall(line.rstrip("\r\n") + nxt) or _PY_RX.findall(nxt)
@@ -363,6 +344,10 @@ def work_pyloop_re(path: Path) -> dict:
     work = time.perf_counter() - t0
     return {"work_s": work, "lines": lines, "stats": len(rows), "kv_sum": math.fsum(r[5] for r in rows),
             "gen_sum": math.fsum(r[2] for r in rows)}
+
+
+def work_pyloop_re(path: Path) -> dict:
+    return work_pyloop(path, prefilter=False)
 
 
 def work_profile(path: Path) -> dict:
