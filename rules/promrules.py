@@ -80,8 +80,8 @@ def _field(name: str) -> str:
 def _increase(metrics: tuple[str, ...]) -> str:
     """The increase of counters over :data:`RUN_WINDOW`, summed per endpoint (renamed names included)."""
     names = "|".join(f"{n}_total" for m in metrics for n in _names(m))
-    return f'sum by({ENDPOINT}) ({labelled(f"increase({{__name__=~{names!r}}}[{RUN_WINDOW}])")})'.replace(
-        "'", '"')
+    inner = f'increase({{__name__=~"{names}"}}[{RUN_WINDOW}])'
+    return f"sum by({ENDPOINT}) ({labelled(inner)})"
 
 
 # the counters behind the presence rules' signals (vllm-formats.md §3.2: handshake failures are
