@@ -20,7 +20,7 @@ import yaml
 from .catalog import Rule
 from .engine import evaluate
 from .examples import SERIES, build_example_run, series_length, value_at
-from .promrules import SIGNALS, STATS_INTERVAL_S, expressible
+from .promrules import GROUPS, SIGNALS, STATS_INTERVAL_S, expressible
 
 GAUGES = {"running": ("vllm:num_requests_running", 1.0), "waiting": ("vllm:num_requests_waiting", 1.0),
           "kv_usage": ("vllm:kv_cache_usage_perc", 0.01)}
@@ -130,5 +130,7 @@ def unit_tests(rules: list[Rule], rule_file: str) -> str:
                     "eval_time": f"{end}s",
                     "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in w.items()) + "}", "value": 1}
                                     for w in want]}]})
-    doc = {"rule_files": [rule_file], "evaluation_interval": f"{int(STATS_INTERVAL_S)}s", "tests": groups}
+    # the recording rules first at each step (promtool's default order of groups is not fixed)
+    doc = {"rule_files": [rule_file], "evaluation_interval": f"{int(STATS_INTERVAL_S)}s",
+           "group_eval_order": GROUPS, "tests": groups}
     return yaml.safe_dump(doc, sort_keys=False, width=200)
