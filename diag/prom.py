@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 import polars as pl
 
 from diag import __version__
+from diag.parsers.histogram import COLUMNS as LATENCY_COLUMNS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prometheus import (
@@ -433,7 +434,8 @@ def _row_sample(row: dict[str, Any], line: int, step: float) -> StatsSample:
                        ts=datetime.fromtimestamp(row["ts"], tz=UTC), prompt_tps=get("prompt"),
                        gen_tps=get("gen"), running=as_int("running"), waiting=as_int("waiting"),
                        preemptions=as_int("preempt", step), kv_usage=None if kv is None else kv * 100.0,
-                       prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"))
+                       prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
+                       latency={c: v for c in LATENCY_COLUMNS if (v := get(c)) is not None} or None)
 
 
 # ---------------------------------------------------------------- entry points
