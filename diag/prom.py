@@ -331,9 +331,9 @@ def chunks(start: datetime, end: datetime, step: float,
 
 def query_server(url: str, start: datetime, end: datetime, *, step_s: float | None = None,
                  scrape_interval_s: float | None = None, timeout_s: float = 10.0) -> list[ParsedLog]:
-    """vLLM gauges and counter rates per engine from a Prometheus server, one ParsedLog per
-    (role, index, instance). Rates and sums by engine are computed by the server; the step is the
-    scrape interval (coarser only past MAX_CHUNKS x 11,000 points) and each range query holds at most
+    """vLLM gauges, counter rates and latency quantiles per engine from a Prometheus server, one
+    ParsedLog per (role, index, instance). Rates, sums by engine and ``histogram_quantile`` of the
+    buckets' ``irate`` are computed by the server; the step is the scrape interval (coarser only past MAX_CHUNKS x 11,000 points) and each range query holds at most
     11,000 points per series (longer ranges are chunked); rates use a window of
     max(4 scrape intervals, step + 1 scrape interval). Raises PromSourceError (one line), also when
     the range holds no vLLM series."""
