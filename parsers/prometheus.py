@@ -195,7 +195,7 @@ def engine_histograms(samples: Iterable[PromSample]) -> dict[str | None, dict[st
             continue
         canon = canonical(s.name.removesuffix("_bucket"))
         key = _LATENCY_KEY.get(canon[0]) if canon else None
-        if key is None or canon is None:
+        if canon is None or key is None:
             continue
         try:
             le = parse_le(s.labels["le"])
@@ -266,6 +266,7 @@ class StatsConverter:
             if baseline and not self.baseline_rows:
                 continue  # baseline only
             rates: dict[str, float] = {}
+            latency = interval_quantiles(prev[2], hists.get(eng, {})) if prev is not None else {}
             if prev is not None:
                 dt = (ts - prev[0]).total_seconds()
                 for c in counters:
@@ -282,7 +283,7 @@ class StatsConverter:
                 preemptions=_int(rates.get("preempt")),
                 kv_usage=None if "kv" not in vals else vals["kv"] * 100.0,
                 prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
-                latency=interval_quantiles(prev[2], hists.get(eng, {})) or None if prev is not None else None))
+                latency=latency or None))
         return out
 
 
