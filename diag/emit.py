@@ -47,19 +47,27 @@ def envelope(schema: str) -> dict[str, str]:
 
 def endpoint_table(summaries: tuple[R.EndpointSummary, ...]) -> Table:
     t = Table(title="endpoints", title_justify="left", expand=False, pad_edge=False)
+    latency = any(s.latency for s in summaries)  # only runs with Prometheus latency histograms
     for col, just in (("endpoint", "left"), ("nodes", "left"), ("eng", "right"), ("samples", "right"),
                       ("prompt tok/s mean/last", "right"), ("gen tok/s mean/last", "right"), ("run", "right"),
                       ("wait", "right"), ("KV % last/max", "right"), ("preempt", "right"),
+                      *((("TTFT/ITL p90 s", "right"),) if latency else ()),
                       ("last seen", "left"), ("stage", "left"), ("health", "left")):
         t.add_column(col, justify=just, no_wrap=col in ("endpoint", "health"))
     for s in summaries:
         nodes = (s.nodes[0] + (f"+{len(s.nodes) - 1}" if len(s.nodes) > 1 else "")) if s.nodes else "-"
+        p90 = [_sec(s.latency.get(k, {}).get("p90")) for k in ("ttft", "itl")]
         t.add_row(s.id, nodes, str(s.engines), str(s.samples),
                   f"{_num(s.prompt_tps_mean)}/{_num(s.prompt_tps_last)}", f"{_num(s.gen_tps_mean)}/{_num(s.gen_tps_last)}",
                   _num(s.running_last), _num(s.waiting_last), f"{_num(s.kv_last, 1)}/{_num(s.kv_max, 1)}",
-                  str(s.preemptions), _ts(s.last_ts), R.stage_text(s.startup),
+                  str(s.preemptions), *(("/".join(p90),) if latency else ()), _ts(s.last_ts), R.stage_text(s.startup),
                   Text(s.health, style=HEALTH_STYLE.get(s.health, "")))
     return t
+
+
+def _sec(x: float | None) -> str:
+    """A latency in seconds, three significant digits (``0.0213``, ``4.52``, ``118``)."""
+    return "-" if x is None else f"{x:.3g}"
 
 
 def startup_table(summaries: tuple[R.EndpointSummary, ...]) -> Table | None:

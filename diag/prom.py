@@ -34,6 +34,7 @@ import urllib.error
 import urllib.request
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,6 +42,7 @@ from urllib.parse import urlsplit
 import polars as pl
 
 from diag import __version__
+from diag.parsers.histogram import COLUMNS as LATENCY_COLUMNS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prometheus import (
@@ -72,6 +74,7 @@ _NAMED = re.compile(r"^(?P<role>[a-z]+)-w(?P<idx>\d+)=(?P<url>\S+)$")
 _JOB_INDEX = re.compile(r"[-_]w?(\d+)$")
 MAX_CHUNKS = 20               # range queries of MAX_POINTS each before the step grows instead
 _SAMPLE_METRIC = "vllm:num_requests_running"
+SPACING_LOOKBACK_S = 600   # seconds of raw samples read to measure the scrape interval
 
 
 class PromSourceError(Exception):
@@ -269,12 +272,26 @@ def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
 
 
 def _scrape_interval(prom: Any, start: datetime, end: datetime) -> float:
-    """The scrape interval: the median of the active targets' (the targets API), else the spacing of
-    the stored samples (a backfilled TSDB, a federated or remote-read server has no targets). Also the
-    probe of a server that does not answer: a refused connection or a hang raises here, within the
-    probe's short timeout, before any long query."""
+    """The scrape interval of the data queried: the median spacing of the stored samples of the last
+    minutes of the range (what the series hold, whatever the configuration says now: a backfilled,
+    federated or replayed TSDB), else the median of the active targets' configured interval, else 15 s.
+    Also the probe of a server that does not answer: a refused connection or a hang raises here, within
+    the probe's short timeout, before any long query."""
     import requests
 
+    look = max(1, min(round((end - start).total_seconds()), SPACING_LOOKBACK_S))
+    gaps: list[float] = []
+    try:
+        res = prom.custom_query(f"{_SAMPLE_METRIC}[{look}s]", params={"time": end.timestamp()})
+        for series in res:
+            ts = [float(t) for t, _ in series.get("values") or []]
+            gaps += [b - a for a, b in pairwise(ts) if b > a]
+    except (requests.ConnectionError, requests.Timeout):
+        raise
+    except Exception:  # a proxy that refuses range vectors: fall back to the configuration
+        gaps = []
+    if gaps:
+        return max(0.001, round(sorted(gaps)[len(gaps) // 2], 3))
     try:
         active = prom.get_targets(state="active").get("activeTargets") or []
         seen = sorted(parse_duration(t["scrapeInterval"]) for t in active if t.get("scrapeInterval"))
@@ -282,17 +299,7 @@ def _scrape_interval(prom: Any, start: datetime, end: datetime) -> float:
         raise
     except Exception:  # an older server without the field, or a proxy that hides the API
         seen = []
-    if seen:
-        return seen[len(seen) // 2]
-    span = max(1, round((end - start).total_seconds()))
-    try:
-        res = prom.custom_query(f"count_over_time({_SAMPLE_METRIC}[{span}s])", params={"time": end.timestamp()})
-        counts = sorted(float(r["value"][1]) for r in res)
-    except Exception:
-        counts = []
-    if counts and counts[len(counts) // 2] > 1:
-        return max(1.0, round(span / counts[len(counts) // 2], 3))
-    return DEFAULT_SCRAPE_INTERVAL_S
+    return seen[len(seen) // 2] if seen else DEFAULT_SCRAPE_INTERVAL_S
 
 
 def _step_str(step: float) -> str:
@@ -324,9 +331,9 @@ def chunks(start: datetime, end: datetime, step: float,
 
 def query_server(url: str, start: datetime, end: datetime, *, step_s: float | None = None,
                  scrape_interval_s: float | None = None, timeout_s: float = 10.0) -> list[ParsedLog]:
-    """vLLM gauges and counter rates per engine from a Prometheus server, one ParsedLog per
-    (role, index, instance). Rates and sums by engine are computed by the server; the step is the
-    scrape interval (coarser only past MAX_CHUNKS x 11,000 points) and each range query holds at most
+    """vLLM gauges, counter rates and latency quantiles per engine from a Prometheus server, one
+    ParsedLog per (role, index, instance). Rates, sums by engine and ``histogram_quantile`` of the
+    buckets' ``irate`` are computed by the server; the step is the scrape interval (coarser only past MAX_CHUNKS x 11,000 points) and each range query holds at most
     11,000 points per series (longer ranges are chunked); rates use a window of
     max(4 scrape intervals, step + 1 scrape interval). Raises PromSourceError (one line), also when
     the range holds no vLLM series."""
@@ -427,7 +434,8 @@ def _row_sample(row: dict[str, Any], line: int, step: float) -> StatsSample:
                        ts=datetime.fromtimestamp(row["ts"], tz=UTC), prompt_tps=get("prompt"),
                        gen_tps=get("gen"), running=as_int("running"), waiting=as_int("waiting"),
                        preemptions=as_int("preempt", step), kv_usage=None if kv is None else kv * 100.0,
-                       prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"))
+                       prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
+                       latency={c: v for c in LATENCY_COLUMNS if (v := get(c)) is not None} or None)
 
 
 # ---------------------------------------------------------------- entry points

@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from diag.parsers.histogram import LATENCY, QUANTILES, column
 from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.finding import Finding
@@ -44,6 +45,7 @@ class EndpointSummary:
     health: str
     facts: dict[str, Any]
     startup: dict[str, Any] = field(default_factory=dict)   # Startup.to_dict as of the report's time
+    latency: dict[str, dict[str, float | None]] = field(default_factory=dict)  # see endpoint_latency
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +56,7 @@ class EndpointSummary:
                 "gen_tps_mean": _r(self.gen_tps_mean), "gen_tps_last": _r(self.gen_tps_last),
                 "running_last": self.running_last, "waiting_last": self.waiting_last,
                 "kv_usage_last": _r(self.kv_last), "kv_usage_max": _r(self.kv_max), "preemptions": self.preemptions,
+                "latency_s": self.latency,
             },
             "health": self.health,
             "facts": self.facts,
@@ -92,6 +95,22 @@ def _engine_means(ep: Endpoint, col: str, start: datetime | None, end: datetime 
     return stats.group_by("engine").agg(pl.col(col).mean())[col]
 
 
+def endpoint_latency(ep: Endpoint) -> dict[str, dict[str, float | None]]:
+    """Per latency histogram with data (``ttft``, ``itl``, ...): the quantiles of the last interval
+    (``p50``/``p90``/``p99``, the slowest engine's), and ``p90_max``, the worst interval's p90 of the run."""
+    out: dict[str, dict[str, float | None]] = {}
+    for key in LATENCY:
+        cols = [column(key, q) for q in QUANTILES]
+        rows = ep.stats.filter(pl.col("ts").is_not_null() & pl.any_horizontal(pl.col(c).is_not_null() for c in cols))
+        if rows.height == 0:
+            continue
+        last = rows.sort("ts").group_by("engine", maintain_order=True).last()
+        figs: dict[str, float | None] = {f"p{round(q * 100)}": _r(last[column(key, q)].max(), 4) for q in QUANTILES}
+        figs["p90_max"] = _r(rows[column(key, 0.9)].max(), 4)
+        out[key] = figs
+    return out
+
+
 def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float = STALE_S) -> str:
     """The worst state the findings naming ``ep`` imply (rule catalog: ``health``, else by severity),
     else NO STATS, STALE (as of ``now``) or OK."""
@@ -124,7 +143,7 @@ def endpoint_summary(ep: Endpoint, findings: list[Finding], now: datetime | None
                    running_last=None, waiting_last=None, kv_last=None, kv_max=None, preemptions=0)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
                            health=endpoint_health(ep, findings, now, stale_s), facts=facts_of(ep),
-                           startup=ep.startup.to_dict(now), **fig)  # type: ignore[arg-type]
+                           startup=ep.startup.to_dict(now), latency=endpoint_latency(ep), **fig)  # type: ignore[arg-type]
 
 
 def duration_text(seconds: float | None) -> str:

@@ -10,8 +10,10 @@
   "prom")`` per engine (``engine`` label) per scrape: gauges as they are (KV 0..1 -> percent),
   counters as per-interval rates (tok/s), deltas (preemptions) and hit ratios (prefix and external
   prefix cache, percent of queried tokens in the interval), a counter that went down
-  counting as reset (the increase since the reset is its new value). A scrape only sets the
-  baseline for an engine whose counters have no previous value, so every row has its rates.
+  counting as reset (the increase since the reset is its new value), and the latency histograms
+  (``_bucket`` series) as per-interval quantiles from bucket deltas (:mod:`parsers.histogram`). A
+  scrape only sets the baseline for an engine whose counters have no previous value, so every row
+  has its rates.
 * :func:`read_capture` reads srt-slurm's ``raw_prometheus.jsonl`` (srt-dynamo.md §3.1):
   one scrape per line ``{timestamp_ns, endpoint_url, role, worker_id, text}``.
 * :func:`choose_step` and :func:`server_queries` hold the PromQL side (same FIELDS and ALIASES).
@@ -29,11 +31,12 @@ from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from .histogram import LATENCY, QUANTILES, Buckets, buckets, column, interval_quantiles, parse_le
 from .records import StatsSample
 
 __all__ = [
     "ALIASES", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
-    "canonical", "choose_step", "clean_exposition", "engine_values", "hit_rate", "iter_capture",
+    "canonical", "choose_step", "clean_exposition", "engine_histograms", "engine_values", "hit_rate", "iter_capture",
     "parse_duration", "parse_exposition", "read_capture", "role_from_samples", "role_of_label",
     "scrapes_to_stats", "server_queries", "worker_of",
 ]
@@ -126,15 +129,15 @@ def _bad_line(text: str) -> tuple[int, str, str] | None:
     return None
 
 
-def _field_names() -> list[str]:
-    names = {m for _, srcs in FIELDS.values() for m, _ in srcs}
-    names |= {old for old, new in ALIASES.items() if new in names}
-    return sorted(names, key=len, reverse=True)
+def family_names() -> set[str]:
+    """Every metric family diag reads (FIELDS and the LATENCY histograms), current and old names."""
+    names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | set(LATENCY.values())
+    return names | {old for old, new in ALIASES.items() if new in names}
 
 
 _FIELD_LINES = re.compile(
-    r"^(?:# (?:HELP|TYPE) )?(?:" + "|".join(re.escape(n) for n in _field_names()) + r")(?:_total)?[{ \t].*$",
-    re.M)
+    r"^(?:# (?:HELP|TYPE) )?(?:" + "|".join(re.escape(n) for n in sorted(family_names(), key=len, reverse=True))
+    + r")(?:_total|_bucket)?[{ \t].*$", re.M)
 
 
 def parse_exposition(text: str, *, fields_only: bool = False) -> list[PromSample]:
@@ -180,6 +183,32 @@ def engine_values(samples: Iterable[PromSample]) -> dict[str | None, dict[str, f
     return out
 
 
+_LATENCY_KEY = {family: key for key, family in LATENCY.items()}
+
+
+def engine_histograms(samples: Iterable[PromSample]) -> dict[str | None, dict[str, Buckets]]:
+    """Per ``engine`` label: the LATENCY histograms present (:data:`parsers.histogram.LATENCY` key ->
+    cumulative buckets), label sets of one engine summed, the current name preferred over an old one."""
+    acc: dict[tuple[str | None, str, bool], dict[float, float]] = {}
+    for s in samples:
+        if not s.name.endswith("_bucket") or "le" not in s.labels:
+            continue
+        canon = canonical(s.name.removesuffix("_bucket"))
+        key = _LATENCY_KEY.get(canon[0]) if canon else None
+        if canon is None or key is None:
+            continue
+        try:
+            le = parse_le(s.labels["le"])
+        except ValueError:
+            continue
+        counts = acc.setdefault((s.labels.get("engine"), key, canon[1]), {})
+        counts[le] = counts.get(le, 0.0) + s.value
+    out: dict[str | None, dict[str, Buckets]] = {}
+    for (eng, key, _), counts in sorted(acc.items(), key=lambda kv: kv[0][2], reverse=True):
+        out.setdefault(eng, {})[key] = buckets(counts.items())  # current names last: they win
+    return out
+
+
 def role_of_label(value: str | None) -> str | None:
     """A Dynamo component / worker type / job name -> prefill | decode | agg | frontend (None: unknown).
     Dynamo's vLLM decode worker registers as component ``backend``."""
@@ -221,20 +250,23 @@ class StatsConverter:
 
     baseline_rows: bool = False
     resets: int = 0
-    _prev: dict[str | None, tuple[datetime, dict[str, float]]] = field(default_factory=dict)
+    _prev: dict[str | None, tuple[datetime, dict[str, float], dict[str, Buckets]]] = field(default_factory=dict)
 
     def add(self, ts: datetime, samples: Iterable[PromSample], line: int) -> list[StatsSample]:
         out = []
+        samples = list(samples)
+        hists = engine_histograms(samples)
         for eng, vals in sorted(engine_values(samples).items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
             prev = self._prev.get(eng)
             if prev is not None and (ts - prev[0]).total_seconds() <= 0:
                 continue  # a repeated or out-of-order scrape says nothing new
-            self._prev[eng] = (ts, vals)
+            self._prev[eng] = (ts, vals, hists.get(eng, {}))
             counters = [c for c in COUNTERS if c in vals]
             baseline = counters and (prev is None or not any(c in prev[1] for c in counters))
             if baseline and not self.baseline_rows:
                 continue  # baseline only
             rates: dict[str, float] = {}
+            latency = interval_quantiles(prev[2], hists.get(eng, {})) if prev is not None else {}
             if prev is not None:
                 dt = (ts - prev[0]).total_seconds()
                 for c in counters:
@@ -250,7 +282,8 @@ class StatsConverter:
                 running=_int(vals.get("running")), waiting=_int(vals.get("waiting")),
                 preemptions=_int(rates.get("preempt")),
                 kv_usage=None if "kv" not in vals else vals["kv"] * 100.0,
-                prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext")))
+                prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
+                latency=latency or None))
         return out
 
 
@@ -370,7 +403,8 @@ GROUP_LABELS = ("job", "instance", "engine", "dynamo_component", "worker_type", 
 def server_queries(window_s: float) -> dict[str, str]:
     """PromQL per stats field, summed by endpoint and engine (:data:`GROUP_LABELS`) on the server: gauges
     with old names as ``or`` fallbacks, counters as ``rate()`` over ``window_s`` (per second;
-    preemptions are turned into per-step counts by the caller)."""
+    preemptions are turned into per-step counts by the caller), latency quantiles per
+    :data:`parsers.histogram.COLUMNS` as ``histogram_quantile`` of the buckets' ``irate()``."""
     old_of: dict[str, list[str]] = {}
     for old, new in ALIASES.items():
         old_of.setdefault(new, []).append(old)
@@ -387,4 +421,12 @@ def server_queries(window_s: float) -> dict[str, str]:
                 else:
                     parts.append(f"{by} (rate({name}_total{sel}[{w}]))")
         out[fname] = " or ".join(parts)
+    # latency quantiles: the server's histogram_quantile over irate() of the buckets, the delta of the
+    # last two scrapes (rate()'s extrapolation clamps each bucket series to zero on its own, which
+    # bends the quantiles; irate is the per-interval bucket delta every other source uses)
+    by_le = f"sum by(le, {', '.join(GROUP_LABELS)})"
+    for key, family in LATENCY.items():
+        for q in QUANTILES:
+            out[column(key, q)] = " or ".join(f"histogram_quantile({q}, {by_le} (irate({name}_bucket[{w}])))"
+                                              for name in (family, *old_of.get(family, [])))
     return out

@@ -59,6 +59,7 @@ class StatsSample(Record):
     corrupted: int | None = None
     swapped: int | None = None        # V0
     cpu_kv: float | None = None       # V0
+    latency: dict[str, float] | None = None  # Prometheus histograms: per-interval quantiles, parsers.histogram.COLUMNS
 
     kind = "stats"
 

@@ -4,16 +4,17 @@ Both are long-format captures of the workers' ``/metrics`` (telemetry-formats.md
 them lazily and keeps only the rows of the metrics diag uses (:data:`parsers.prometheus.FIELDS`, old
 names included), so a multi-GB capture full of histograms costs a filter, not a read. Each process's
 rows become ``(ts, samples)`` scrapes that :class:`parsers.prometheus.StatsConverter` turns into
-``StatsSample(variant="prom")`` rows: the same counters-to-rates code (resets included) as
-``raw_prometheus.jsonl``, live ``/metrics`` scrapes and pasted expositions.
+``StatsSample(variant="prom")`` rows: the same counters-to-rates and histograms-to-quantiles code
+(resets included) as ``raw_prometheus.jsonl``, live ``/metrics`` scrapes and pasted expositions.
+Histogram buckets (Tachometer: the family name with ``le`` inline) become ``<family>_bucket`` samples.
 
 * Tachometer: labels are flattened into ``metric_name`` (``vllm:prompt_tokens_total{engine="0",…}``),
   counters keep ``_total``; ``scraper_endpoint`` names the process and the metadata columns
   ``worker_role``/``worker_index``/``hostname`` say what it is (else the endpoint name
   ``backend_<mode><index>_rank<r>``/``frontend<N>``). Old captures without ``timestamp_ns`` are
   skipped with a reason (they are relative to a start only ``tachometer.out`` knows).
-* AIPerf Parquet: one column per label key, ``value``; AIPerf JSONL: ``metrics: {name: [{labels,
-  value}]}``. Counter names have no ``_total`` and Parquet counters are deltas from a reference scrape
+* AIPerf Parquet: one column per label key, ``value`` (histograms: a row per bucket, ``bucket_le``,
+  ``bucket_count``); AIPerf JSONL: ``metrics: {name: [{labels, value} | {labels, buckets: {le: count}}]}``. Counter names have no ``_total`` and Parquet counters are deltas from a reference scrape
   (rates are unchanged). The role comes from Dynamo's ``dynamo_component`` label; the worker index
   from the order of the role's endpoint URLs, where a process whose lowest ``engine`` rank is not 0
   continues the previous one (a data-parallel group spread over nodes is one endpoint).
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .prometheus import ALIASES, FIELDS, PromSample, canonical, role_of_label
+from .prometheus import PromSample, canonical, family_names, role_of_label
 
 __all__ = ["Scrapes", "aiperf_jsonl", "aiperf_parquet", "is_tachometer_path", "metric_names",
            "tachometer_parquet"]
@@ -40,9 +41,9 @@ _ENDPOINT = re.compile(r"^backend_(?P<role>[a-z]+?)(?P<idx>\d+)_rank(?P<rank>\d+
 
 
 def metric_names() -> set[str]:
-    """Every family name diag reads: current and old names, bare and with ``_total``."""
-    names = {m for _, srcs in FIELDS.values() for m, _ in srcs}
-    names |= {old for old, new in ALIASES.items() if new in names}
+    """Every family name diag reads: current and old names, bare and with ``_total`` (histogram rows
+    carry the bare family name and their ``le`` inline or in a column)."""
+    names = family_names()
     return names | {f"{n}_total" for n in names}
 
 
@@ -62,10 +63,14 @@ def is_tachometer_path(path: Path) -> bool:
 
 
 def _sample(name: str, labels: dict[str, str], value: float) -> PromSample | None:
+    """A sample of a family as the captures name it; a row with ``le`` is a bucket of its histogram."""
+    if "le" in labels and not name.endswith("_bucket"):
+        name += "_bucket"
     canon = canonical(name)
     if canon is None:
         return None
-    return PromSample(name, canon[0], labels, value, "counter" if name.endswith("_total") else "gauge", canon[1])
+    kind = "histogram" if name.endswith("_bucket") else "counter" if name.endswith("_total") else "gauge"
+    return PromSample(name, canon[0], labels, value, kind, canon[1])
 
 
 def _group(df: pl.DataFrame, key: str) -> Iterator[tuple[str, pl.DataFrame]]:
@@ -123,13 +128,19 @@ def aiperf_parquet(path: Path) -> list[Scrapes]:
     if missing:
         raise ValueError(f"not an AIPerf server-metrics export: no {', '.join(sorted(missing))} column")
     labels = [c for c in names if c not in _AIPERF_FIXED]
-    df = (lf.filter(pl.col("metric_name").is_in(list(metric_names())) & pl.col("value").is_not_null())
-          .select("endpoint_url", "timestamp_ns", "metric_name", "value", *labels).collect())
+    buckets = [c for c in ("bucket_le", "bucket_count") if c in names]
+    has_bucket = pl.col("bucket_count").is_not_null() if len(buckets) == 2 else pl.lit(False)
+    df = (lf.filter(pl.col("metric_name").is_in(list(metric_names())) & (pl.col("value").is_not_null() | has_bucket))
+          .select("endpoint_url", "timestamp_ns", "metric_name", "value", *buckets, *labels).collect())
     per_url: dict[str, list[tuple[int, PromSample | None]]] = {}
     for row in df.iter_rows(named=True):
         lab = {k: str(row[k]) for k in labels if row[k] is not None}
-        per_url.setdefault(row["endpoint_url"], []).append(
-            (row["timestamp_ns"], _sample(row["metric_name"], lab, float(row["value"]))))
+        if row.get("bucket_count") is not None:  # a histogram row: one bucket, cumulative
+            lab["le"] = str(row["bucket_le"])
+            value = float(row["bucket_count"])
+        else:
+            value = float(row["value"])
+        per_url.setdefault(row["endpoint_url"], []).append((row["timestamp_ns"], _sample(row["metric_name"], lab, value)))
     return _aiperf_endpoints(per_url)
 
 
@@ -152,8 +163,15 @@ def aiperf_jsonl(lines: list[str]) -> tuple[list[Scrapes], list[str]]:
             if name not in wanted:
                 continue
             for s in samples or []:
-                if isinstance(s, dict) and isinstance(s.get("value"), (int, float)):
-                    rows.append((ts, _sample(name, dict(s.get("labels") or {}), float(s["value"]))))
+                if not isinstance(s, dict):
+                    continue
+                labels = dict(s.get("labels") or {})
+                if isinstance(s.get("value"), (int, float)):
+                    rows.append((ts, _sample(name, labels, float(s["value"]))))
+                hist = s.get("buckets") or s.get("histogram")  # older AIPerf: "histogram"
+                if isinstance(hist, dict):
+                    rows += [(ts, _sample(name, {**labels, "le": str(le)}, float(c)))
+                             for le, c in hist.items() if isinstance(c, (int, float))]
     return _aiperf_endpoints(per_url), problems
 
 

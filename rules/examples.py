@@ -49,14 +49,16 @@ class _Info:
         self.kind, self.role, self.index, self.node = kind, role, index, node
 
 
-def _length(spec: dict[str, Any]) -> int:
+def series_length(spec: dict[str, Any]) -> int:
+    """Intervals of one role of an example: ``samples``, else its longest series, else 12."""
     if "samples" in spec:
         return int(spec["samples"])
     lens = [len(v) for k, v in spec.items() if k in SERIES and isinstance(v, list)]
     return max(lens) if lens else 12
 
 
-def _at(v: Any, i: int) -> Any:
+def value_at(v: Any, i: int) -> Any:
+    """Value ``i`` of an example series: a number is held constant, a list is one value per interval."""
     if isinstance(v, list):
         return v[min(i, len(v) - 1)]
     return v
@@ -64,7 +66,7 @@ def _at(v: Any, i: int) -> Any:
 
 def _role_logs(role: str, spec: dict[str, Any]) -> list[ParsedLog]:
     logs = []
-    n = _length(spec)
+    n = series_length(spec)
     for idx in range(int(spec.get("endpoints", 1))):
         recs: list[Record] = []
         line = 0
@@ -78,10 +80,10 @@ def _role_logs(role: str, spec: dict[str, Any]) -> list[ParsedLog]:
         for i in range(n):
             ts = T0 + timedelta(seconds=10 * (i + 1))
             for e in range(int(spec.get("engines", 1))):
-                vals = {k: _at(spec.get(k, DEFAULTS[k]), i) for k in SERIES}
+                vals = {k: value_at(spec.get(k, DEFAULTS[k]), i) for k in SERIES}
                 skew = spec.get("skew")
                 if skew and int(skew["engine"]) == e:
-                    vals.update({k: _at(v, i) for k, v in skew.items() if k in SERIES})
+                    vals.update({k: value_at(v, i) for k, v in skew.items() if k in SERIES})
                 line += 1
                 recs.append(StatsSample(line, variant="v1", engine=e, ts=ts,
                                         prompt_tps=float(vals["prompt_tps"]), gen_tps=float(vals["gen_tps"]),

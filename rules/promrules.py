@@ -1,12 +1,27 @@
 """The runtime catalog as a Prometheus rule file: the same thresholds, windows and texts, evaluated by
 Prometheus (or Thanos/Mimir rulers) on the fleet instead of by diag on one run.
 
-Recording rules hold the shared per-engine series (summed by endpoint and engine, current and renamed
-vLLM metric names through ``or``); each alerting rule is one catalog rule whose template has a PromQL
-form, with its ``for``/``keep_firing_for``, labels (severity, code, role) and annotations (summary,
-a description with ``$labels``/``$value``, the ``diag explain`` text as runbook). Rules that need what
-only logs hold are listed in a comment with the reason. Changing a threshold in the catalog (or in
-diag.toml, through :meth:`Rule.with_params`) changes the exported expression.
+Where series belong. Every vLLM series gets ``diag_role`` (from ``job``, ``worker_type``, ``role``,
+``worker_role``, ``dynamo_component``: the later label wins, as in :func:`diag.prom.series_endpoint`;
+Dynamo's decode component ``backend`` is decode) and ``diag_worker`` (the ``instance``, replaced by a
+trailing number of ``job``, ``worker`` or ``worker_index``). An engine is (``dynamo_namespace``,
+``diag_role``, ``diag_worker``, ``engine``), an endpoint the same without ``engine``, a role without
+``diag_worker``, a run the ``dynamo_namespace`` (one deployment).
+
+Recording rules hold the shared expressions, built from :data:`parsers.prometheus.FIELDS` (the metrics
+every other source reads, the renamed vLLM names through ``or``): per engine gauges, and counters as
+``irate`` (the increase between the last two samples: the same per-interval rate diag computes between
+successive scrapes; Prometheus handles counter resets), then per endpoint and per role. Each alerting
+rule is one catalog rule whose template has a PromQL form, with its ``for``/``keep_firing_for``, labels
+(severity, code, role) and annotations (summary, a description with ``$labels``/``$value``, the ``diag
+explain`` text as runbook). Rules that need what only logs hold are listed in a comment with the reason.
+Changing a threshold in the catalog (or in diag.toml, through :meth:`Rule.with_params`) changes the
+exported expression.
+
+Windows: diag judges one run; Prometheus has no run, so "over the run" (a p90 plateau, an engine's
+median, any preemption or failure) is over the last :data:`RUN_WINDOW`. A condition true at n
+consecutive evaluations covers n stats intervals of data, as n buckets do in diag, but Prometheus
+measures ``for`` from the first one: the exported ``for`` is the catalog's minus one interval.
 """
 
 from __future__ import annotations
@@ -15,67 +30,182 @@ from typing import Any
 
 import yaml
 
-from diag.parsers.prometheus import ALIASES
+from diag.parsers.prometheus import ALIASES, FIELDS
 
 from .catalog import Rule
 
-BY = "job, instance, engine, dynamo_component, worker_role, worker_index"
-WINDOW = "1m"
+RUN_WINDOW = "15m"          # "the run" on a server that never ends
+STATS_INTERVAL_S = 10.0     # vLLM's stats interval: one bucket of diag's windows
+IRATE_WINDOW = "1m"         # how far back irate looks for its last two samples
+
+GROUPS = ["diag-recording", "diag-alerts"]   # the rule groups, in evaluation order
+RUN = "dynamo_namespace"
+ROLE = f"{RUN}, diag_role"
+ENDPOINT = f"{ROLE}, diag_worker"
+ENGINE = f"{ENDPOINT}, engine"
+
+# (label, replacement, regex) in priority order, lowest first: a later match overrides an earlier one
+_ROLE_FROM = [(label, "$1", ".*?(prefill|decode|agg).*") for label in ("job", "worker_type", "role", "worker_role",
+                                                                       "dynamo_component")]
+_ROLE_FROM.insert(-1, ("dynamo_component", "decode", "backend"))
+_WORKER_FROM = [("instance", "$1", "(.+)")] + [(label, "$1", "(?:.*[-_])?w?([0-9]+)")
+                                               for label in ("job", "worker", "worker_index")]
+
+
+def labelled(selector: str) -> str:
+    """``selector`` with ``diag_role`` and ``diag_worker`` added (see the module docstring)."""
+    expr = selector
+    for label, repl, regex in _ROLE_FROM:
+        expr = f'label_replace({expr}, "diag_role", "{repl}", "{label}", "{regex}")'
+    for label, repl, regex in _WORKER_FROM:
+        expr = f'label_replace({expr}, "diag_worker", "{repl}", "{label}", "{regex}")'
+    return expr
 
 
 def _names(metric: str) -> list[str]:
     return [metric, *(old for old, new in ALIASES.items() if new == metric)]
 
 
-def _gauge(metric: str) -> str:
-    return " or ".join(f"sum by({BY}) ({n})" for n in _names(metric))
+def _field(name: str) -> str:
+    """One stats field per engine: the first source of FIELDS present (current name, then renamed)."""
+    kind, sources = FIELDS[name]
+    parts = []
+    for metric, need in sources:
+        sel = f'{{{need[0]}="{need[1]}"}}' if need else ""
+        for n in _names(metric):
+            inner = n + sel if kind == "gauge" else f"irate({n}_total{sel}[{IRATE_WINDOW}])"
+            parts.append(f"sum by({ENGINE}) ({labelled(inner)})")
+    return " or ".join(parts)
 
 
-def _rate(metric: str) -> str:
-    return " or ".join(f"sum by({BY}) (rate({n}_total[{WINDOW}]))" for n in _names(metric))
+def _increase(metrics: tuple[str, ...]) -> str:
+    """The increase of counters over :data:`RUN_WINDOW`, summed per endpoint (renamed names included)."""
+    names = "|".join(f"{n}_total" for m in metrics for n in _names(m))
+    inner = f'increase({{__name__=~"{names}"}}[{RUN_WINDOW}])'
+    return f"sum by({ENDPOINT}) ({labelled(inner)})"
 
 
-RECORDING = {
-    "diag:vllm_kv_usage:percent": f"100 * ({_gauge('vllm:kv_cache_usage_perc')})",
-    "diag:vllm_waiting:requests": _gauge("vllm:num_requests_waiting"),
-    "diag:vllm_running:requests": _gauge("vllm:num_requests_running"),
-    "diag:vllm_generation_tokens:rate1m": _rate("vllm:generation_tokens"),
-    "diag:vllm_prompt_tokens:rate1m": _rate("vllm:prompt_tokens"),
-    "diag:vllm_preemptions:increase1m": " or ".join(
-        f"sum by({BY}) (increase({n}_total[{WINDOW}]))" for n in _names("vllm:num_preemptions")),
+# the counters behind the presence rules' signals (vllm-formats.md §3.2: handshake failures are
+# folded into failed transfers; the P side counts requests whose lease expired)
+SIGNALS: dict[str, tuple[str, ...]] = {
+    "preemptions": ("vllm:num_preemptions",),
+    "kv_failures": ("vllm:nixl_num_failed_transfers", "vllm:nixl_num_failed_notifications"),
+    "kv_expiry": ("vllm:nixl_num_kv_expired_reqs",),
 }
+
+RECORDING: dict[str, str] = {
+    "diag:vllm_running:engine": _field("running"),
+    "diag:vllm_waiting:engine": _field("waiting"),
+    "diag:vllm_kv_usage:engine_percent": f"100 * ({_field('kv')})",
+    "diag:vllm_prompt_tokens:engine_irate": _field("prompt"),
+    "diag:vllm_generation_tokens:engine_irate": _field("gen"),
+    "diag:vllm_preemptions:engine_irate": _field("preempt"),
+    "diag:vllm_tokens:engine_irate": "diag:vllm_prompt_tokens:engine_irate + diag:vllm_generation_tokens:engine_irate",
+    "diag:vllm_busy_tokens:engine_irate": "diag:vllm_tokens:engine_irate and diag:vllm_running:engine > 0",
+    "diag:vllm_kv_usage:endpoint_max_percent": "max without(engine) (diag:vllm_kv_usage:engine_percent)",
+    "diag:vllm_waiting:endpoint": "sum without(engine) (diag:vllm_waiting:engine)",
+    "diag:vllm_preemptions:endpoint_irate": "sum without(engine) (diag:vllm_preemptions:engine_irate)",
+    "diag:vllm_waiting:role_avg": f"avg by({ROLE}) (diag:vllm_waiting:engine)",
+    "diag:vllm_waiting:role": f"sum by({ROLE}) (diag:vllm_waiting:engine)",
+    "diag:vllm_running:role_avg": f"avg by({ROLE}) (diag:vllm_running:engine)",
+    "diag:vllm_kv_usage:role_avg_percent": f"avg by({ROLE}) (diag:vllm_kv_usage:engine_percent)",
+    "diag:vllm_prompt_tokens:role_irate": f"sum by({ROLE}) (diag:vllm_prompt_tokens:engine_irate)",
+    **{f"diag:vllm_{signal}:endpoint_increase": _increase(m) for signal, m in SIGNALS.items()},
+    "diag:up:target": f"max by(job, instance, {ENDPOINT}) ({labelled('up')})",
+}
+
+
+def _role(name: str, role: str) -> str:
+    return f'{name}{{diag_role="{role}"}}'
+
+
+def _plateau(frac: float) -> str:
+    """The prefill prompt throughput at or above ``frac`` x its p90 over the run window."""
+    tps = _role("diag:vllm_prompt_tokens:role_irate", "prefill")
+    return f"{tps} >= {frac} * quantile_over_time(0.9, {tps}[{RUN_WINDOW}])"
+
+
+def _role_balance(p: dict[str, Any]) -> str:
+    pw, dkv = _role("diag:vllm_waiting:role_avg", "prefill"), _role("diag:vllm_kv_usage:role_avg_percent", "decode")
+    dwait = _role("diag:vllm_waiting:role", "decode")
+    if p["mode"] == "prefill-bound":
+        rising = f"({pw} >= {p['waiting_min']} and {pw} > {pw} offset {int(p['rise_lookback_s'])}s)"
+        return (f"(({pw} >= {p['waiting_high']}) or {rising})"
+                f" and on({RUN}) ({_plateau(p['plateau_frac'])})"
+                f" and on({RUN}) ({dkv} < {p['kv_low']} and {dkv} < {p['kv_high']})"
+                f" and on({RUN}) ({dwait} == 0)")
+    tps = _role("diag:vllm_prompt_tokens:role_irate", "prefill")
+    idle = (f"({tps} < {p['idle_frac']} * quantile_over_time(0.9, {tps}[{RUN_WINDOW}])"
+            f" or {_role('diag:vllm_waiting:role', 'prefill')} == 0)")
+    saturated = f"({dkv} >= {p['kv_high']} or ({dkv} >= {p['waiting_kv_min']} and on({RUN}) {dwait} > 0))"
+    return f"{saturated} and on({RUN}) {idle}"
+
 
 def _expr(rule: Rule) -> str | None:
     """The alert expression of one rule; None when its template has no PromQL form."""
     p = rule.params
+    if rule.template == "role_balance":  # a run's verdict: one alert per deployment
+        return f"max by({RUN}) ({_role_balance(p)})"
+    if rule.template == "engine_skew":
+        load = f"diag:vllm_{p.get('metric', 'running')}:engine"
+        med = f"quantile without(engine) (0.5, {load})"
+        return f"{load} >= on({ENDPOINT}) group_left() ({p['ratio']} * ({med} >= {p['min_load']}))"
     if rule.template == "window_threshold" and p.get("kv_usage") is not None:
-        return (f"diag:vllm_kv_usage:percent >= {p['kv_usage']} and on({BY}) "
-                f"(diag:vllm_waiting:requests > 0 or diag:vllm_preemptions:increase1m > 0)")
-    if rule.template == "presence" and p.get("signal") == "preemptions":
-        return f"diag:vllm_preemptions:increase1m >= {p.get('min_count', 1)}"
+        return (f"diag:vllm_kv_usage:endpoint_max_percent >= {p['kv_usage']} and on({ENDPOINT}) "
+                f"(diag:vllm_waiting:endpoint > 0 or diag:vllm_preemptions:endpoint_irate > 0)")
+    if rule.template == "presence" and p.get("signal") in SIGNALS:
+        return f"diag:vllm_{p['signal']}:endpoint_increase >= {p.get('min_count', 1)}"
     if rule.template == "absence":
-        return ("(sum by(job, instance) (present_over_time(vllm:num_requests_running[5m]))) unless on(job, instance) "
-                "(sum by(job, instance) (present_over_time(vllm:num_requests_running[1m])))")
+        roles = "|".join(p.get("roles", ("prefill", "decode", "agg")))
+        return (f'diag:up:target{{diag_role=~"{roles}"}} == 1 unless on(job, instance) '
+                f"max by(job, instance) (present_over_time(vllm:num_requests_running[{IRATE_WINDOW}]))")
     if rule.template == "stall_vs_median":
-        frac, floor = p.get("stall_frac", 0.25), p.get("min_median", 1.0)
-        tokens = "(diag:vllm_generation_tokens:rate1m + diag:vllm_prompt_tokens:rate1m)"
-        return (f"diag:vllm_running:requests > 0 and {tokens} < on(job) group_left() "
-                f"({frac} * quantile by(job) (0.5, {tokens} > {floor}))")
+        median = f"quantile_over_time(0.5, diag:vllm_busy_tokens:engine_irate[{RUN_WINDOW}])"
+        return (f"(diag:vllm_tokens:engine_irate < {p['stall_frac']} * ({median} >= {p['min_median']})"
+                f" or diag:vllm_tokens:engine_irate <= 0) and diag:vllm_running:engine > 0")
     return None
 
 
 WHY_NOT = {
-    "role_balance": "compares prefill queues and throughput against decode fill over the run (p90 plateaus, "
-                    "concurrency per engine): needs the run's topology and benchmark concurrency",
-    "engine_skew": "compares an engine's load with its siblings' median over the run window",
-    "capacity": "needs the startup 'Maximum concurrency' line and the recipe's concurrency",
+    "capacity": "needs each engine's maximum concurrency (a label of vllm:cache_config_info, which PromQL "
+                "cannot turn into a number) and the benchmark's concurrency (not a metric)",
     "noise_ratio": "is about log lines",
     "fault_incident": "is about tracebacks and fault lines in logs",
+    "uncaught_exception": "is about tracebacks in logs",
+    "startup_stage": "reads the startup stages from the workers' log lines",
+    "run_validity": "judges the benchmark's result and the orchestrator's readiness lines",
+    "accuracy": "compares the accuracy benchmark's scores",
+    "drift": "compares the launched command lines with the recipe",
 }
+
+
+def exported_for(rule: Rule) -> float:
+    """The alert's ``for`` in seconds: n consecutive true evaluations cover n stats intervals (see the
+    module docstring), so a window of ``for`` seconds is ``for`` minus one interval after the first."""
+    p = rule.params
+    if rule.template == "stall_vs_median":
+        return max(0.0, (int(p.get("min_intervals", 1)) - 1) * STATS_INTERVAL_S)
+    if rule.for_s and rule.template in ("role_balance", "engine_skew", "window_threshold"):
+        return max(0.0, rule.for_s - float(p.get("interval_s", STATS_INTERVAL_S)))
+    return rule.for_s
+
+
+def _role_label(rule: Rule) -> str:
+    mode = rule.params.get("mode", "")
+    return mode.removesuffix("-bound") if mode.endswith("-bound") else "{{ $labels.diag_role }}"
+
+
+def alert_name(rule: Rule) -> str:
+    return f"{rule.code.replace('-', '_')}_{rule.name.replace('-', '_')}"
 
 
 def _duration(seconds: float) -> str:
     return f"{int(seconds)}s"
+
+
+def expressible(rules: list[Rule]) -> list[Rule]:
+    """The runtime rules of ``rules`` that have an alert expression."""
+    return [r for r in rules if r.scope != "recipe" and _expr(r) is not None]
 
 
 def export(rules: list[Rule]) -> str:
@@ -87,26 +217,31 @@ def export(rules: list[Rule]) -> str:
             continue
         expr = _expr(rule)
         if expr is None:
-            skipped.append(f"{rule.code} {rule.name}: {WHY_NOT.get(rule.template, 'its evidence is in logs only')}")
+            why = WHY_NOT.get(rule.template) or f"its signal ({rule.params.get('signal', rule.template)}) is in logs only"
+            skipped.append(f"{rule.code} {rule.name}: {why}")
             continue
-        alert: dict[str, Any] = {"alert": f"{rule.code.replace('-', '_')}_{rule.name.replace('-', '_')}",
-                                 "expr": expr}
-        if rule.for_s:
-            alert["for"] = _duration(rule.for_s)
+        alert: dict[str, Any] = {"alert": alert_name(rule), "expr": expr}
+        if exported_for(rule):
+            alert["for"] = _duration(exported_for(rule))
         if rule.keep_firing_for_s:
             alert["keep_firing_for"] = _duration(rule.keep_firing_for_s)
-        alert["labels"] = {"severity": rule.severity, "code": rule.code, "role": "{{ $labels.worker_role }}"}
+        alert["labels"] = {"severity": rule.severity, "code": rule.code, "role": _role_label(rule)}
+        where = "{{ $labels.diag_role }} {{ $labels.diag_worker }}"
+        if rule.scope == "engine":
+            where += " engine {{ $labels.engine }}"
+        elif rule.scope == "run":
+            where = "{{ $labels.dynamo_namespace }}"
         alert["annotations"] = {
             "summary": rule.summary,
-            "description": f"{rule.code} on {{{{ $labels.job }}}} {{{{ $labels.instance }}}} engine "
-                           f"{{{{ $labels.engine }}}}: value {{{{ $value }}}}",
+            "description": f"{rule.code} {rule.name} on {where}: value {{{{ $value }}}}",
             "runbook": f"{rule.why.strip()}\n\nRemediation: {rule.remediation.strip()}",
         }
         alerts.append(alert)
     doc = {"groups": [
-        {"name": "diag-recording", "rules": [{"record": k, "expr": v} for k, v in RECORDING.items()]},
-        {"name": "diag-alerts", "rules": alerts}]}
-    head = "# Generated by `diag rules export --format prometheus` from diag's rule catalog.\n"
+        {"name": GROUPS[0], "rules": [{"record": k, "expr": v} for k, v in RECORDING.items()]},
+        {"name": GROUPS[1], "rules": alerts}]}
+    head = ("# Generated by `diag rules export --format prometheus` from diag's rule catalog.\n"
+            f"# Run window {RUN_WINDOW}; role and worker from target labels (diag_role, diag_worker).\n")
     if skipped:
         head += "# Not expressible in PromQL:\n" + "".join(f"#   {s}\n" for s in skipped)
     return head + yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True)

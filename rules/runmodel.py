@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from diag.parsers.histogram import COLUMNS as LATENCY_COLUMNS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import (
     AccuracyResult,
@@ -48,6 +49,7 @@ STATS_SCHEMA = {
     "prompt_tps": pl.Float64, "gen_tps": pl.Float64, "running": pl.Int64, "waiting": pl.Int64,
     "deferred": pl.Int64, "preemptions": pl.Int64, "kv_usage": pl.Float64, "prefix_hit": pl.Float64,
     "ext_hit": pl.Float64,
+    **dict.fromkeys(LATENCY_COLUMNS, pl.Float64),  # per-interval latency quantiles (Prometheus histograms)
 }
 KV_SCHEMA = {
     "ts": pl.Datetime("us", "UTC"), "file": pl.Utf8, "line": pl.Int64, "transfers": pl.Float64,
@@ -238,6 +240,8 @@ def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.Dat
                                   "file": [file] * len(stats), "line": [r.line for r in stats]}
     for k in _STATS_COLS:
         data[k] = [getattr(r, k) for r in stats]
+    for k in LATENCY_COLUMNS:
+        data[k] = [(r.latency or {}).get(k) for r in stats]
     data["prom"] = [r.variant == "prom" for r in stats]
     kvs = [r for r in records if isinstance(r, KVTransfer)]
     kv: dict[str, list[Any]] = {"ts": [r.ts for r in kvs], "file": [file] * len(kvs), "line": [r.line for r in kvs]}
@@ -249,7 +253,8 @@ def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.Dat
 def _chunk_frames(file: str, stats: pl.DataFrame, kv: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The same frames from a log's extracted columns (parsers.columns), without a record per row."""
     s = stats.select(pl.col("ts"), _ENGINE_KEY.alias("engine"), pl.lit(file).alias("file"), pl.col("line"),
-                     *(pl.col(c) for c in _STATS_COLS), (pl.col("variant") == "prom").alias("prom"))
+                     *(pl.col(c) for c in _STATS_COLS), *(pl.lit(None, pl.Float64).alias(c) for c in LATENCY_COLUMNS),
+                     (pl.col("variant") == "prom").alias("prom"))
     k = kv.select(pl.col("ts"), pl.lit(file).alias("file"), pl.col("line"), *(pl.col(c) for c in _KV_KEYS))
     return s.cast(_RAW_STATS), k.cast(KV_SCHEMA)  # type: ignore[arg-type]
 

@@ -1282,7 +1282,7 @@ def build_run(sc: Scn, seed: int, out: Path) -> None:
     if sc.name == "prefill-bound":   # the same run's series as srt-slurm 2.x and AIPerf capture them
         telemetry.write(sc.name, sc.job, procs, {k: c.log for k, c in ctxs.items()}, prom_engine, MODEL,
                         f"{MODEL}_isl{ISL}_osl{OSL}_c{sc.concs[0]}_{sc.start:%Y%m%d%H%M%S}", out / "telemetry",
-                        seed + 1)
+                        seed + 1, (MEAN_IN, MEAN_OUT))
     if sc.kind == "stats-missing":
         rows = prometheus(tl, procs, {k: c.log for k, c in ctxs.items()}, rng)
         write(run / "logs" / "raw_prometheus.jsonl", "\n".join(rows) + "\n")

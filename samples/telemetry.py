@@ -6,10 +6,17 @@ them, counters as running totals (``vllm:prompt_tokens`` counts a decode engine'
 tokens too, as in ``raw_prometheus.jsonl``). Two run directories without logs hold them:
 
 * ``<name>-tachometer/logs/tachometer/raw/scrape/final.parquet``: Tachometer's long format
-  (labels inside ``metric_name``, ``_total`` kept, histogram columns, metadata columns) with one
-  ``vllm:e2e_request_latency_seconds`` histogram per engine, which diag does not read.
+  (labels inside ``metric_name``, ``_total`` kept, histogram columns, metadata columns) with a coarse
+  ``vllm:e2e_request_latency_seconds`` histogram per engine and the latency histograms below.
 * ``<name>-aiperf/logs/artifacts/<bench>/server_metrics_export.parquet``: AIPerf's export (one column
-  per label, Dynamo's ``dynamo_component``, counters as deltas from the first scrape, no ``_total``).
+  per label, Dynamo's ``dynamo_component``, counters and histogram buckets as deltas from the first
+  scrape, no ``_total``).
+
+Latency histograms, with vLLM's bucket bounds (vllm-formats.md §3): a prefill engine's
+``vllm:time_to_first_token_seconds`` (its requests finished in the interval, each waiting behind the queue
+the interval ended with: (waiting + 1) x mean prompt / prompt tok/s), a decode engine's
+``vllm:inter_token_latency_seconds`` (one observation per generated token, a step of running / gen tok/s).
+Each interval's observations spread evenly over [0.5, 1.5] x that centre; counts are rounded cumulative.
 """
 
 from __future__ import annotations
@@ -26,6 +33,11 @@ GAUGES = (("vllm:num_requests_running", "running", "requests"), ("vllm:num_reque
 COUNTERS = (("vllm:num_preemptions", "pre", None), ("vllm:prompt_tokens", "ptok", "tokens"),
             ("vllm:generation_tokens", "gtok", "tokens"))
 LATENCY_LE = (1.0, 5.0, 20.0, 60.0, None)  # seconds; None is +Inf
+TTFT_LE = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
+           80.0, 160.0, 640.0, 2560.0)
+ITL_LE = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+HISTOGRAMS = {"prefill": ("vllm:time_to_first_token_seconds", TTFT_LE),
+              "decode": ("vllm:inter_token_latency_seconds", ITL_LE)}
 META = ("frontend_index", "hostname", "job_id", "run_name", "worker_index", "worker_process", "worker_role")
 
 
@@ -40,9 +52,36 @@ def _values(prom_engine: Any, role: str, hidden: dict[int, list[tuple[datetime, 
     return {e: prom_engine(role, [x for x in rows if x[0] <= t]) for e, rows in hidden.items()}
 
 
+class _Latency:
+    """One engine's latency histogram as it accumulates: float counts per bound (+Inf last) and sum."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds, self.cum, self.sum = bounds, [0.0] * (len(bounds) + 1), 0.0
+
+    def observe(self, n: float, centre: float) -> None:
+        """``n`` observations spread evenly over [0.5, 1.5] x ``centre``."""
+        for i, le in enumerate(self.bounds):
+            self.cum[i] += n * min(1.0, max(0.0, (le - 0.5 * centre) / centre))
+        self.cum[-1] += n
+        self.sum += n * centre
+
+    def rows(self) -> list[tuple[str, float | None, float]]:
+        """(le as exposed, upper bound or None for +Inf, rounded cumulative count) per bucket."""
+        les = [*(str(le) for le in self.bounds), "+Inf"]
+        return [(le, up, float(round(c))) for le, up, c in zip(les, [*self.bounds, None], self.cum, strict=True)]
+
+
+def _observe(hist: _Latency, role: str, v: dict, prev: dict, dt: float, mean_len: tuple[int, int]) -> None:
+    if role == "prefill" and (dp := v["ptok"] - prev["ptok"]) > 0:
+        hist.observe(dp / mean_len[0], (v["waiting"] + 1) * mean_len[0] / (dp / dt))
+    elif role == "decode" and (dg := v["gtok"] - prev["gtok"]) > 0 and v["running"] > 0:
+        hist.observe(dg, v["running"] / (dg / dt))
+
+
 def write(name: str, job: int, procs: list[Any], logs: dict, prom_engine: Any, model: str, bench: str,
-          out: Path, seed: int) -> list[Path]:
-    """Write both captures of one run under ``out``; the paths written."""
+          out: Path, seed: int, mean_len: tuple[int, int]) -> list[Path]:
+    """Write both captures of one run under ``out`` (``mean_len``: the mean prompt and output lengths);
+    the paths written."""
     rng = random.Random(seed)
     tach: list[dict] = []
     aip: list[dict] = []
@@ -55,11 +94,16 @@ def write(name: str, job: int, procs: list[Any], logs: dict, prom_engine: Any, m
                 "worker_index": str(p.idx), "worker_process": str(rank), "worker_role": p.role}
         hidden = logs[p.key].hidden
         ref: dict[int, dict] | None = None
+        family, bounds = HISTOGRAMS.get(p.role, ("", ()))
+        hists = {e: _Latency(bounds) for e in hidden}
+        prev: tuple[datetime, dict] | None = None
         for t in _scrape_times(hidden):
             vals = _values(prom_engine, p.role, hidden, t)
             ts_ns = int(t.timestamp()) * 10**9 + t.microsecond * 1000 + rng.randint(0, 50_000_000)
             ref = ref if ref is not None else vals
             for e, v in vals.items():
+                if prev is not None:
+                    _observe(hists[e], p.role, v, prev[1][e], (t - prev[0]).total_seconds(), mean_len)
                 labels = {"engine": str(e), "model_name": model}
                 flat = ",".join(f'{k}="{labels[k]}"' for k in sorted(labels))
                 base = {"scraper_endpoint": endpoint, "histogram_bucket_lower": None, "histogram_bucket_upper": None,
@@ -69,7 +113,7 @@ def write(name: str, job: int, procs: list[Any], logs: dict, prom_engine: Any, m
                     tach.append({**base, "metric_name": f"{metric}{{{flat}}}", "metric_value": float(v[key])})
                 for metric, key, _ in COUNTERS:
                     tach.append({**base, "metric_name": f"{metric}_total{{{flat}}}", "metric_value": float(v[key])})
-                done = v["gtok"] / 922.0  # requests' worth of generated tokens
+                done = v["gtok"] / float(mean_len[1])  # requests' worth of generated tokens
                 lower = 0.0
                 for le in LATENCY_LE:
                     share = 1.0 if le is None else min(1.0, le / 60.0)
@@ -80,6 +124,22 @@ def write(name: str, job: int, procs: list[Any], logs: dict, prom_engine: Any, m
                                  "histogram_count": float(round(done))})
                     lower = le if le is not None else lower
                 comp = "prefill" if p.role == "prefill" else "backend"
+                if family:
+                    total = hists[e].cum[-1]
+                    lower = 0.0
+                    for le_text, upper, count in hists[e].rows():
+                        inline = ",".join(f'{k}="{x}"' for k, x in sorted({**labels, "le": le_text}.items()))
+                        stats = {"histogram_bucket_lower": lower, "histogram_bucket_upper": upper,
+                                 "histogram_sum": hists[e].sum, "histogram_count": float(round(total))}
+                        tach.append({**base, "metric_name": f"{family}{{{inline}}}", "metric_value": count,
+                                     **(stats if upper is not None else {})})  # +Inf: the columns stay null
+                        lower = upper if upper is not None else lower
+                        aip.append({"endpoint_url": url, "metric_name": family, "metric_type": "histogram",
+                                    "unit": "seconds", "description": None, "timestamp_ns": ts_ns,
+                                    "dynamo_component": comp, "engine": str(e), "model_name": model, "value": None,
+                                    # deltas from the reference (first) scrape, which holds no observations yet
+                                    "sum": hists[e].sum, "count": float(round(total)),
+                                    "bucket_le": le_text, "bucket_count": count})
                 for metric, key, unit in (*GAUGES, *COUNTERS):
                     counter = (metric, key, unit) in COUNTERS
                     aip.append({"endpoint_url": url, "metric_name": metric,
@@ -88,6 +148,7 @@ def write(name: str, job: int, procs: list[Any], logs: dict, prom_engine: Any, m
                                 "engine": str(e), "model_name": model,
                                 "value": float(max(v[key] - ref[e][key], 0) if counter else v[key]),
                                 "sum": None, "count": None, "bucket_le": None, "bucket_count": None})
+            prev = (t, vals)
     f64, utf8 = pl.Float64, pl.Utf8
     tach_schema = {"scraper_endpoint": utf8, "metric_name": utf8, "metric_value": f64,
                    "histogram_bucket_lower": f64, "histogram_bucket_upper": f64, "histogram_sum": f64,

@@ -44,3 +44,16 @@ def real_recipes() -> Path:
 @pytest.fixture(scope="session")
 def samples_dir() -> Path:
     return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def replayed(tmp_path_factory: pytest.TempPathFactory):
+    """One real Prometheus for the session, scraping a replay of the prefill-bound scenario with the
+    exported rules loaded (tests/prom_replay.py); yields a :class:`prom_replay.Replayed`."""
+    import json
+
+    import prom_replay
+
+    logs = json.loads(prom_replay.diag("tail", str(prom_replay.RUN), "--format", "json").stdout)
+    with prom_replay.start(tmp_path_factory.mktemp("prom-replay"), logs) as running:
+        yield running

@@ -1,4 +1,5 @@
-"""`diag rules export --format prometheus`: a rule file promtool accepts, built from the catalog's data."""
+"""`diag rules export --format prometheus`: a rule file promtool accepts, built from the catalog's data, and
+`promtool test rules` on unit tests generated from every exported rule's own fire/pass examples."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 import yaml
 
 from diag.rules.catalog import catalog
-from diag.rules.promrules import export
+from diag.rules.promrules import export, expressible
+from diag.rules.promtests import unit_tests
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,14 +28,20 @@ def test_export_passes_promtool(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     doc = yaml.safe_load(res.stdout)
     alerts = {r["labels"]["code"]: r for r in doc["groups"][1]["rules"]}
-    assert set(alerts) == {"DIAG-K001", "DIAG-K002", "DIAG-L001", "DIAG-B004"}
+    assert set(alerts) == {"DIAG-B001", "DIAG-B002", "DIAG-B003", "DIAG-B004", "DIAG-K001", "DIAG-K002",
+                           "DIAG-L001", "DIAG-E002", "DIAG-E003"}
     k001 = alerts["DIAG-K001"]
-    assert (k001["for"], k001["keep_firing_for"], k001["labels"]["severity"]) == ("60s", "60s", "error")
-    assert "diag:vllm_kv_usage:percent >= 95" in k001["expr"]
+    # `for` 60 s of data: the first true evaluation already stands for one 10 s interval
+    assert (k001["for"], k001["keep_firing_for"], k001["labels"]["severity"]) == ("50s", "60s", "error")
+    assert "diag:vllm_kv_usage:endpoint_max_percent >= 95" in k001["expr"]
+    assert alerts["DIAG-B001"]["labels"]["role"] == "prefill" and alerts["DIAG-B002"]["labels"]["role"] == "decode"
+    assert "vllm:nixl_num_failed_transfers_total" in res.stdout and "vllm:nixl_num_kv_expired_reqs_total" in res.stdout
+    assert "#   DIAG-K003 kv-capacity-below-concurrency: needs each engine's maximum concurrency" in res.stdout
     assert "$labels" in k001["annotations"]["description"] and "$value" in k001["annotations"]["description"]
     assert "# Not expressible in PromQL:\n#   DIAG-A001" in res.stdout
     record = {r["record"]: r["expr"] for r in doc["groups"][0]["rules"]}
-    assert "vllm:gpu_cache_usage_perc" in record["diag:vllm_kv_usage:percent"]  # the renamed metric too
+    assert "vllm:gpu_cache_usage_perc" in record["diag:vllm_kv_usage:engine_percent"]  # the renamed metric too
+    assert "prompt_tokens_by_source_total{source=\"local_compute\"}" in record["diag:vllm_prompt_tokens:engine_irate"]
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (Debian's prometheus package ships it)")
@@ -46,10 +54,48 @@ def test_export_passes_promtool(tmp_path: Path) -> None:
 def test_a_catalog_threshold_changes_the_export() -> None:
     k001 = catalog()["DIAG-K001"]
     assert "percent >= 90 " in export([k001.with_params({"kv_usage": 90})])
-    assert "for: 120s" in export([k001.with_params({"for": 120})])
+    assert "for: 110s" in export([k001.with_params({"for": 120})])
+    b001 = catalog()["DIAG-B001"]
+    assert "diag:vllm_waiting:role_avg{diag_role=\"prefill\"} >= 12" in export([b001.with_params({"waiting_high": 12})])
     one = _diag("rules", "export", "--format", "prometheus", "--select", "K002")
     assert one.returncode == 0 and one.stdout.count("alert:") == 1
     for args in (("rules", "export"), ("rules", "--format", "prometheus"), ("rules", "nope"),
                  ("rules", "export", "--format", "prometheus", "--select", "Z9")):
         bad = _diag(*args)
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def _promtool() -> str:
+    found = shutil.which("promtool")
+    if found is None:
+        pytest.skip("promtool is not installed (Debian's prometheus package ships it)")
+    return found
+
+
+def test_promtool_unit_tests_from_the_catalog_examples(tmp_path: Path) -> None:
+    """Every example of every exported rule is a promtool test group: the alerts firing on its series
+    are exactly the endpoints (or the run) diag's findings name on the same example."""
+    rules = list(catalog().values())
+    (tmp_path / "rules.yml").write_text(export(rules))
+    tests = yaml.safe_load(unit_tests(rules, "rules.yml"))
+    groups = {g["name"]: g["promql_expr_test"][0]["exp_samples"] for g in tests["tests"]}
+    assert len(groups) == sum(len(r.examples) for r in expressible(rules)) == 21
+    for name, want in groups.items():
+        # a fire example expects its alert, a pass example none; K001's third example is a log excerpt
+        # shorter than `for` (diag fires on it at lower severity): Prometheus waits for the window
+        assert bool(want) == ("(fire)" in name and name != "DIAG-K001 example 2 (fire)"), name
+    assert groups["DIAG-B003 example 0 (fire)"] == [
+        {"labels": '{code="DIAG-B003", diag_role="decode", diag_worker="0"}', "value": 1}]
+    assert groups["DIAG-B001 example 0 (fire)"] == [{"labels": '{code="DIAG-B001"}', "value": 1}]
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    res = subprocess.run([_promtool(), "test", "rules", str(tmp_path / "tests.yml")], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    # the same tests fail against rules exported with other thresholds: the tests can fail
+    changed = [r.with_params({"kv_usage": 99.5}) if r.code == "DIAG-K001" else
+               r.with_params({"min_count": 10}) if r.code == "DIAG-E002" else r for r in rules]
+    (tmp_path / "rules.yml").write_text(export(changed))
+    res = subprocess.run([_promtool(), "test", "rules", str(tmp_path / "tests.yml")], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 1
+    assert 'code="DIAG-K001"' in res.stdout + res.stderr and 'code="DIAG-E002"' in res.stdout + res.stderr

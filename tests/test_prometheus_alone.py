@@ -1,87 +1,34 @@
-"""`diag tail --prom URL` with no paths: a real Prometheus holding the prefill-bound scenario's series
-(the sample generator's Tachometer capture, backfilled with ``promtool tsdb create-blocks-from
-openmetrics``) gives the same endpoints and runtime findings as `diag tail` on that run's logs."""
+"""`diag tail --prom URL` with no paths: a real Prometheus scraping a replay of the prefill-bound
+scenario's series (tests/prom_replay.py, the session's ``replayed`` server) gives the same endpoints and
+runtime findings as `diag tail` on that run's logs.
+
+The server holds the scenario from its start up to ``real_from`` caught up, the rest arrives in real time
+for the alert test; the query window ends at ``real_from`` (DIAG-B001 has held nine minutes by then), so
+what it sees does not depend on when this test runs.
+"""
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
-import polars as pl
 import pytest
+from prom_replay import RUN, Replayed, capture, diag
 from schemas import validate
-from test_prometheus_live import _free_port, _prometheus_binary
+from test_prometheus_live import _free_port
 
-from helpers import stop_server
-
-ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "samples" / "runs" / "prefill-bound"
-TACH = ROOT / "samples" / "telemetry" / "prefill-bound-tachometer"
-WINDOW = ("--prom-start", "2026-08-12T14:10:00Z", "--prom-end", "2026-08-12T14:27:00Z")
+from diag.prom import query_server
+from diag.telemetry import telemetry_logs
 
 
-def _diag(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
+def _iso(wall: float) -> str:
+    return datetime.fromtimestamp(wall, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def openmetrics(capture: Path) -> str:
-    """The capture's counters and gauges as OpenMetrics, each process a target (job, instance and the
-    target labels worker_role/worker_index a scrape config would add)."""
-    df = pl.read_parquet(capture).filter(pl.col("histogram_bucket_upper").is_null()
-                                         & ~pl.col("metric_name").str.contains("le="))
-    out = []
-    for (family,), part in df.sort("metric_name_clean").partition_by("metric_name_clean", as_dict=True,
-                                                                     maintain_order=True).items():
-        out.append(f"# TYPE {family.removesuffix('_total')} {'counter' if family.endswith('_total') else 'gauge'}")
-        for row in part.sort("scraper_endpoint", "metric_name", "timestamp_ns").iter_rows(named=True):
-            labels = row["metric_name"].partition("{")[2].rstrip("}")
-            target = (f'job="vllm",instance="{row["hostname"]}:7500",worker_role="{row["worker_role"]}",'
-                      f'worker_index="{row["worker_index"]}"')
-            out.append(f'{family}{{{labels},{target}}} {row["metric_value"]} {row["timestamp_ns"] / 1e9:.3f}')
-    return "\n".join([*out, "# EOF"]) + "\n"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = _prometheus_binary()
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.fail("promtool is missing next to prometheus (Debian's prometheus package ships both)")
-    tmp = tmp_path_factory.mktemp("prom-alone")
-    (capture,) = TACH.rglob("final.parquet")
-    (tmp / "data.om").write_text(openmetrics(capture))
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(tmp / "data.om"), str(tmp / "tsdb")],
-                   check=True, capture_output=True, timeout=120)
-    (tmp / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
-    port = _free_port()
-    log = (tmp / "prometheus.log").open("w")
-    proc = subprocess.Popen([binary, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'tsdb'}",
-                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None, (tmp / "prometheus.log").read_text()[-2000:]
-            time.sleep(0.25)
-        else:
-            pytest.fail("Prometheus not ready in 30 s: " + (tmp / "prometheus.log").read_text()[-2000:])
-        yield url
-    finally:
-        stop_server(proc, log)
+def _window(replayed: Replayed) -> tuple[str, ...]:
+    start = datetime(2026, 8, 12, 14, 5, tzinfo=UTC)  # before the scenario's first scrape (14:05:56)
+    replayed.wait_served(replayed.real_from)
+    return "--prom-start", _iso(replayed.wall(start)), "--prom-end", _iso(replayed.wall(replayed.real_from))
 
 
 def _runtime(doc: dict) -> set[tuple[str, str]]:
@@ -89,39 +36,87 @@ def _runtime(doc: dict) -> set[tuple[str, str]]:
             if f["code"].startswith(("DIAG-B", "DIAG-K001", "DIAG-K002", "DIAG-E", "DIAG-L001"))}
 
 
+def _log_stats(until: datetime) -> dict[str, list[dict]]:
+    """The logs' stats records per endpoint file role, up to ``until`` (scenario time)."""
+    res = diag("tail", str(RUN), "--format", "jsonl")
+    out: dict[str, list[dict]] = {}
+    for line in res.stdout.splitlines():
+        rec = json.loads(line)
+        if rec["type"] == "record" and rec["kind"] == "stats" and datetime.fromisoformat(rec["ts"]) <= until:
+            out.setdefault("decode" if "_decode_" in rec["path"] else "prefill", []).append(rec)
+    return out
+
+
 @pytest.mark.prometheus
-def test_server_alone_matches_the_logs(server: str) -> None:
-    res = _diag("tail", "--prom", server, *WINDOW, "--format", "json")
+def test_server_alone_matches_the_logs(replayed: Replayed) -> None:
+    res = diag("tail", "--prom", replayed.url, *_window(replayed), "--format", "json")
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
     validate(doc, "tail")
-    logs = json.loads(_diag("tail", str(RUN), "--format", "json").stdout)
+    logs = json.loads(diag("tail", str(RUN), "--format", "json").stdout)
     eps = {e["id"]: (e["role"], e["engines"]) for e in doc["endpoints"]}
     assert eps == {e["id"]: (e["role"], e["engines"]) for e in logs["endpoints"]}
     assert _runtime(doc) == _runtime(logs) == {("DIAG-B001", "")}
-    decode = next(e for e in doc["endpoints"] if e["id"] == "decode-w0")["stats"]
-    want = next(e for e in logs["endpoints"] if e["id"] == "decode-w0")["stats"]
-    assert decode["kv_usage_max"] == want["kv_usage_max"]  # a gauge, as scraped
-    # a rate pushed down to the server: rate() over 4 scrape intervals of the 10 s capture, sampled at
-    # each step, smooths the ramps the 10 s log intervals show
-    assert decode["gen_tps_mean"] == pytest.approx(want["gen_tps_mean"], rel=0.15)
     assert [s["kind"] for s in doc["sources"]] == ["prometheus"] * len(doc["sources"])
+    # the numbers over the same stretch: a gauge as scraped; a rate pushed down to the server, rate() over
+    # 4 scrape intervals of the 10 s capture sampled at each step, smooths the ramps the log intervals show
+    decode = next(e for e in doc["endpoints"] if e["id"] == "decode-w0")["stats"]
+    recs = _log_stats(replayed.real_from)["decode"]
+    assert decode["kv_usage_max"] == round(max(r["kv_usage"] for r in recs), 1)
+    per_interval: dict[str, float] = {}
+    for r in recs:
+        key = r["ts"][:18]  # the 10 s interval
+        per_interval[key] = per_interval.get(key, 0.0) + r["gen_tps"]
+    assert decode["gen_tps_mean"] == pytest.approx(sum(per_interval.values()) / len(per_interval), rel=0.15)
 
 
 @pytest.mark.prometheus
-def test_server_alone_errors_are_one_line(server: str) -> None:
-    empty = _diag("tail", "--prom", server, "--since", "5m")  # the capture is months away from now
+def test_server_quantiles_are_the_bucket_deltas(replayed: Replayed) -> None:
+    """The server's histogram_quantile(irate(..._bucket)) at each step equals diag's quantiles of the
+    bucket deltas of the same two scrapes, read from the Tachometer file the exporter replays."""
+    _window(replayed)
+    start = datetime.fromtimestamp(replayed.wall(datetime(2026, 8, 12, 14, 5, tzinfo=UTC)), tz=UTC)
+    server = query_server(replayed.url, start, datetime.fromtimestamp(replayed.real_start, tz=UTC))
+    files = {(lg.info.role, lg.info.index, lg.info.node): lg for lg in telemetry_logs([capture()], "tachometer")}
+    matched, intervals = set(), set()
+    end_ms = replayed.real_start * 1000
+    for lg in server:
+        key = (lg.info.role, lg.info.index, lg.info.node)
+        mine = sorted((int((r.ts.timestamp() + replayed.offset_s) * 1000), r.engine, r.latency)
+                      for r in files[key].records)
+        intervals |= {(key, ms, eng) for ms, eng, lat in mine if lat and ms <= end_ms}
+        for r in lg.records:
+            if not r.latency:
+                continue
+            at = round(r.ts.timestamp() * 1000)
+            ms, _, want = max((m for m in mine if m[1] == r.engine and m[0] <= at), key=lambda m: m[0])
+            assert r.latency == pytest.approx(want, rel=1e-9), (lg.path, r.ts, r.engine)
+            matched.add((key, ms, r.engine))
+    # one step per 10 s scrape interval: a step sees the latest pair of scrapes, so where a process's
+    # scrapes (±50 ms apart from 10 s) drift across a step two steps share a pair and one is skipped
+    assert matched <= intervals and len(matched) > 0.95 * len(intervals) > 700
+    assert {k for lg in server for r in lg.records for k in r.latency or {}} == {
+        "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "itl_p50_s", "itl_p90_s", "itl_p99_s",
+        "e2e_p50_s", "e2e_p90_s", "e2e_p99_s"}
+
+
+@pytest.mark.prometheus
+def test_server_alone_errors_are_one_line(replayed: Replayed) -> None:
+    server = replayed.url
+    old = ("--prom-start", "2020-01-01T00:00:00Z", "--prom-end", "2020-01-01T00:15:00Z")
+    empty = diag("tail", "--prom", server, *old)  # years before the replayed series
     assert empty.returncode == 2 and empty.stdout == ""
     assert empty.stderr.startswith(f"diag tail: {server}: no vLLM series between ")
     assert len(empty.stderr.strip().splitlines()) == 1
-    missing = _diag("tail", "--prom", f"{server}/nowhere", *WINDOW)
+    missing = diag("tail", "--prom", f"{server}/nowhere", *old)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "Prometheus query failed" in missing.stderr and "Traceback" not in missing.stderr
     closed = f"http://127.0.0.1:{_free_port()}"
-    refused = _diag("tail", "--prom", closed, "--since", "15m")
+    refused = diag("tail", "--prom", closed, "--since", "15m")
     assert (refused.returncode, refused.stderr) == (2, f"diag tail: {closed}: cannot connect: Connection refused\n")
     for args, msg in ((("--since", "soon"), "--since 'soon': not a duration"),
-                      (("--since", "5m", "--prom-start", WINDOW[1]), "--since and --prom-start both set the start")):
-        bad = _diag("tail", "--prom", server, *args)
+                      (("--since", "5m", "--prom-start", old[1]), "--since and --prom-start both set the start")):
+        bad = diag("tail", "--prom", server, *args)
         assert bad.returncode == 2 and msg in bad.stderr
-    assert _diag("tail").returncode == 2
+    assert diag("tail").returncode == 2
+    assert timedelta(0) < replayed.real_from - datetime(2026, 8, 12, 14, 5, tzinfo=UTC)

@@ -61,15 +61,24 @@ def test_capture_reads_into_the_logs_endpoints(capture: Path, from_logs: dict) -
                                                                                want["kv_usage_last"])
 
 
-def test_tachometer_reads_only_the_metrics_diag_uses() -> None:
+def test_tachometer_reads_only_the_metrics_diag_uses(tmp_path: Path) -> None:
     (path,) = (TACH / "logs" / "tachometer").rglob("final.parquet")
-    total = pl.scan_parquet(path).select(pl.len()).collect().item()
-    procs = tachometer_parquet(path)
+    df = pl.read_parquet(path)
+    # a family diag does not read (vLLM's prompt-length histogram), as Tachometer writes its rows
+    unread = df.filter(pl.col("metric_name").str.starts_with("vllm:e2e_request_latency_seconds{")).with_columns(
+        metric_name=pl.col("metric_name").str.replace("vllm:e2e_request_latency_seconds", "vllm:request_prompt_tokens"),
+        metric_name_clean=pl.lit("vllm:request_prompt_tokens"))
+    wider = tmp_path / "tachometer" / "final.parquet"
+    wider.parent.mkdir()
+    pl.concat([df, unread]).write_parquet(wider)
+    procs = tachometer_parquet(wider)
     kept = sum(len(s) for p in procs for _, s in p.scrapes)
-    assert kept < total  # the latency histogram rows are filtered out in the scan
+    assert kept == df.height < df.height + unread.height  # the unread family is filtered out in the scan
     assert {s.metric for p in procs for _, ss in p.scrapes for s in ss} == {
         "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-        "vllm:num_preemptions", "vllm:prompt_tokens", "vllm:generation_tokens"}
+        "vllm:num_preemptions", "vllm:prompt_tokens", "vllm:generation_tokens",
+        "vllm:e2e_request_latency_seconds_bucket", "vllm:time_to_first_token_seconds_bucket",
+        "vllm:inter_token_latency_seconds_bucket"}
     dec = [p for p in procs if p.role == "decode"]
     assert sorted((p.key, p.index, p.node) for p in dec) == [
         ("backend_decode0_rank0", 0, "gb200-r03-n14"), ("backend_decode0_rank1", 0, "gb200-r03-n15")]
@@ -98,14 +107,25 @@ def test_aiperf_jsonl_matches_its_parquet(tmp_path: Path) -> None:
     lines = []
     for (url, ts), part in df.group_by(["endpoint_url", "timestamp_ns"], maintain_order=True):
         metrics: dict[str, list] = {}
+        hists: dict[tuple, dict] = {}
         for row in part.iter_rows(named=True):
             labels = {k: row[k] for k in ("dynamo_component", "engine", "model_name")}
-            metrics.setdefault(row["metric_name"], []).append({"labels": labels, "value": row["value"]})
+            if row["bucket_le"] is None:
+                metrics.setdefault(row["metric_name"], []).append({"labels": labels, "value": row["value"]})
+                continue
+            key = (row["metric_name"], *labels.values())
+            if key not in hists:  # one sample per histogram: {labels, buckets: {le: count}, sum, count}
+                hists[key] = {"labels": labels, "buckets": {}, "sum": row["sum"], "count": row["count"]}
+                metrics.setdefault(row["metric_name"], []).append(hists[key])
+            hists[key]["buckets"][row["bucket_le"]] = row["bucket_count"]
         lines.append(json.dumps({"endpoint_url": url, "timestamp_ns": ts, "metrics": metrics}))
     from_jsonl, problems = aiperf_jsonl([*lines, "{torn"])
     assert problems == [f"line {len(lines) + 1}: not a server-metrics record (JSONDecodeError)"]
     from_parquet = aiperf_parquet(path)
     assert [(p.key, p.role, p.index, len(p.scrapes)) for p in from_jsonl] == \
         [(p.key, p.role, p.index, len(p.scrapes)) for p in from_parquet]
+    assert [sorted((s.name, s.value, *sorted(s.labels.items())) for _, ss in p.scrapes for s in ss)
+            for p in from_jsonl] == [sorted((s.name, s.value, *sorted(s.labels.items()))
+                                            for _, ss in p.scrapes for s in ss) for p in from_parquet]
     assert [(p.role, p.index) for p in from_parquet] == [("prefill", 0), ("prefill", 1), ("prefill", 2),
                                                          ("prefill", 3), ("decode", 0), ("decode", 0)]

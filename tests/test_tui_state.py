@@ -88,7 +88,7 @@ def _stats(rows: list[tuple[int, str, float, float]]) -> pl.DataFrame:
                 "gen_tps": 0.0, "running": 1, "waiting": 0, "deferred": None, "preemptions": 0, "kv_usage": kv,
                 "prefix_hit": None, "ext_hit": None}
         for k in STATS_SCHEMA:
-            data[k].append(vals[k])
+            data[k].append(vals.get(k))  # the latency quantile columns stay null
     return pl.DataFrame(data, schema=STATS_SCHEMA)
 
 

@@ -1,0 +1,136 @@
+"""``promtool test rules`` unit tests generated from the catalog's own fire/pass examples.
+
+Each example of an exported rule becomes one test group: the example's run as the series a worker's
+``/metrics`` shows every stats interval (gauges as they are, tok/s and preemptions as running counters,
+NIXL failures and lease expiries as their counters, ``up`` for every endpoint's target; a baseline
+scrape before the first interval shows an engine's metrics at zero, as vLLM exports them from its
+start), and one check
+of the alerts that fired during it: exactly the endpoints (or the run) of diag's own findings on the
+same example. A finding over a window shorter than the rule's ``for`` (a log excerpt shorter than the
+window fires at lower severity in diag) has no Prometheus equivalent and is not expected.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from .catalog import Rule
+from .engine import evaluate
+from .examples import SERIES, build_example_run, series_length, value_at
+from .promrules import GROUPS, SIGNALS, STATS_INTERVAL_S, expressible
+
+GAUGES = {"running": ("vllm:num_requests_running", 1.0), "waiting": ("vllm:num_requests_waiting", 1.0),
+          "kv_usage": ("vllm:kv_cache_usage_perc", 0.01)}
+COUNTERS = {"prompt_tps": ("vllm:prompt_tokens", STATS_INTERVAL_S),
+            "gen_tps": ("vllm:generation_tokens", STATS_INTERVAL_S),
+            "preemptions": ("vllm:num_preemptions", 1.0)}
+EXPIRY_COUNTED = ("expired", "force_freed")   # the P side's expired-request counter; reads are D-side lines
+DEFAULTS = {"waiting": 0, "running": 0, "prompt_tps": 0.0, "gen_tps": 0.0, "kv_usage": 0.0, "preemptions": 0}
+_ENDPOINT = re.compile(r"^(?P<role>[a-z]+)-w(?P<idx>\d+)$")
+
+
+def _fmt(values: list[float | None]) -> str:
+    return " ".join("_" if v is None else f"{v:g}" for v in values)
+
+
+def _cumulative(per_step: list[float]) -> list[float]:
+    out, total = [], 0.0
+    for v in per_step:
+        total += v
+        out.append(total)
+    return out
+
+
+def example_series(spec: dict[str, Any]) -> tuple[list[dict[str, str]], int]:
+    """The input series of one example and its number of steps: a baseline at 0, one step per
+    interval, then one step holding the events (failures, expiries) logged after the intervals."""
+    series: list[dict[str, str]] = []
+    steps = 2 + max((series_length(r) for k, r in spec.items() if k in ("prefill", "decode", "agg")), default=0)
+    for role in ("prefill", "decode", "agg"):
+        if role not in spec:
+            continue
+        r = spec[role]
+        n = series_length(r)
+        for idx in range(int(r.get("endpoints", 1))):
+            target = f'job="diag-example",instance="node{idx}:8000",worker_role="{role}",worker_index="{idx}"'
+            series.append({"series": f"up{{{target}}}", "values": _fmt([1.0] * steps)})
+            for e in range(int(r.get("engines", 1)) if n else 0):
+                labels = f'{target},engine="{e}",model_name="m"'
+                vals = {k: [value_at(r.get(k, DEFAULTS[k]), i) for i in range(n)] for k in SERIES}
+                skew = r.get("skew")
+                if skew and int(skew["engine"]) == e:
+                    vals.update({k: [value_at(v, i) for i in range(n)] for k, v in skew.items() if k in SERIES})
+                for key, (metric, scale) in GAUGES.items():
+                    series.append({"series": f"{metric}{{{labels}}}",
+                                   "values": _fmt([0.0, *(float(v) * scale for v in vals[key]), None])})
+                for key, (metric, scale) in COUNTERS.items():
+                    total = _cumulative([0.0, *(float(v) * scale for v in vals[key])])
+                    series.append({"series": f"{metric}_total{{{labels}}}", "values": _fmt([*total, total[-1]])})
+            events = _events(r, n)
+            for metric, per_step in events.items():
+                labels = f'{target},engine="0",model_name="m"'
+                series.append({"series": f"{metric}_total{{{labels}}}", "values": _fmt(_cumulative(per_step))})
+    return series, steps
+
+
+def _events(r: dict[str, Any], n: int) -> dict[str, list[float]]:
+    """NIXL counters per step: failed transfers from the KV metrics of each interval, failures and
+    expiries at the step after the intervals (when the example logs them)."""
+    transfers, notifications = SIGNALS["kv_failures"]
+    (expired,) = SIGNALS["kv_expiry"]
+    out: dict[str, list[float]] = {}
+
+    def bump(metric: str, step: int, by: float) -> None:
+        out.setdefault(metric, [0.0] * (n + 2))[step] += by
+
+    for i, (_, failed) in enumerate(r.get("kv", [])):
+        bump(transfers, i + 1, float(failed))
+    for ftype in r.get("nixl", []):
+        bump(notifications if "notif" in ftype else transfers, n + 1, 1.0)
+    for event in r.get("expiry", []):
+        bump(expired, n + 1, 1.0 if event in EXPIRY_COUNTED else 0.0)
+    return out
+
+
+def expected_alerts(rule: Rule, spec: dict[str, Any]) -> list[dict[str, str]]:
+    """The alert groups (code, and the endpoint's diag_role/diag_worker) diag's findings imply."""
+    found = []
+    for f in evaluate(build_example_run(spec), [rule]):
+        if f.code != rule.code:
+            continue
+        if rule.for_s and f.first_ts and f.last_ts and (f.last_ts - f.first_ts).total_seconds() < rule.for_s:
+            continue  # a window shorter than `for`: only a log excerpt gives one
+        labels = {"code": rule.code}
+        m = _ENDPOINT.match(f.endpoint or "")
+        if m:
+            labels.update(diag_role=m["role"], diag_worker=m["idx"])
+        if labels not in found:
+            found.append(labels)
+    return found
+
+
+def unit_tests(rules: list[Rule], rule_file: str) -> str:
+    """The promtool test file (YAML) for the examples of the exported ``rules``."""
+    groups = []
+    for rule in expressible(rules):
+        for ex in rule.examples:
+            spec = ex.get("run", {})
+            series, steps = example_series(spec)
+            end = int((steps - 1) * STATS_INTERVAL_S)
+            want = expected_alerts(rule, spec)
+            groups.append({
+                "name": f"{rule.code} example {rule.examples.index(ex)} ({ex['expect']})",
+                "interval": f"{int(STATS_INTERVAL_S)}s", "input_series": series,
+                "promql_expr_test": [{
+                    "expr": f'group by(code, diag_role, diag_worker) (max_over_time(ALERTS{{alertstate="firing",'
+                            f'code="{rule.code}"}}[{end + 1}s]))',
+                    "eval_time": f"{end}s",
+                    "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in w.items()) + "}", "value": 1}
+                                    for w in want]}]})
+    # the recording rules first at each step (promtool's default order of groups is not fixed)
+    doc = {"rule_files": [rule_file], "evaluation_interval": f"{int(STATS_INTERVAL_S)}s",
+           "group_eval_order": GROUPS, "tests": groups}
+    return yaml.safe_dump(doc, sort_keys=False, width=200)
