@@ -20,18 +20,17 @@ from .render import (
     ENGINE_COLUMNS,
     age_text,
     badge,
-    endpoint_cells,
     engine_cells,
     evidence_text,
     finding_text,
     fit_columns,
     header_text,
-    node_prefix,
     record_text,
+    shown_cells,
     sort_rows,
 )
 from .state import FindingRow, Snapshot
-from .table import LiveTable, cell_width
+from .table import LiveTable
 
 RECORDS_SHOWN = 300
 SCROLLBAR = 2  # a vertical scrollbar's width, kept free when the table scrolls
@@ -193,10 +192,10 @@ class MainScreen(LiveScreen):
         """Rows in the chosen order; the columns that fit the width by priority (none cut off)."""
         app = self.wapp
         table = self.query_one("#endpoints", LiveTable)
-        prefix = node_prefix(snap)
         ordered = sort_rows(app.visible_endpoints(snap), self.sort_key, self.sort_desc, snap, app.window)
-        cells = {e.id: endpoint_cells(e, snap, app.window, prefix) for e in ordered}
-        widths = {c.key: max([self._label(c.key).cell_len, *(cell_width(v[c.key]) for v in cells.values())])
+        prepared = shown_cells(snap, app.window).cells
+        cells = {e.id: prepared[e.id] for e in ordered}
+        widths = {c.key: max([self._label(c.key).cell_len, *(v[c.key].cell_len for v in cells.values())])
                   for c in COLUMNS}
         available = self.app.size.width
         if len(ordered) + 1 > self.app.size.height // 2:  # the table's max-height is 50 %: it scrolls
@@ -210,8 +209,7 @@ class MainScreen(LiveScreen):
                 table.add_column(self._label(key), key=key)
             table.fixed_columns = 1
             self._keys, self._signature, self.columns = [], signature, visible
-        rows = [(eid, [v if isinstance(v, Text) else Text(v, justify=COLUMN[k].justify)  # type: ignore[arg-type]
-                       for k in visible for v in (c[k],)]) for eid, c in cells.items()]
+        rows = [(eid, [c[k] for k in visible]) for eid, c in cells.items()]
         self._keys = _fill(table, rows, self._keys, keep)
 
     def on_resize(self) -> None:
