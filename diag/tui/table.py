@@ -3,8 +3,8 @@
 Textual's DataTable keys its render caches (cells, rows' renderables, rows, lines) by one table-wide
 update counter that ``update_cell`` moves: one changed number re-renders every visible cell of the
 table (~25-30 ms for 25 rows × 15 columns). :meth:`LiveTable.update_rows` writes the new values,
-drops only the cached renders of the changed cells (and of their rows' assembled lines), and repaints
-those rows; the counter moves, re-rendering everything, only when a column has to widen.
+drops only the cached renders of the changed cells (and of their rows' assembled lines), and repaints:
+the other rows' lines come from the cache; the counter moves, re-rendering everything, only when a column has to widen.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class LiveTable(DataTable[Any]):
             self._forget(cells, rows)
 
     def _forget(self, cells: set[tuple[RowKey, ColumnKey]], rows: set[RowKey]) -> None:
-        """Drop the cached renders of ``cells`` and the lines of ``rows``, then repaint those rows."""
+        """Drop the cached renders of ``cells`` and the lines of ``rows``, then repaint."""
         indices = {self.get_row_index(rk) for rk in rows}
         header = self.header_height if self.show_header else 0
         ys = {y + header for y, (rk, _) in enumerate(self._y_offsets) if rk in rows}
@@ -59,5 +59,4 @@ class LiveTable(DataTable[Any]):
         for cache, stale in drops:
             for key in [k for k in cache.keys() if stale(k)]:  # noqa: SIM118 - an LRUCache, not a dict
                 cache.discard(key)
-        for index in indices:
-            self.refresh_row(index)
+        self.refresh()  # one repaint: the lines of the unchanged rows come from the line cache
