@@ -4,7 +4,9 @@ Textual's DataTable keys its render caches (cells, rows' renderables, rows, line
 update counter that ``update_cell`` moves: one changed number re-renders every visible cell of the
 table (~25-30 ms for 25 rows × 15 columns). :meth:`LiveTable.update_rows` writes the new values,
 drops only the cached renders of the changed cells (and of their rows' assembled lines), and repaints:
-the other rows' lines come from the cache; the counter moves, re-rendering everything, only when a column has to widen.
+the other rows' lines come from the cache; the counter moves, re-rendering everything, only when a
+column has to widen. It reads DataTable's private caches (Textual 8): tests/test_tui_table.py fails,
+rather than the screen going stale, if their keys change.
 """
 
 from __future__ import annotations
