@@ -24,7 +24,7 @@ from diag.rules.finding import Finding, severity_rank
 
 from .logscreen import LogScreen
 from .plotscreen import PlotScreen
-from .render import finding_clip
+from .render import finding_clip, with_table
 from .screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, LiveScreen, MainScreen
 from .state import WINDOWS, FindingRow, Snapshot, WatchState, by_code
 
@@ -71,7 +71,8 @@ class WatchApp(App[None]):
 
     @work(thread=True, exclusive=True, group="collect", exit_on_error=False)
     def _collect(self) -> Snapshot:
-        return self.state.step()
+        """A poll, and the endpoint table's cells for the current window (off the UI thread)."""
+        return with_table(self.state.step(), self.window)
 
     def _own_the_full_collections(self) -> None:
         """CPython's full collections walk every tracked object: the ring points of a 64 × 24 h run

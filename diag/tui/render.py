@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -21,7 +22,7 @@ from ..emit import HEALTH_STYLE, SEV_STYLE
 from ..report import EndpointSummary, link_lines, stage_text
 from .plotdata import end_epoch
 from .records import RecordLine
-from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot, human_duration
+from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot, TableCells, human_duration
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -180,6 +181,25 @@ def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: st
             "wait": num(s.waiting_last), "kv": kv_bar(s.kv_last), "tps_spark": Text(tps, style="cyan"),
             "kv_spark": Text(kv, style="magenta"), "age": age_text(row.age_s), "pre": str(s.preemptions),
             "eng": str(s.engines), "nodes": short_nodes(s.nodes, prefix)}
+
+
+def table_cells(snap: Snapshot, window_min: int) -> TableCells:
+    """The endpoint table's cells of a snapshot: the collecting thread makes them (:func:`with_table`),
+    so a frame on the UI thread only compares and shows them (the sparklines' pass over each ring's
+    window is most of a frame's own work)."""
+    prefix = node_prefix(snap)
+    return TableCells(window_min, {e.id: {k: v if isinstance(v, Text) else Text(v, justify=COLUMN[k].justify)  # type: ignore[arg-type]
+                                          for k, v in endpoint_cells(e, snap, window_min, prefix).items()}
+                                   for e in snap.endpoints})
+
+
+def with_table(snap: Snapshot, window_min: int) -> Snapshot:
+    return replace(snap, table=table_cells(snap, window_min))
+
+
+def shown_cells(snap: Snapshot, window_min: int) -> TableCells:
+    """The snapshot's prepared cells when made for this window, else made now (a window just changed)."""
+    return snap.table if snap.table is not None and snap.table.window == window_min else table_cells(snap, window_min)
 
 
 HEALTH_RANK = {h: i for i, h in enumerate(reversed(HEALTH_STATES))}  # OK 0 … DOWN worst

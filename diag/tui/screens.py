@@ -20,17 +20,17 @@ from .render import (
     ENGINE_COLUMNS,
     age_text,
     badge,
-    endpoint_cells,
     engine_cells,
     evidence_text,
     finding_text,
     fit_columns,
     header_text,
-    node_prefix,
     record_text,
+    shown_cells,
     sort_rows,
 )
 from .state import FindingRow, Snapshot
+from .table import LiveTable
 
 RECORDS_SHOWN = 300
 SCROLLBAR = 2  # a vertical scrollbar's width, kept free when the table scrolls
@@ -79,7 +79,7 @@ class LiveScreen(Screen[None]):
         self.set_static("#status", self.wapp.status())
 
 
-def _fill(table: DataTable[Any], rows: list[tuple[str, list[Any]]], keys: list[str], keep: str | None = None
+def _fill(table: LiveTable, rows: list[tuple[str, list[Any]]], keys: list[str], keep: str | None = None
           ) -> list[str]:
     """Update a table in place when its rows are the same, else rebuild it with the cursor on the
     row it was on (or ``keep``): the selection follows the endpoint, not the position."""
@@ -87,13 +87,15 @@ def _fill(table: DataTable[Any], rows: list[tuple[str, list[Any]]], keys: list[s
     cols = table.ordered_columns
     shown: dict[str, list[Any]] = table.__dict__.setdefault("_diag_cells", {})  # what each row shows now
     if new == keys and table.row_count == len(new):
-        for k, cells in rows:  # only the cells that changed: a full update re-lays out the whole table
+        changes: dict[str, dict[str, Any]] = {}
+        for k, cells in rows:  # only the cells that changed: the others keep their rendering
             before = shown.get(k, [])
-            for i, (col, cell) in enumerate(zip(cols, cells, strict=False)):
-                if i < len(before) and before[i] == cell:
-                    continue
-                table.update_cell(k, col.key, cell, update_width=_width(cell) > col.content_width)
+            changed = {str(col.key.value): cell for i, (col, cell) in enumerate(zip(cols, cells, strict=False))
+                       if i >= len(before) or before[i] != cell}
+            if changed:
+                changes[k] = changed
             shown[k] = list(cells)
+        table.update_rows(changes)
         return keys
     shown.clear()
     shown.update({k: list(cells) for k, cells in rows})
@@ -104,10 +106,6 @@ def _fill(table: DataTable[Any], rows: list[tuple[str, list[Any]]], keys: list[s
     if current in new:
         table.move_cursor(row=new.index(current), animate=False)
     return new
-
-
-def _width(cell: Any) -> int:
-    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
 
 
 SORT_KEYS = "".join(c.sort for c in COLUMNS)
@@ -136,7 +134,7 @@ class MainScreen(LiveScreen):
         yield Static(id="status")
         yield Static(id="header")
         yield Static(id="errors")
-        yield DataTable(id="endpoints", cursor_type="row")
+        yield LiveTable(id="endpoints", cursor_type="row")
         yield Static(id="findings-title")
         yield OptionList(id="findings")
         yield Footer(compact=True)
@@ -193,11 +191,11 @@ class MainScreen(LiveScreen):
     def _show_table(self, snap: Snapshot) -> None:
         """Rows in the chosen order; the columns that fit the width by priority (none cut off)."""
         app = self.wapp
-        table: DataTable[Any] = self.query_one("#endpoints", DataTable)
-        prefix = node_prefix(snap)
+        table = self.query_one("#endpoints", LiveTable)
         ordered = sort_rows(app.visible_endpoints(snap), self.sort_key, self.sort_desc, snap, app.window)
-        cells = {e.id: endpoint_cells(e, snap, app.window, prefix) for e in ordered}
-        widths = {c.key: max([self._label(c.key).cell_len, *(_width(v[c.key]) for v in cells.values())])
+        prepared = shown_cells(snap, app.window).cells
+        cells = {e.id: prepared[e.id] for e in ordered}
+        widths = {c.key: max([self._label(c.key).cell_len, *(v[c.key].cell_len for v in cells.values())])
                   for c in COLUMNS}
         available = self.app.size.width
         if len(ordered) + 1 > self.app.size.height // 2:  # the table's max-height is 50 %: it scrolls
@@ -211,8 +209,7 @@ class MainScreen(LiveScreen):
                 table.add_column(self._label(key), key=key)
             table.fixed_columns = 1
             self._keys, self._signature, self.columns = [], signature, visible
-        rows = [(eid, [v if isinstance(v, Text) else Text(v, justify=COLUMN[k].justify)  # type: ignore[arg-type]
-                       for k in visible for v in (c[k],)]) for eid, c in cells.items()]
+        rows = [(eid, [c[k] for k in visible]) for eid, c in cells.items()]
         self._keys = _fill(table, rows, self._keys, keep)
 
     def on_resize(self) -> None:
@@ -285,7 +282,7 @@ class EndpointScreen(LiveScreen):
         yield Static(id="status")
         yield Static(id="ep-title")
         if self.endpoint is not None:
-            yield DataTable(id="engines", cursor_type="row")
+            yield LiveTable(id="engines", cursor_type="row")
         yield Input(placeholder="search records (/), esc clears", id="search", compact=True)
         with ScrollableContainer(id="records-scroll"):
             yield Static(id="records")
@@ -324,7 +321,7 @@ class EndpointScreen(LiveScreen):
             rows = [(r.engine, [Text(str(c), justify="left" if i in (0, 6) else "right") if not isinstance(c, Text)
                                 else c for i, c in enumerate(engine_cells(r))])
                     for r in snap.engines.get(self.endpoint, ())]
-            self._keys = _fill(self.query_one("#engines", DataTable), rows, self._keys)
+            self._keys = _fill(self.query_one("#engines", LiveTable), rows, self._keys)
             recs = snap.records.get(self.endpoint, ())
         q = self.query_text.lower()
         if q:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -114,6 +114,15 @@ class LogEntry:
 
 
 @dataclass(frozen=True)
+class TableCells:
+    """Every endpoint's table cells (rich Texts, by column key) for one sparkline window: made off the
+    UI thread by ``render.with_table``."""
+
+    window: int
+    cells: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything a frame shows; built in the collecting thread, never mutated."""
 
@@ -131,6 +140,8 @@ class Snapshot:
     done: bool = False
     kv_threshold: float = 95.0          # DIAG-K001's kv_usage, as configured
     log: tuple[LogEntry, ...] = ()      # findings opened and closed this session, oldest first
+    table: TableCells | None = field(default=None, compare=False)  # the endpoint table's cells, made
+    # off the UI thread for one window (TableCells); None: the screen makes them
 
     def endpoint(self, eid: str) -> EndpointRow | None:
         return next((e for e in self.endpoints if e.id == eid), None)
