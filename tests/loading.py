@@ -29,3 +29,20 @@ def load_run(paths: list[str] | str | Path) -> Run:
 
 def replay(path: str | Path, **kw: Any) -> ReplaySource:
     return ReplaySource.of(batch(path), **kw)
+
+
+def tail_json(path: str | Path) -> dict[str, Any]:
+    """``diag tail PATH --format json`` as a user runs it (its own process), schema-checked."""
+    import json
+    import subprocess
+    import sys
+
+    from schemas import validate
+
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-m", "diag", "tail", str(path), "--format", "json"],
+                         capture_output=True, text=True, cwd=root, timeout=120)
+    assert res.returncode in (0, 1), res.stderr
+    doc = json.loads(res.stdout)
+    validate(doc, "tail")
+    return doc

@@ -6,14 +6,12 @@ sample scenario's telemetry (Tachometer and AIPerf) read into the same figures."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
-from schemas import validate
+from loading import tail_json
 
 from diag.parsers.histogram import bucket_delta, interval_quantiles, quantile
 from diag.parsers.prometheus import StatsConverter, parse_exposition
@@ -108,21 +106,12 @@ def test_capture_and_tachometer_give_the_same_quantiles(tmp_path: Path) -> None:
     assert [r.latency for r in tach.records] == [pytest.approx(want)]
 
 
-def _tail(path: Path) -> dict:
-    res = subprocess.run([sys.executable, "-m", "diag", "tail", str(path), "--format", "json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert res.returncode in (0, 1), res.stderr
-    doc = json.loads(res.stdout)
-    validate(doc, "tail")
-    return doc
-
-
 def test_sample_telemetry_latency() -> None:
     """The prefill-bound scenario's captures: prefill engines' TTFT (queue-bound: its requests wait behind
     about 200 others at ~17k prompt tok/s, minutes), decode's inter-token latency (47 running at ~1.9k
     tok/s per engine: ~25 ms a step), the same from Tachometer and from AIPerf."""
-    tach = _tail(ROOT / "samples" / "telemetry" / "prefill-bound-tachometer")
-    aiperf = _tail(ROOT / "samples" / "telemetry" / "prefill-bound-aiperf")
+    tach = tail_json(ROOT / "samples" / "telemetry" / "prefill-bound-tachometer")
+    aiperf = tail_json(ROOT / "samples" / "telemetry" / "prefill-bound-aiperf")
     lat = {e["id"]: e["stats"]["latency_s"] for e in tach["endpoints"]}
     # AIPerf's export carries the TTFT/ITL histograms only (not the coarse e2e one)
     assert {e["id"]: {k: v for k, v in e["stats"]["latency_s"].items()} for e in aiperf["endpoints"]} == \

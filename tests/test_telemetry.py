@@ -4,14 +4,12 @@ prefill-bound run read into the same endpoints, engines and runtime findings as 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
-from schemas import validate
+from loading import tail_json
 
 from diag.parsers.telemetry import aiperf_jsonl, aiperf_parquet, tachometer_parquet
 from diag.telemetry import telemetry_logs
@@ -21,15 +19,6 @@ RUN = ROOT / "samples" / "runs" / "prefill-bound"
 TACH = ROOT / "samples" / "telemetry" / "prefill-bound-tachometer"
 AIPERF = ROOT / "samples" / "telemetry" / "prefill-bound-aiperf"
 RUNTIME = ("DIAG-B", "DIAG-K001", "DIAG-K002", "DIAG-E")
-
-
-def _tail(path: Path) -> dict:
-    res = subprocess.run([sys.executable, "-m", "diag", "tail", str(path), "--format", "json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert res.returncode in (0, 1), res.stderr
-    doc = json.loads(res.stdout)
-    validate(doc, "tail")
-    return doc
 
 
 def _endpoints(doc: dict) -> dict[str, tuple[str, int, int]]:
@@ -42,12 +31,12 @@ def _runtime(doc: dict) -> set[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def from_logs() -> dict:
-    return _tail(RUN)
+    return tail_json(RUN)
 
 
 @pytest.mark.parametrize("capture", [TACH, AIPERF], ids=["tachometer", "aiperf"])
 def test_capture_reads_into_the_logs_endpoints(capture: Path, from_logs: dict) -> None:
-    doc = _tail(capture)
+    doc = tail_json(capture)
     assert _endpoints(doc) == _endpoints(from_logs)
     assert _runtime(doc) == _runtime(from_logs) == {("DIAG-B001", "")}
     assert not [f for f in doc["findings"] if f["code"] == "DIAG-L001"]  # no log, so no log missing stats
