@@ -101,6 +101,8 @@ def endpoint_latency(ep: Endpoint) -> dict[str, dict[str, float | None]]:
     out: dict[str, dict[str, float | None]] = {}
     for key in LATENCY:
         cols = [column(key, q) for q in QUANTILES]
+        if not set(cols) <= set(ep.stats.columns):  # no latency histogram in this endpoint's sources
+            continue
         rows = ep.stats.filter(pl.col("ts").is_not_null() & pl.any_horizontal(pl.col(c).is_not_null() for c in cols))
         if rows.height == 0:
             continue

@@ -212,6 +212,9 @@ def _split_tasks(src: ParsedLog) -> tuple[dict[int, list[Record]], list[Record]]
 _STATS_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "deferred", "preemptions", "kv_usage",
                "prefix_hit", "ext_hit")
 _RAW_STATS = {**STATS_SCHEMA, "prom": pl.Boolean}
+# A file's frame carries the latency columns only when its rows have any (Prometheus histograms): on a
+# log-only run they would be a dozen null columns as long as the stats.
+_RAW_BASE = {k: v for k, v in _RAW_STATS.items() if k not in LATENCY_COLUMNS}
 _KV_KEYS = {"transfers": ("Num successful transfers", "num_successful_transfers"),
             "avg_xfer_ms": ("Avg xfer time (ms)",), "p90_xfer_ms": ("P90 xfer time (ms)",),
             "mb_per_transfer": ("Avg MB per transfer",), "throughput_mbs": ("Throughput (MB/s)",),
@@ -240,23 +243,25 @@ def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.Dat
                                   "file": [file] * len(stats), "line": [r.line for r in stats]}
     for k in _STATS_COLS:
         data[k] = [getattr(r, k) for r in stats]
-    for k in LATENCY_COLUMNS:
-        data[k] = [(r.latency or {}).get(k) for r in stats]
+    timed = any(r.latency for r in stats)
+    if timed:
+        for k in LATENCY_COLUMNS:
+            data[k] = [(r.latency or {}).get(k) for r in stats]
     data["prom"] = [r.variant == "prom" for r in stats]
     kvs = [r for r in records if isinstance(r, KVTransfer)]
     kv: dict[str, list[Any]] = {"ts": [r.ts for r in kvs], "file": [file] * len(kvs), "line": [r.line for r in kvs]}
     for col, names in _KV_KEYS.items():
         kv[col] = [next((v for n in names if (v := r.get(n)) is not None), None) for r in kvs]
-    return pl.DataFrame(data, schema=_RAW_STATS), pl.DataFrame(kv, schema=KV_SCHEMA)
+    return (pl.DataFrame(data, schema={k: v for k, v in _RAW_STATS.items() if k in data}),
+            pl.DataFrame(kv, schema=KV_SCHEMA))
 
 
 def _chunk_frames(file: str, stats: pl.DataFrame, kv: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The same frames from a log's extracted columns (parsers.columns), without a record per row."""
     s = stats.select(pl.col("ts"), _ENGINE_KEY.alias("engine"), pl.lit(file).alias("file"), pl.col("line"),
-                     *(pl.col(c) for c in _STATS_COLS), *(pl.lit(None, pl.Float64).alias(c) for c in LATENCY_COLUMNS),
-                     (pl.col("variant") == "prom").alias("prom"))
+                     *(pl.col(c) for c in _STATS_COLS), (pl.col("variant") == "prom").alias("prom"))
     k = kv.select(pl.col("ts"), pl.lit(file).alias("file"), pl.col("line"), *(pl.col(c) for c in _KV_KEYS))
-    return s.cast(_RAW_STATS), k.cast(KV_SCHEMA)  # type: ignore[arg-type]
+    return s.cast(_RAW_BASE), k.cast(KV_SCHEMA)  # type: ignore[arg-type]
 
 
 def _merge(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
@@ -265,7 +270,7 @@ def _merge(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
         return b
     if b.height == 0:
         return a
-    return pl.concat([a, b]).sort("line", maintain_order=True)
+    return pl.concat([a, b], how="diagonal").sort("line", maintain_order=True)
 
 
 @dataclass
@@ -294,7 +299,7 @@ class FrameCache:
             stats, kv = hit.rec_stats, hit.rec_kv
             if hit.n < n:
                 more_s, more_k = _file_frames(file, records[hit.n:])
-                stats, kv = pl.concat([stats, more_s]), pl.concat([kv, more_k])
+                stats, kv = pl.concat([stats, more_s], how="diagonal"), pl.concat([kv, more_k])
         else:
             stats, kv = _file_frames(file, records)
         entry = _Cached(n, records[-1] if n else None, stats, kv)
@@ -356,7 +361,7 @@ def _finish(ep: Endpoint, parts: list[_Part], cache: FrameCache) -> None:
         if m := _DP_PROC.match(proc):
             ep.dp_ranks.add(str(int(m.group(1))))
     frames = [cache.frames(p.file, p.records, p.stats, p.kv) for p in parts]
-    stats = pl.concat([s for s, _ in frames]) if frames else pl.DataFrame(schema=_RAW_STATS)
+    stats = pl.concat([s for s, _ in frames], how="diagonal") if frames else pl.DataFrame(schema=_RAW_BASE)
     own = stats.filter(~pl.col("prom")).group_by("engine").agg(pl.col("file").n_unique().alias("n"))
     if len(ep.files) > 1 and own.height and own["n"].max() > 1:  # type: ignore[operator]
         # each file numbers its engines from 0: keep them apart by node (Prometheus rows name engines)
