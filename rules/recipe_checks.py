@@ -202,19 +202,17 @@ def capture_size(role: Role) -> tuple[int | None, str]:
     Sources, as vLLM resolves them: ``max-cudagraph-capture-size``, ``cudagraph-capture-sizes`` (its
     largest entry), and the same two inside ``compilation-config``.
     """
-    explicit = as_int(role.value("max-cudagraph-capture-size"))
-    if explicit is not None:
-        return explicit, "max-cudagraph-capture-size"
-    sizes = role.value("cudagraph-capture-sizes")
-    if isinstance(sizes, list) and sizes and all(as_int(x) is not None for x in sizes):
-        return max(as_int(x) or 0 for x in sizes), "cudagraph-capture-sizes"
     cc = _compilation_config(role)
-    inner = as_int(cc.get("max_cudagraph_capture_size"))
-    if inner is not None:
-        return inner, "compilation-config.max_cudagraph_capture_size"
-    sizes = cc.get("cudagraph_capture_sizes")
-    if isinstance(sizes, list) and sizes and all(as_int(x) is not None for x in sizes):
-        return max(as_int(x) or 0 for x in sizes), "compilation-config.cudagraph_capture_sizes"
+    for (max_key, max_value), (sizes_key, sizes) in (
+            (("max-cudagraph-capture-size", role.value("max-cudagraph-capture-size")),
+             ("cudagraph-capture-sizes", role.value("cudagraph-capture-sizes"))),
+            (("compilation-config.max_cudagraph_capture_size", cc.get("max_cudagraph_capture_size")),
+             ("compilation-config.cudagraph_capture_sizes", cc.get("cudagraph_capture_sizes")))):
+        explicit = as_int(max_value)
+        if explicit is not None:
+            return explicit, max_key
+        if isinstance(sizes, list) and sizes and all(as_int(x) is not None for x in sizes):
+            return max(as_int(x) or 0 for x in sizes), sizes_key
     return None, ""
 
 
