@@ -45,23 +45,78 @@ def envelope(schema: str) -> dict[str, str]:
     return {"tool": "diag", "version": __version__, "schema": schema}
 
 
-def endpoint_table(summaries: tuple[R.EndpointSummary, ...]) -> Table:
-    t = Table(title="endpoints", title_justify="left", expand=False, pad_edge=False)
+def endpoint_table(summaries: tuple[R.EndpointSummary, ...], limiting: str | None = None) -> Table:
+    """One row per endpoint; figures over the run verdict's steady window (named in the title); the rows
+    of the limiting side (``prefill``/``decode``) in bold."""
+    window = next((s.window for s in summaries if s.window), None)
+    title = "endpoints" + (f" (figures over {window['label']} {_ts(datetime.fromisoformat(window['start']))} .. "
+                           f"{_ts(datetime.fromisoformat(window['end']))})" if window else "")
+    if any(s.window and window and s.window != window for s in summaries):
+        title += "; * over the endpoint's own active window"
+    t = Table(title=title, title_justify="left", expand=False, pad_edge=False)
     latency = any(s.latency for s in summaries)  # only runs with Prometheus latency histograms
     for col, just in (("endpoint", "left"), ("nodes", "left"), ("eng", "right"), ("samples", "right"),
-                      ("prompt tok/s mean/last", "right"), ("gen tok/s mean/last", "right"), ("run", "right"),
-                      ("wait", "right"), ("KV % last/max", "right"), ("preempt", "right"),
+                      ("prompt tok/s", "right"), ("gen tok/s", "right"), ("run", "right"),
+                      ("wait mean/peak", "right"), ("KV % mean/peak", "right"), ("preempt", "right"),
                       *((("TTFT/ITL p90 s", "right"),) if latency else ()),
                       ("last seen", "left"), ("stage", "left"), ("health", "left")):
         t.add_column(col, justify=just, no_wrap=col in ("endpoint", "health"))
     for s in summaries:
         nodes = (s.nodes[0] + (f"+{len(s.nodes) - 1}" if len(s.nodes) > 1 else "")) if s.nodes else "-"
         p90 = [_sec(s.latency.get(k, {}).get("p90")) for k in ("ttft", "itl")]
-        t.add_row(s.id, nodes, str(s.engines), str(s.samples),
-                  f"{_num(s.prompt_tps_mean)}/{_num(s.prompt_tps_last)}", f"{_num(s.gen_tps_mean)}/{_num(s.gen_tps_last)}",
-                  _num(s.running_last), _num(s.waiting_last), f"{_num(s.kv_last, 1)}/{_num(s.kv_max, 1)}",
+        own = "*" if s.window and window and s.window != window else ""
+        t.add_row(s.id + own, nodes, str(s.engines), str(s.samples), _num(s.prompt_tps_mean), _num(s.gen_tps_mean),
+                  _num(s.running_mean), f"{_num(s.waiting_mean)}/{_num(s.waiting_peak)}",
+                  f"{_num(s.kv_mean, 1)}/{_num(s.kv_peak, 1)}",
                   str(s.preemptions), *(("/".join(p90),) if latency else ()), _ts(s.last_ts), R.stage_text(s.startup),
-                  Text(s.health, style=HEALTH_STYLE.get(s.health, "")))
+                  Text(s.health, style=HEALTH_STYLE.get(s.health, "")),
+                  style="bold" if limiting is not None and s.role == limiting else None)
+    return t
+
+
+VERDICT_STYLE = {"healthy": "green", "under-loaded": "cyan", "prefill-bound": "yellow", "decode-bound": "magenta",
+                 "transfer-bound": "bold yellow", "startup-stuck": "bold red", "invalid": "bold red", "unknown": "dim"}
+
+
+def point_table(report: R.Report) -> Table | None:
+    """One row per benchmark point: its verdict and the steady-window figures it rests on."""
+    if report.verdicts is None or not report.verdicts.points:
+        return None
+    bench = {b.concurrency: b for b in report.run.benchmark if b.concurrency}
+    t = Table(title="benchmark points (verdict over each point's steady window)", title_justify="left",
+              expand=False, pad_edge=False)
+    for col in ("C", "verdict", "conf", "tok/s", "TTFT p50 s", "TPOT p50 ms", "prefill wait/eng", "decode KV %",
+                "decode run/eng"):
+        t.add_column(col, justify="left" if col in ("verdict", "conf") else "right", no_wrap=col == "verdict")
+    for v in report.verdicts.points:
+        b = bench.get(v.concurrency)
+        pre, dec = v.figures.get("prefill") or {}, v.figures.get("decode") or {}
+        t.add_row(str(v.concurrency), Text(v.label, style=VERDICT_STYLE.get(v.cls, "")), v.confidence,
+                  _num(b.total_token_throughput if b else None),
+                  _sec(b.median_ttft_ms / 1000 if b and b.median_ttft_ms is not None else None),
+                  _num(b.median_tpot_ms if b else None, 1),
+                  _num((pre.get("waiting") or {}).get("mean"), 1), _num((dec.get("kv") or {}).get("mean"), 1),
+                  _num((dec.get("running") or {}).get("mean"), 1))
+    return t
+
+
+def verdict_text(report: R.Report) -> Text | None:
+    """The run's verdict: class and confidence, why, the next experiment, what was ruled out."""
+    v = report.verdict
+    if v is None:
+        return None
+    t = Text()
+    t.append("verdict     ", style="bold")
+    t.append(v.label, style=VERDICT_STYLE.get(v.cls, ""))
+    t.append(f" ({v.confidence} confidence)" + (f" at concurrency {v.concurrency}" if v.concurrency else ""))
+    t.append(f": {v.why}")
+    if v.experiments:
+        e = v.experiments[0]
+        t.append("\nnext        ", style="bold")
+        t.append(f"{e['action']}: {e['expect']}")
+    if v.ruled_out:
+        t.append("\nruled out   ", style="bold")
+        t.append("; ".join(r["why"] for r in v.ruled_out), style="dim")
     return t
 
 
@@ -109,7 +164,7 @@ def finding_text(f: Finding) -> Text:
 
 
 def render_text(report: R.Report, console: Console) -> None:
-    """Header, endpoint table, rate match, findings, skipped files."""
+    """Header, verdict, endpoint table, balance, benchmark points, findings, skipped files."""
     run = report.run
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
@@ -118,20 +173,23 @@ def render_text(report: R.Report, console: Console) -> None:
         head.add_row(k, v)
     console.print(head)
     console.print()
+    verdict = verdict_text(report)
+    if verdict is not None:
+        console.print(verdict)
+        console.print()
     if report.endpoints:
-        console.print(endpoint_table(report.endpoints))
+        limiting = report.balance.get("limiting") if report.balance else None
+        console.print(endpoint_table(report.endpoints, limiting))
         startup = startup_table(report.endpoints)
         if startup is not None:
             console.print(startup)
     else:
         console.print("no endpoints found in the logs read", style="yellow")
-    rm = report.rate_match
-    if rm:
-        verdict = "prefill supplies less than decode consumes" if (rm["ratio"] or 0) < 0.9 else (
-            "decode consumes less than prefill supplies" if (rm["ratio"] or 0) > 1.1 else "balanced")
-        console.print(f"rate match: prefill {rm['prefill_req_s']:.2f} req/s (sum {rm['prefill_prompt_tps']:,.0f} tok/s / "
-                      f"ISL {rm['isl']}) vs decode {rm['decode_req_s']:.2f} req/s (sum {rm['decode_gen_tps']:,.0f} tok/s / "
-                      f"OSL {rm['osl']}): {verdict}")
+    if report.balance:
+        console.print(f"balance: {R.balance_text(report.balance)}")
+    points = point_table(report)
+    if points is not None:
+        console.print(points)
     console.print()
     if report.findings:
         console.print(Text(f"findings ({len(report.findings)})", style="bold"))
@@ -162,9 +220,9 @@ def finding_event(f: Finding, event: str) -> str:
 
 
 def heartbeat_line(s: R.EndpointSummary) -> str:
-    kv = "-" if s.kv_last is None else f"{s.kv_last:.1f}"
-    return (f"{s.id:<12} {s.health:<8} samples={s.samples} run={_num(s.running_last)} "
-            f"wait={_num(s.waiting_last)} kv={kv} gen={_num(s.gen_tps_last)}")
+    kv = "-" if s.kv_mean is None else f"{s.kv_mean:.1f}"
+    return (f"{s.id:<12} {s.health:<8} {s.phase:<8} samples={s.samples} run={_num(s.running_mean)} "
+            f"wait={_num(s.waiting_mean)} kv={kv} gen={_num(s.gen_tps_mean)}")
 
 
 def source_dicts(run: Run) -> list[dict[str, Any]]:
@@ -189,23 +247,37 @@ def _bench(b: Any) -> dict[str, Any]:
 def report_dict(report: R.Report) -> dict[str, Any]:
     """The ``diag tail --format json`` document of one run (schema ``diag-tail-1``)."""
     run = report.run
+    supports = verdict_links(report)
     return {
         **envelope(TAIL_SCHEMA),
         "root": str(run.root) if run.root else None,
         "judged_at": report.now.isoformat() if report.now else None,
         "sources": source_dicts(run),
         "endpoints": [s.to_dict() for s in report.endpoints],
-        "findings": [f.to_dict() for f in report.findings],
+        "findings": [{**f.to_dict(), "verdicts": supports.get((f.code, f.endpoint), [])} for f in report.findings],
+        "verdict": report.verdict.to_dict() if report.verdict is not None else None,
         "benchmark": {"results": [_bench(b) for b in run.benchmark],
                       "accuracy": [_bench(a) for a in run.accuracy],
-                      "tokens_per_gpu": report.tokens_per_gpu},
+                      "tokens_per_gpu": report.tokens_per_gpu,
+                      "points": [v.to_dict() for v in report.verdicts.points] if report.verdicts else []},
         "summary": {
             "header": dict(report.header), "topology": report.topology, "stage": report.stage,
             "build": run.build, "start": run.start.isoformat() if run.start else None,
-            "end": run.end.isoformat() if run.end else None, "rate_match": report.rate_match,
+            "end": run.end.isoformat() if run.end else None, "phase": report.phase, "balance": report.balance,
             "findings": report.counts, "errors": list(run.errors),
         },
     }
+
+
+def verdict_links(report: R.Report) -> dict[tuple[str, str | None], list[str]]:
+    """(code, endpoint) of a finding -> the verdicts resting on it (``run``, ``C=2048``)."""
+    out: dict[tuple[str, str | None], list[str]] = {}
+    if report.verdicts is None:
+        return out
+    for scope, v in [("run", report.verdicts.run)] + [(f"C={p.concurrency}", p) for p in report.verdicts.points]:
+        for key in v.findings:
+            out.setdefault(key, []).append(scope)
+    return out
 
 
 def document(reports: list[R.Report]) -> dict[str, Any]:

@@ -18,10 +18,12 @@ from plotly.subplots import make_subplots
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22")
-VERDICT_SYMBOL = {"balanced": "circle", "prefill-bound": "triangle-up", "decode-bound": "square",
-                  "KV-limited": "diamond", "invalid": "x", "unknown": "circle-open"}
-VERDICT_COLOUR = {"balanced": "#2ca02c", "prefill-bound": "#ff7f0e", "decode-bound": "#9467bd",
-                  "KV-limited": "#d62728", "invalid": "#7f7f7f", "unknown": "#bbbbbb"}
+VERDICT_SYMBOL = {"healthy": "circle", "under-loaded": "circle-open", "prefill-bound": "triangle-up",
+                  "decode-bound": "square", "transfer-bound": "diamond", "startup-stuck": "x-open", "invalid": "x",
+                  "unknown": "circle-open-dot"}
+VERDICT_COLOUR = {"healthy": "#2ca02c", "under-loaded": "#17becf", "prefill-bound": "#ff7f0e",
+                  "decode-bound": "#9467bd", "transfer-bound": "#d62728", "startup-stuck": "#8c564b",
+                  "invalid": "#7f7f7f", "unknown": "#bbbbbb"}
 SEVERITY_FILL = {"error": "rgba(214,39,40,0.16)", "warning": "rgba(255,127,14,0.14)", "info": "rgba(31,119,180,0.08)"}
 CONFIG = {"displaylogo": False, "responsive": True}
 CSS = """
@@ -184,10 +186,10 @@ def _evidence(e: dict[str, Any]) -> str:
         return (f"<b>{_e(e['code'])}</b> {_e(e['severity'])} {_e(e['name'])}"
                 f"{' [' + _e(e['endpoint']) + ']' if e['endpoint'] else ''}: {_e(e['message'])} "
                 f"<span class=note>({_e(e['first_ts'])} .. {_e(e['last_ts'])})</span>")
-    if e["kind"] == "rate_match":
-        return (f"rate match over the window: prefill {e['prefill_req_s']:.2f} req/s (Σ {e['prefill_prompt_tps']:,.0f}"
-                f" tok/s ÷ ISL {e['isl']}) vs decode {e['decode_req_s']:.2f} req/s (Σ {e['decode_gen_tps']:,.0f}"
-                f" tok/s ÷ OSL {e['osl']}): ratio {_e(e['ratio'])}")
+    if e["kind"] == "figures":
+        util = e.get("decode_util")
+        return (f"figures over the point's steady window ({_e(e.get('window_s'))} s)"
+                + (f": decode at {util * 100:.0f} % of its capacity" if util is not None else ""))
     return _e(", ".join(f"{k} {v}" for k, v in e.items() if k != "kind"))
 
 
@@ -203,10 +205,11 @@ def _runs_table(doc: dict[str, Any]) -> str:
         tpg = best.get("tok_s_per_gpu", {})
         rows.append((r["label"], r["topology"], r["header"].get("job"), r["gpus"].get("working_gpus"),
                      r["gpus"].get("allocated_gpus"), best.get("concurrency"), _num(tpg.get("working")),
-                     _num(tpg.get("allocated")), best.get("verdict"),
+                     _num(tpg.get("allocated")),
+                     (v["class"] + (f" ({v['limiter']})" if v["limiter"] else "") + f": {v['why']}") if (v := r["verdict"]) else "-",
                      ", ".join(f"{n} {k}" for k, n in r["findings"].items() if n) or "none"))
     return _rows(("run", "topology", "job", "working GPUs", "allocated GPUs", "best C", "tok/s/GPU working",
-                  "tok/s/GPU allocated", "verdict there", "findings"), rows)
+                  "tok/s/GPU allocated", "run verdict", "findings"), rows)
 
 
 def _figure_html(fig: go.Figure, div_id: str, first: bool) -> str:
@@ -236,7 +239,7 @@ def render_html(doc: dict[str, Any]) -> str:
              f"<p class=note>{_e(doc['tool'])} {_e(doc['version'])}; schema {_e(doc['schema'])}. "
              "GPU denominators: " + "; ".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in doc["denominators"].items())
              + "</p>", _runs_table(doc), "<h2>Pareto</h2>",
-             "<p class=note>Markers: ● balanced ▲ prefill-bound ■ decode-bound ◆ KV-limited ✕ invalid. "
+             "<p class=note>Markers: ● healthy ○ under-loaded ▲ prefill-bound ■ decode-bound ◆ transfer-bound ✕ invalid. "
              "Click a point for its evidence.</p>",
              _figure_html(pareto_figure(doc), "pareto", True),
              "<h2>Verdict per sweep point</h2>", _points_table(doc),

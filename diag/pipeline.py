@@ -26,6 +26,7 @@ from diag.rules.finding import Finding
 from diag.rules.links import link
 from diag.rules.runmodel import FrameCache, Run, build_endpoints
 from diag.rules.settings import Settings
+from diag.rules.verdict import run_verdicts
 
 from . import report as R
 from .changes import Changes
@@ -74,17 +75,21 @@ def judged_at(run: Run, source_now: datetime | None, finished: bool,
     return w if abs((w - end).total_seconds()) <= LIVE_S else end  # future-dated data is not live either
 
 
-def analyze(run: Run, settings: Settings, now: datetime | None) -> R.Report:
+def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool = True) -> R.Report:
     """Findings (thresholds, selection and suppressions of ``settings``): the runtime rules on the run
-    and the config rules on what ran, linked symptom -> cause; endpoint summaries and health, header
-    facts: everything an emitter shows, computed once."""
+    and the config rules on what ran, linked symptom -> cause; the verdict per benchmark point and per
+    run; endpoint summaries (over the verdict's steady window) and health, header facts: everything an
+    emitter shows, computed once. ``finished``: the run's data is complete (a point without a result
+    was cut short, not still under way)."""
     rules = list(settings.rules(*RUNTIME_SCOPES).values())
     raw = evaluate(run, rules) + config_findings(run, settings.rules("recipe"))
     roles = {ep.id: ep.role for ep in run.endpoints.values()}
     findings = sort_findings(link(settings.apply(raw, report_unused=False), roles))
-    summaries = tuple(R.endpoint_summary(ep, findings, now) for ep in run.endpoints.values())
+    verdicts = run_verdicts(run, findings, now, finished)
+    summaries = tuple(R.endpoint_summary(run, ep, findings, now, verdicts=verdicts) for ep in run.endpoints.values())
     return R.Report(run, tuple(findings), summaries, tuple(R.header_lines(run)), R.topology(run), R.stage(run),
-                    R.rate_match(run), R.tokens_per_gpu(run), now, settings.fail_on)
+                    R.balance(verdicts), R.tokens_per_gpu(run), now, settings.fail_on, verdicts,
+                    R.run_phase(verdicts, now))
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,7 @@ class Pipeline:
 
     def analyze(self, run: Run) -> R.Report:
         now = self.clock(run) if self.clock is not None else judged_at(run, self.source.now(), self.source.finished)
-        return analyze(run, self.settings, now)
+        return analyze(run, self.settings, now, self.source.finished)
 
     def step(self, *, force: bool = False) -> Update:
         """Poll the source once; re-assemble and re-analyze when something arrived (or ``force``)."""

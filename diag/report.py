@@ -1,4 +1,4 @@
-"""The report of a run: findings, per-endpoint summaries and health, topology, rate match, tok/s/GPU
+"""The report of a run: findings, verdicts, per-endpoint summaries and health, topology, balance, tok/s/GPU
 and the header facts, computed once by ``diag.pipeline.analyze``.
 
 Every emitter (text, JSON, JSONL, the TUI) renders a :class:`Report`; none computes its own.
@@ -17,6 +17,7 @@ from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.finding import Finding
 from diag.rules.runmodel import Endpoint, Run
+from diag.rules.verdict import Verdict, Verdicts, active_window
 
 HEALTH_ORDER = HEALTH_STATES
 STATS_INTERVAL_S = 10.0   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
@@ -26,6 +27,9 @@ STALE_S = 60.0      # an endpoint whose last stats line is older than this (as o
 
 @dataclass(frozen=True)
 class EndpointSummary:
+    """One endpoint as of the report's time. Its figures are taken over the run verdict's steady window
+    (``window``), never over the idle tail after the benchmark."""
+
     id: str
     role: str
     nodes: tuple[str, ...]
@@ -33,16 +37,17 @@ class EndpointSummary:
     samples: int
     first_ts: datetime | None
     last_ts: datetime | None
-    prompt_tps_mean: float | None
-    prompt_tps_last: float | None
+    window: dict[str, Any] | None          # {"label", "start", "end"} the figures are taken over
+    prompt_tps_mean: float | None          # engines summed, mean over the window
     gen_tps_mean: float | None
-    gen_tps_last: float | None
-    running_last: int | None
-    waiting_last: int | None
-    kv_last: float | None
-    kv_max: float | None
-    preemptions: int
+    running_mean: float | None
+    waiting_mean: float | None
+    waiting_peak: float | None             # the window's highest 10 s total
+    kv_mean: float | None                  # engines averaged
+    kv_peak: float | None
+    preemptions: int                       # over the whole run
     health: str
+    phase: str                             # starting | warm-up | steady | drain | serving | idle | dead
     facts: dict[str, Any]
     startup: dict[str, Any] = field(default_factory=dict)   # Startup.to_dict as of the report's time
     latency: dict[str, dict[str, float | None]] = field(default_factory=dict)  # see endpoint_latency
@@ -52,13 +57,15 @@ class EndpointSummary:
             "id": self.id, "role": self.role, "nodes": list(self.nodes), "engines": self.engines,
             "samples": self.samples, "first_ts": _iso(self.first_ts), "last_ts": _iso(self.last_ts),
             "stats": {
-                "prompt_tps_mean": _r(self.prompt_tps_mean), "prompt_tps_last": _r(self.prompt_tps_last),
-                "gen_tps_mean": _r(self.gen_tps_mean), "gen_tps_last": _r(self.gen_tps_last),
-                "running_last": self.running_last, "waiting_last": self.waiting_last,
-                "kv_usage_last": _r(self.kv_last), "kv_usage_max": _r(self.kv_max), "preemptions": self.preemptions,
+                "window": self.window,
+                "prompt_tps_mean": _r(self.prompt_tps_mean), "gen_tps_mean": _r(self.gen_tps_mean),
+                "running_mean": _r(self.running_mean), "waiting_mean": _r(self.waiting_mean),
+                "waiting_peak": _r(self.waiting_peak), "kv_usage_mean": _r(self.kv_mean),
+                "kv_usage_peak": _r(self.kv_peak), "preemptions": self.preemptions,
                 "latency_s": self.latency,
             },
             "health": self.health,
+            "phase": self.phase,
             "facts": self.facts,
             "startup": self.startup,
         }
@@ -72,15 +79,29 @@ def _r(x: float | None, nd: int = 1) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
-def _last_per_engine(ep: Endpoint) -> pl.DataFrame:
-    """Each engine's last sample (endpoint 'last' figures sum or average these)."""
-    return ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True).last()
-
-
 def _per_interval(ep: Endpoint, col: str) -> pl.Series:
     """The endpoint's total of ``col`` per stats interval (engines summed)."""
     return (ep.stats.filter(pl.col("ts").is_not_null())
             .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col(col).sum()).sort("ts")[col])
+
+
+def _in_window(ep: Endpoint, start: datetime, end: datetime) -> pl.DataFrame:
+    """The endpoint's stats samples whose interval's midpoint lies in [start, end]."""
+    mid = pl.col("ts") - timedelta(seconds=STATS_INTERVAL_S / 2)
+    return ep.stats.filter(pl.col("ts").is_not_null() & (mid >= start) & (mid <= end))
+
+
+def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, float | None]:
+    """Rates, queues (per-engine means summed) and KV (averaged) of an endpoint over a window; peaks are
+    the highest 10 s total (waiting) and the highest sample (KV)."""
+    s = _in_window(ep, start, end)
+    if not s.height:
+        return {}
+    means = s.group_by("engine").agg(pl.col("prompt_tps", "gen_tps", "running", "waiting").mean()).sort("engine")
+    totals = s.group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col("waiting").sum())  # a max: order-free
+    return {"prompt_tps_mean": means["prompt_tps"].sum(), "gen_tps_mean": means["gen_tps"].sum(),
+            "running_mean": means["running"].sum(), "waiting_mean": means["waiting"].sum(),
+            "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max()}
 
 
 def _engine_means(ep: Endpoint, col: str, start: datetime | None, end: datetime | None) -> pl.Series:
@@ -129,23 +150,65 @@ def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None,
     return "OK"
 
 
-def endpoint_summary(ep: Endpoint, findings: list[Finding], now: datetime | None = None,
-                     stale_s: float = STALE_S) -> EndpointSummary:
-    s = ep.stats
-    if s.height:
-        last = _last_per_engine(ep)
-        prompt, gen = _per_interval(ep, "prompt_tps"), _per_interval(ep, "gen_tps")
-        fig = dict(prompt_tps_mean=prompt.mean(), prompt_tps_last=last["prompt_tps"].sum(),
-                   gen_tps_mean=gen.mean(), gen_tps_last=last["gen_tps"].sum(),
-                   running_last=int(last["running"].sum()), waiting_last=int(last["waiting"].sum()),
-                   kv_last=last["kv_usage"].mean(), kv_max=s["kv_usage"].max(),
-                   preemptions=int(s["preemptions"].fill_null(0).sum()))
-    else:
-        fig = dict(prompt_tps_mean=None, prompt_tps_last=None, gen_tps_mean=None, gen_tps_last=None,
-                   running_last=None, waiting_last=None, kv_last=None, kv_max=None, preemptions=0)
+def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datetime | None = None,
+                     stale_s: float = STALE_S, verdicts: Verdicts | None = None) -> EndpointSummary:
+    """An endpoint's figures over the run verdict's steady window; an endpoint with no sample there (a
+    live scrape beside a finished run, one that died earlier) over its own active window, so labelled."""
+    window, label = summary_window(verdicts), window_dict(verdicts)
+    fig = window_figures(ep, window[0], window[1]) if window is not None else {}
+    if not fig and (own := active_window(run, [ep])) is not None:   # none of its samples in the run's window
+        fig, label = window_figures(ep, *own), {"label": "active", "start": own[0].isoformat(),
+                                                 "end": own[1].isoformat()}
+    keys = ("prompt_tps_mean", "gen_tps_mean", "running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak")
+    health = endpoint_health(ep, findings, now, stale_s)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
-                           health=endpoint_health(ep, findings, now, stale_s), facts=facts_of(ep),
-                           startup=ep.startup.to_dict(now), latency=endpoint_latency(ep), **fig)  # type: ignore[arg-type]
+                           label if fig else None, **{k: fig.get(k) for k in keys},  # type: ignore[arg-type]
+                           preemptions=int(ep.stats["preemptions"].fill_null(0).sum()) if ep.stats.height else 0,
+                           health=health, phase=endpoint_phase(ep, health, verdicts, now), facts=facts_of(ep),
+                           startup=ep.startup.to_dict(now), latency=endpoint_latency(ep))
+
+
+def summary_window(verdicts: Verdicts | None) -> tuple[datetime, datetime] | None:
+    """The window every endpoint figure is taken over: the run verdict's steady window."""
+    return verdicts.run.window if verdicts is not None else None
+
+
+def window_dict(verdicts: Verdicts | None) -> dict[str, Any] | None:
+    w = summary_window(verdicts)
+    if verdicts is None or w is None:
+        return None
+    c = verdicts.run.concurrency
+    label = f"C={c} steady" if c is not None else "active"
+    return {"label": label, "start": w[0].isoformat(), "end": w[1].isoformat()}
+
+
+def run_phase(verdicts: Verdicts | None, now: datetime | None) -> str:
+    """Where the run stands at ``now``: a point's warm-up, steady or drain, idle between or after the
+    points, ``serving`` (no points: within its active window), ``starting`` or ``dead``."""
+    if verdicts is None:
+        return "unknown"
+    if verdicts.run.cls == "startup-stuck":
+        return "starting"
+    if verdicts.run.cls == "invalid" and any(c in ("DIAG-E001", "DIAG-E004") for c, _ in verdicts.run.findings):
+        return "dead"
+    if now is not None:
+        for v in verdicts.points:
+            for ph in v.phases:
+                if datetime.fromisoformat(ph["start"]) <= now <= datetime.fromisoformat(ph["end"]):
+                    return ph["phase"]
+    if verdicts.points:
+        return "idle"
+    w = verdicts.run.window
+    return "serving" if w is not None and now is not None and now <= w[1] else ("idle" if w is not None else "unknown")
+
+
+def endpoint_phase(ep: Endpoint, health: str, verdicts: Verdicts | None, now: datetime | None) -> str:
+    if health == "DOWN":
+        return "dead"
+    if not ep.startup.serving and ep.startup.to_dict(now).get("phase") not in ("unknown", "serving", "ready"):
+        return "starting"
+    phase = run_phase(verdicts, now)
+    return "idle" if phase in ("dead", "starting") else phase
 
 
 def duration_text(seconds: float | None) -> str:
@@ -207,36 +270,42 @@ def topology(run: Run) -> str:
     return " + ".join(parts) or "no endpoints"
 
 
-def isl_osl(run: Run) -> tuple[int | None, int | None]:
-    """The benchmark's input/output lengths: recipe, then job metadata, then the results."""
-    pairs = [(run.recipe.benchmark.isl, run.recipe.benchmark.osl)] if run.recipe is not None else []
-    if run.job is not None:
-        pairs.append((run.job.isl, run.job.osl))
-    pairs += [(b.isl, b.osl) for b in run.benchmark]
-    return next(((int(i), int(o)) for i, o in pairs if i and o), (None, None))
+LIMITING_SIDE = {"prefill-bound": "prefill", "decode-bound": "decode", "transfer-bound": "kv-transfer"}
 
 
-def rate_match(run: Run, start: datetime | None = None, end: datetime | None = None) -> dict[str, Any] | None:
-    """Sum of prefill prompt tok/s / ISL vs sum of decode gen tok/s / OSL (requests per second), over
-    the whole run or the stats samples within [start, end] (one sweep point's window)."""
-    isl, osl = isl_osl(run)
-    pre = [e for e in run.endpoints.values() if e.role == "prefill" and e.samples]
-    dec = [e for e in run.endpoints.values() if e.role == "decode" and e.samples]
-    if not (isl and osl and pre and dec):
+def balance(verdicts: Verdicts | None) -> dict[str, Any] | None:
+    """Balance by capacity, not throughput, over the run verdict's steady window: where the queue stands
+    (prefill waiting vs decode waiting), decode's KV and batch headroom, and the side that limits (none
+    unless the verdict names one). In a closed loop both sides' request rates match by construction, so
+    a throughput ratio says nothing about which side limits."""
+    if verdicts is None:
         return None
-    if start is None and end is None:
-        p = sum(_per_interval(e, "prompt_tps").mean() or 0.0 for e in pre)  # type: ignore[misc]
-        d = sum(_per_interval(e, "gen_tps").mean() or 0.0 for e in dec)  # type: ignore[misc]
-    else:   # a short window: per-engine means, so a 10 s bucket holding one node's ticks only cannot skew it
-        p_eng = [_engine_means(e, "prompt_tps", start, end) for e in pre]
-        d_eng = [_engine_means(e, "gen_tps", start, end) for e in dec]
-        if not any(len(x) for x in p_eng) or not any(len(x) for x in d_eng):
-            return None
-        p, d = sum(float(x.sum()) for x in p_eng), sum(float(x.sum()) for x in d_eng)
-    p_rps, d_rps = p / isl, d / osl
-    return {"isl": isl, "osl": osl, "prefill_prompt_tps": round(p, 1), "decode_gen_tps": round(d, 1),
-            "prefill_req_s": round(p_rps, 3), "decode_req_s": round(d_rps, 3),
-            "ratio": round(p_rps / d_rps, 3) if d_rps else None}
+    v = verdicts.run
+    pre, dec = v.figures.get("prefill") or {}, v.figures.get("decode") or {}
+    if not (pre or dec):
+        return None
+
+    def stat(side: dict[str, Any], key: str, how: str) -> float | None:
+        return (side.get(key) or {}).get(how)
+
+    return {"window": window_dict(verdicts), "verdict": v.cls, "limiting": LIMITING_SIDE.get(v.cls),
+            "prefill_waiting_per_engine": stat(pre, "waiting", "mean"), "prefill_waiting_peak": stat(pre, "waiting", "peak"),
+            "decode_waiting_per_engine": stat(dec, "waiting", "mean"), "decode_running_per_engine": stat(dec, "running", "mean"),
+            "decode_kv_pct": stat(dec, "kv", "mean"), "decode_kv_peak": stat(dec, "kv", "peak"),
+            "decode_util": v.figures.get("decode_util")}
+
+
+def balance_text(b: dict[str, Any]) -> str:
+    """``queue on prefill: 174.5 waiting/engine (peak 212) | decode: KV 21.2 % (peak 23.3), 46.5
+    running/engine, 0 waiting | prefill limits``."""
+    pw, dw = b["prefill_waiting_per_engine"], b["decode_waiting_per_engine"]
+    queue = ("queue on prefill" if (pw or 0) >= 1 and (pw or 0) >= (dw or 0) else
+             "queue on decode" if (dw or 0) >= 1 else "no queue")
+    parts = [f"{queue}: prefill {_num(pw, 1)} waiting/engine (peak {_num(b['prefill_waiting_peak'], 0)})",
+             f"decode KV {_num(b['decode_kv_pct'], 1)} % (peak {_num(b['decode_kv_peak'], 1)}), "
+             f"{_num(b['decode_running_per_engine'], 1)} running/engine, {_num(dw, 1)} waiting/engine"]
+    parts.append(f"{b['limiting']} limits" if b["limiting"] else "neither side limits")
+    return " | ".join(parts)
 
 
 def gpu_counts(run: Run) -> dict[str, Any]:
@@ -333,10 +402,16 @@ class Report:
     header: tuple[tuple[str, str], ...]
     topology: str
     stage: str
-    rate_match: dict[str, Any] | None
+    balance: dict[str, Any] | None
     tokens_per_gpu: dict[str, Any] | None
     now: datetime | None
     fail_on: str = "error"
+    verdicts: Verdicts | None = None
+    phase: str = "unknown"
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.verdicts.run if self.verdicts is not None else None
 
     @property
     def counts(self) -> dict[str, int]:

@@ -10,17 +10,24 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-VERDICT_STYLE = {"balanced": "green", "prefill-bound": "yellow", "decode-bound": "magenta", "KV-limited": "red",
-                 "invalid": "bold red", "unknown": "dim"}
+from .emit import VERDICT_STYLE
 
 
 def _num(x: float | int | None, nd: int = 0) -> str:
     return "-" if x is None else f"{x:,.{nd}f}"
 
 
+def _run_verdict(v: dict[str, Any] | None) -> Text:
+    """The run's verdict: class (limiter) and confidence."""
+    if v is None:
+        return Text("-")
+    label = v["class"] + (f" ({v['limiter']})" if v.get("limiter") else "")
+    return Text(f"{label}, {v['confidence']}", style=VERDICT_STYLE.get(v["class"], ""))
+
+
 def render_text(doc: dict[str, Any], console: Console) -> None:
     runs = Table(title="runs", title_justify="left", pad_edge=False)
-    for col in ("run", "topology", "GPUs working/allocated", "best C", "tok/s/GPU working/allocated", "verdict"):
+    for col in ("run", "topology", "GPUs working/allocated", "best C", "tok/s/GPU working/allocated", "run verdict"):
         runs.add_column(col)
     for r in doc["runs"]:
         b = r["best"] or {}
@@ -28,7 +35,7 @@ def render_text(doc: dict[str, Any], console: Console) -> None:
         runs.add_row(r["label"], r["topology"], f"{_num(r['gpus'].get('working_gpus'))}/"
                      f"{_num(r['gpus'].get('allocated_gpus'))}", str(b.get("concurrency") or "-"),
                      f"{_num(tpg.get('working'))}/{_num(tpg.get('allocated'))}",
-                     Text(b.get("verdict") or "-", style=VERDICT_STYLE.get(b.get("verdict") or "", "")))
+                     _run_verdict(r.get("verdict")))
     console.print(runs)
     points = Table(title="sweep points (* on the frontier per working GPU, + per allocated GPU)",
                    title_justify="left", pad_edge=False)

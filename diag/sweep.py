@@ -5,8 +5,8 @@ each run (``Pipeline(...).once()``), never re-parsed, so every number equals ``d
 * A point's x is output tok/s per user (1000 / median TPOT), its y total tok/s per GPU, for both
   denominators: ``working`` (GPUs the engines use: the result file's ``gpus_<T>``, else the job's
   resources) and ``allocated`` (whole nodes the job holds). The frontier is computed per denominator.
-* The **verdict** of a point comes from the findings whose window overlaps the point's measured window
-  (``started``..``ended``), else from the rate match over that window; the evidence behind it is kept.
+* The **verdict** of a point is the one ``analyze`` computed over the point's steady window
+  (``diag.rules.verdict``): its class, limiter, confidence, evidence and next experiment.
 """
 
 from __future__ import annotations
@@ -18,18 +18,15 @@ from typing import Any
 
 import polars as pl
 
-from diag.parsers.records import BenchResult
 from diag.rules.finding import Finding
 from diag.rules.runmodel import Endpoint
+from diag.rules.verdict import Verdict
+from diag.rules.verdict_catalog import verdict_catalog
 
 from . import report as R
 
 DENOMINATORS = ("working", "allocated")
-VERDICTS = ("prefill-bound", "decode-bound", "KV-limited", "balanced", "invalid", "unknown")
-RATIO_LOW, RATIO_HIGH = 0.9, 1.1   # rate match: prefill supply / decode demand outside this is a bound
-FINDING_VERDICT = {"DIAG-B001": "prefill-bound", "DIAG-B002": "decode-bound", "DIAG-K001": "KV-limited",
-                   "DIAG-K002": "KV-limited"}
-INVALIDATING = "DIAG-E"            # engine death, KV-transfer failures, start failures: the point is not a result
+VERDICTS = verdict_catalog().names
 # launch flags that differ between processes of one endpoint by construction, not by configuration
 PER_PROCESS_FLAGS = frozenset({"data_parallel_address", "data_parallel_start_rank", "device_ids",
                                "data_parallel_rpc_port", "data_parallel_size_local"})
@@ -58,10 +55,11 @@ class Point:
     tok_s_per_gpu: dict[str, float | None]  # working, allocated
     started: datetime | None
     ended: datetime | None
-    verdict: str
-    reason: str
+    verdict: str                            # the class (diag.rules.verdict vocabulary)
+    reason: str                             # the verdict's one-sentence why
     evidence: tuple[dict[str, Any], ...]
     frontier: dict[str, bool] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)   # the whole verdict (Verdict.to_dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "topology": self.topology, "concurrency": self.concurrency,
@@ -73,7 +71,9 @@ class Point:
                 "median_itl_ms": self.median_itl_ms, "tok_s_per_user": self.tok_s_per_user,
                 "gpus": self.gpus, "tok_s_per_gpu": self.tok_s_per_gpu,
                 "started": _iso(self.started), "ended": _iso(self.ended), "verdict": self.verdict,
-                "reason": self.reason, "evidence": list(self.evidence), "frontier": self.frontier}
+                "reason": self.reason, "evidence": list(self.evidence), "frontier": self.frontier,
+                "limiter": self.detail.get("limiter"), "confidence": self.detail.get("confidence"),
+                "experiments": self.detail.get("experiments", []), "ruled_out": self.detail.get("ruled_out", [])}
 
 
 @dataclass(frozen=True)
@@ -122,57 +122,9 @@ def topology_label(report: R.Report) -> str:
 
 
 # ------------------------------------------------------------------ verdict
-def _overlaps(f: Finding, start: datetime | None, end: datetime | None) -> bool:
-    if f.first_ts is None or start is None or end is None:
-        return False
-    return f.first_ts <= end and (f.last_ts or f.first_ts) >= start
-
-
-def _finding_evidence(f: Finding) -> dict[str, Any]:
-    return {"kind": "finding", "code": f.code, "name": f.name, "severity": f.severity, "endpoint": f.endpoint,
-            "message": f.message, "first_ts": _iso(f.first_ts), "last_ts": _iso(f.last_ts)}
-
-
-def verdict(report: R.Report, bench: BenchResult) -> tuple[str, str, tuple[dict[str, Any], ...]]:
-    """(verdict, one-line reason, evidence) of one sweep point. Precedence: invalid (incomplete, failed
-    requests, an engine or KV-transfer fault in its window) > bottleneck findings in its window >
-    the rate match over its window > a capacity finding for its concurrency > unknown."""
-    start, end = bench.started, bench.ended
-    windowed = [f for f in report.findings if _overlaps(f, start, end)]
-    evidence: list[dict[str, Any]] = [_finding_evidence(f) for f in windowed]
-    if not bench.complete:
-        return "invalid", "the run at this concurrency printed no result (cut short)", tuple(evidence)
-    if bench.failed_requests:
-        evidence.insert(0, {"kind": "benchmark", "failed_requests": bench.failed_requests,
-                            "successful_requests": bench.successful_requests})
-        return "invalid", f"{bench.failed_requests} failed requests", tuple(evidence)
-    faults = [f for f in windowed if f.code.startswith(INVALIDATING) and f.severity == "error"]
-    if faults:
-        return "invalid", f"{faults[0].code} {faults[0].name} during the run", tuple(evidence)
-    rm = R.rate_match(report.run, start, end) if start and end else None
-    if rm is not None:
-        evidence.append({"kind": "rate_match", **rm})
-    bound = [f for f in windowed if f.code in FINDING_VERDICT]
-    if bound:
-        top = min(bound, key=lambda f: ({"error": 0, "warning": 1}.get(f.severity, 2), f.first_ts))
-        return FINDING_VERDICT[top.code], f"{top.code} {top.name} in this window", tuple(evidence)
-    if rm is not None and rm["ratio"] is not None:
-        ratio = rm["ratio"]
-        if ratio < RATIO_LOW:
-            return "prefill-bound", f"rate match {ratio:.2f}: prefill supplies less than decode consumes", \
-                tuple(evidence)
-        if ratio > RATIO_HIGH:
-            return "decode-bound", f"rate match {ratio:.2f}: decode consumes less than prefill supplies", \
-                tuple(evidence)
-    capacity = [f for f in report.findings if f.code == "DIAG-K003" and f.first_ts is None
-                and (f.evidence.get("capacity") or 0) < bench.concurrency]
-    if capacity:
-        evidence += [_finding_evidence(f) for f in capacity]
-        return "KV-limited", f"{capacity[0].code}: KV capacity below concurrency {bench.concurrency}", \
-            tuple(evidence)
-    if rm is not None and rm["ratio"] is not None:
-        return "balanced", f"rate match {rm['ratio']:.2f} and no bottleneck finding in this window", tuple(evidence)
-    return "unknown", "no stats samples and no finding in this window", tuple(evidence)
+def point_verdict(report: R.Report, concurrency: int) -> Verdict | None:
+    """The verdict analyze computed for the run's point at ``concurrency``."""
+    return report.verdicts.at(concurrency) if report.verdicts is not None else None
 
 
 # ------------------------------------------------------------------ points and frontier
@@ -188,11 +140,14 @@ def points_of(report: R.Report, label: str) -> tuple[Point, ...]:
         total = b.total_token_throughput
         per_gpu = {d: (_round(total / n) if total is not None and n else None) for d, n in gpus.items()}
         tpot = b.median_tpot_ms
-        v, reason, evidence = verdict(report, b)
+        pv = point_verdict(report, int(b.concurrency or 0))
+        v, reason = (pv.cls, pv.why) if pv is not None else ("unknown", "no verdict for this point")
+        evidence = pv.evidence if pv is not None else ()
         out.append(Point(label, topo, int(b.concurrency or 0), b.complete, b.successful_requests, b.failed_requests,
                          total, b.output_throughput, b.request_throughput, tpot, b.mean_tpot_ms, b.median_ttft_ms,
                          b.mean_ttft_ms, b.median_itl_ms, _round(1000.0 / tpot, 2) if tpot else None, gpus,
-                         per_gpu, b.started, b.ended, v, reason, evidence))
+                         per_gpu, b.started, b.ended, v, reason, tuple(evidence),
+                         detail=pv.to_dict() if pv is not None else {}))
     return tuple(out)
 
 
@@ -218,10 +173,12 @@ def pareto_front(xy: Sequence[tuple[float, float]]) -> list[bool]:
 
 
 def with_frontier(points: Sequence[Point]) -> tuple[Point, ...]:
-    """The points with ``frontier`` set per denominator (across all runs; invalid points never on it)."""
+    """The points with ``frontier`` set per denominator (across all runs; invalid points, and points that
+    lost requests, never on it)."""
     flags: dict[int, dict[str, bool]] = {i: {} for i in range(len(points))}
     for d in DENOMINATORS:
-        usable = [i for i, p in enumerate(points) if p.verdict != "invalid" and p.tok_s_per_user is not None
+        usable = [i for i, p in enumerate(points) if p.verdict != "invalid" and not p.failed_requests
+                  and p.tok_s_per_user is not None
                   and p.tok_s_per_gpu.get(d) is not None]
         on = pareto_front([(points[i].tok_s_per_user, points[i].tok_s_per_gpu[d]) for i in usable])  # type: ignore[misc]
         for i in range(len(points)):
@@ -331,6 +288,21 @@ def diffs(runs: Sequence[RunSweep]) -> list[dict[str, Any]]:
              "findings": findings_diff(base, other), "tps_per_gpu": tps_delta(base, other)} for other in runs[1:]]
 
 
-__all__ = ["DENOMINATORS", "VERDICTS", "Point", "RunSweep", "config_diff", "diffs", "effective_config",
-           "endpoint_series", "findings_diff", "pareto_front", "points_of", "sweep", "topology_label", "tps_delta",
-           "verdict", "with_frontier"]
+__all__ = [
+    "DENOMINATORS",
+    "VERDICTS",
+    "Point",
+    "RunSweep",
+    "config_diff",
+    "diffs",
+    "effective_config",
+    "endpoint_series",
+    "findings_diff",
+    "pareto_front",
+    "point_verdict",
+    "points_of",
+    "sweep",
+    "topology_label",
+    "tps_delta",
+    "with_frontier",
+]

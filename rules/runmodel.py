@@ -131,6 +131,14 @@ class Run:
         seen += self.concurrencies
         return max(seen) if seen else None
 
+    def isl_osl(self) -> tuple[int | None, int | None]:
+        """The benchmark's input/output lengths: recipe, then job metadata, then the results."""
+        pairs = [(self.recipe.benchmark.isl, self.recipe.benchmark.osl)] if self.recipe is not None else []
+        if self.job is not None:
+            pairs.append((self.job.isl, self.job.osl))
+        pairs += [(b.isl, b.osl) for b in self.benchmark]
+        return next(((int(i), int(o)) for i, o in pairs if i and o), (None, None))
+
     def async_scheduling(self, ep: Endpoint) -> bool:
         if "async_scheduling" in ep.facts:
             return bool(ep.facts["async_scheduling"])

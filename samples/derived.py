@@ -33,6 +33,7 @@ class Derived:
     job: int
     why: str
     expect: tuple[str, ...]                       # codes the run must report, with its links
+    verdict: tuple[str, str | None]               # the run's verdict: class and limiter
     links: tuple[tuple[str, str], ...]            # (symptom, cause) pairs the report must link
     edits: tuple[Edit, ...]
     append: tuple[tuple[str, str], ...] = ()      # (file, text) appended
@@ -67,11 +68,11 @@ DERIVED = (
     Derived("drift-batched-tokens", "prefill-bound", 4987301,
             "the recipe says prefill max-num-batched-tokens 16384 (2 x ISL) but the workers ran 8192: the "
             "recipe looks right, the run was prefill-bound because of what ran",
-            ("DIAG-B001", "DIAG-C004", "DIAG-D001"), (("DIAG-B001", "DIAG-C004"),),
+            ("DIAG-B001", "DIAG-C004", "DIAG-D001"), ("prefill-bound", None), (("DIAG-B001", "DIAG-C004"),),
             (Edit("logs/sweep_*.log", r"--max-num-batched-tokens 16384", "--max-num-batched-tokens 8192"),)),
     Derived("async-accuracy", "healthy", 5123388,
             "async scheduling on vLLM v0.21.0 (no P/D race fixes #45357/#48481): gsm8k accuracy collapses to 0",
-            ("DIAG-A001", "DIAG-C002"), (("DIAG-A001", "DIAG-C002"),),
+            ("DIAG-A001", "DIAG-C002"), ("invalid", None), (("DIAG-A001", "DIAG-C002"),),
             (Edit("config.yaml", r'container: "[^"]*"', 'container: "vllm/vllm-openai:v0.21.0"', 1),
              Edit("logs/*.out", r"v?0\.26\.0rc2\.dev187\+gd223c900d", "0.21.0")),
             append=(("logs/benchmark.out", "\nRunning gsm8k evaluation (1319 questions, 5-shot)...\n"
@@ -79,7 +80,7 @@ DERIVED = (
     Derived("mamba-kv", "kv-exhaustion", 5010502,
             "no --mamba-ssm-cache-dtype bfloat16 on either side: the hybrid model's Mamba state takes KV memory "
             "in float32 and decode runs out of KV",
-            ("DIAG-K001", "DIAG-C003"), (("DIAG-K001", "DIAG-C003"), ("DIAG-K003", "DIAG-C003")),
+            ("DIAG-K001", "DIAG-C003"), ("decode-bound", "kv-capacity"), (("DIAG-K001", "DIAG-C003"), ("DIAG-K003", "DIAG-C003")),
             (Edit("config.yaml", r'\n      mamba-ssm-cache-dtype: "bfloat16"', ""),
              Edit("logs/sweep_*.log", r" --mamba-ssm-cache-dtype bfloat16", ""),
              Edit("logs/*_w*.out", r", 'mamba_ssm_cache_dtype': 'bfloat16'", ""))),
@@ -87,7 +88,7 @@ DERIVED = (
             "launched without VLLM_SSM_CONV_STATE_LAYOUT=DS: the decode engine dies on the conv-state layout "
             "assertion (vLLM raises it at worker init, so diag reports a startup failure; this derivation keeps the "
             "base run's timeline, so the assertion stands where the base run's OOM stood)",
-            ("DIAG-E004", "DIAG-C001"), (("DIAG-E004", "DIAG-C001"),),
+            ("DIAG-E004", "DIAG-C001"), ("invalid", None), (("DIAG-E004", "DIAG-C001"),),
             (Edit("config.yaml", r'\n    VLLM_SSM_CONV_STATE_LAYOUT: "?DS"?', "", 0),
              Edit("logs/sweep_*.log", r" VLLM_SSM_CONV_STATE_LAYOUT=DS", ""),
              Edit("logs/*_w*.out", r"[^\n]*VLLM_SSM_CONV_STATE_LAYOUT env detected[^\n]*\n", ""),
@@ -96,7 +97,7 @@ DERIVED = (
     Derived("block-size-crash", "engine-crash", 5044791,
             "prefill ran --block-size 16 and decode --block-size 32 (a launcher override, not the recipe): "
             "NIXL cannot map the remote blocks and the decode engine dies",
-            ("DIAG-E001", "DIAG-C012", "DIAG-D001"), (("DIAG-E001", "DIAG-C012"),),
+            ("DIAG-E001", "DIAG-C012", "DIAG-D001"), ("invalid", None), (("DIAG-E001", "DIAG-C012"),),
             (_prefill_cmd("--block-size 16"), _decode_cmd("--block-size 32"),
              Edit("logs/*_decode_w*.out", OOM, BLOCK_ASSERT),
              Edit("logs/sweep_*.log", OOM, BLOCK_ASSERT))),
@@ -104,7 +105,7 @@ DERIVED = (
             "prefill-w3 hangs in CUDA-graph capture (its bar stops at 20/83) while the other four endpoints load, "
             "capture and register in about five minutes: the orchestrator polls '3 prefills and 2 decodes' and never "
             "starts the benchmark; the logs end eight polls later",
-            ("DIAG-S001",), (),
+            ("DIAG-S001",), ("startup-stuck", None), (),
             (Edit("logs/*_prefill_w3.out", r"(?s)(Capturing CUDA graphs \(mixed prefill-decode, PIECEWISE\):\s+24%[^\n]*)\n.*",
                   "\\1\n", 1),
              Edit("logs/*_w*.out", r"(?s)(VllmWorker for \S+ has been initialized[^\n]*\n).*", r"\1"),
@@ -173,7 +174,8 @@ def generate(runs: Path, base_jobs: dict[str, int]) -> None:
         data["scenario"] = d.name
         data["derived_from"] = d.base
         data["why"] = d.why
-        data["expect"] = {**data["expect"], "findings": list(d.expect), "links": [list(p) for p in d.links]}
+        data["expect"] = {**data["expect"], "findings": list(d.expect), "links": [list(p) for p in d.links],
+                          "verdict": {"class": d.verdict[0], "limiter": d.verdict[1]}}
         if d.startup_only:
             _startup_manifest(out, data)
         manifest.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")

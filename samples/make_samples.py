@@ -79,7 +79,9 @@ class Scn:
     rust_ansi: bool = True   # False when the recipe sets DYN_SDK_DISABLE_ANSI_LOGGING=1
     kv_both: bool = False    # kv_role='kv_both' as in the shipped recipe (deprecation warning)
     pw: int = 4              # prefill workers (DEP2 each, two per node)
-    bound: dict = field(default_factory=dict)   # C -> "prefill" (plateau, queue) or "kv" (decode KV full)
+    bound: dict = field(default_factory=dict)   # C -> "prefill" (plateau, queue), "kv" (decode KV full) or
+    #                                             "batch" (decode running pinned at max_seqs, queue on decode)
+    max_seqs: int | None = None                 # decode --max-num-seqs (None: vLLM's default, not passed)
     expect: dict = field(default_factory=dict)
 
 
@@ -90,30 +92,43 @@ def _t(*a: int) -> datetime:
 STD = {512: (10.9, 61, 2, 0), 1024: (14.0, 122, 4, 1)}
 SCENARIOS = [
     Scn("healthy", 5123301, _t(2026, 12, 31, 23, 50, 2), 7, "nightly", "healthy", (768, 1024), 8,
-        {768: (12.7, 91, 3, 1), 1024: (14.0, 122, 4, 1)}, expect={"findings": []}),
+        {768: (12.7, 91, 3, 1), 1024: (14.0, 122, 4, 1)}, expect={"findings": [], "verdict": {"class": "healthy", "limiter": None}}),
     Scn("prefill-bound", 4987214, _t(2026, 8, 12, 14, 5, 11), 3, "nightly", "prefill-bound", (1024, 2048), 4,
-        {1024: (18.4, 47, 70, 0), 2048: (18.4, 47, 190, 0)}, expect={"findings": ["DIAG-B001"]}),
+        {1024: (18.4, 47, 70, 0), 2048: (18.4, 47, 190, 0)}, expect={"findings": ["DIAG-B001"], "verdict": {"class": "prefill-bound", "limiter": None}}),
     Scn("kv-exhaustion", 5010467, _t(2026, 8, 27, 18, 12, 5), 11, "v0.26.1", "kv-exhaustion", (1024, 4096), 2,
         {1024: (14.0, 122, 3, 1), 4096: (13.0, 214, 3, 300)}, vcolor=True,
-        expect={"findings": ["DIAG-K001", "DIAG-K002"]}),
+        expect={"findings": ["DIAG-K001", "DIAG-K002"],
+                "verdict": {"class": "decode-bound", "limiter": "kv-capacity"}}),
     Scn("engine-crash", 5044719, _t(2026, 9, 3, 3, 44, 27), 5, "v0.26.1", "engine-crash", (512, 1024), 8, STD,
-        vcolor=True, expect={"findings": ["DIAG-E001"], "root_cause": "oom"}),
+        vcolor=True, expect={"findings": ["DIAG-E001"], "root_cause": "oom", "verdict": {"class": "invalid", "limiter": None}}),
     Scn("stats-missing", 4999083, _t(2026, 8, 20, 9, 31, 40), 9, "nightly", "stats-missing", (512, 1024), 4,
         STD, api1=False, rust_ansi=False, kv_both=True,
-        expect={"findings": ["DIAG-L001"], "cause": "api_server_count"}),
+        expect={"findings": ["DIAG-L001"], "cause": "api_server_count",
+                "verdict": {"class": "healthy", "limiter": None}}),
     Scn("nixl-failures", 5078130, _t(2026, 9, 24, 11, 20, 53), 2, "nightly-sep", "nixl-failures", (512, 1024),
         4,
         {512: (10.5, 60, 2, 1), 1024: (13.4, 120, 4, 2)}, vcolor=True,
-        expect={"findings": ["DIAG-E002", "DIAG-E003"]}),
+        expect={"findings": ["DIAG-E002", "DIAG-E003"],
+                "verdict": {"class": "transfer-bound", "limiter": "kv-transfer failures"}}),
 ]
 SWEEP = (256, 512, 1024, 2048)
 SCENARIOS += [
     Scn("sweep-4xdep2", 5131402, _t(2026, 11, 9, 8, 2, 31), 14, "nightly", "sweep", SWEEP, 2,
         {256: (7.0, 32, 1, 0), 512: (10.9, 61, 2, 0), 1024: (13.5, 120, 3, 0), 2048: (18.4, 120, 190, 0)},
-        pw=4, bound={2048: "prefill"}, expect={"findings": ["DIAG-B001"]}),
+        pw=4, bound={2048: "prefill"},
+        expect={"findings": ["DIAG-B001"], "verdict": {"class": "prefill-bound", "limiter": None}}),
     Scn("sweep-5xdep2", 5131417, _t(2026, 11, 9, 9, 40, 7), 15, "nightly", "sweep", SWEEP, 2,
         {256: (7.1, 32, 1, 0), 512: (11.2, 62, 1, 0), 1024: (15.5, 124, 2, 1), 2048: (19.5, 200, 3, 300)},
-        pw=5, bound={2048: "kv"}, expect={"findings": ["DIAG-K001"]}),
+        pw=5, bound={2048: "kv"},
+        expect={"findings": ["DIAG-K001"], "verdict": {"class": "decode-bound", "limiter": "kv-capacity"}}),
+]
+SCENARIOS += [
+    Scn("under-loaded", 5140012, _t(2026, 11, 20, 6, 15, 3), 16, "nightly", "healthy", (128, 256), 4,
+        {128: (4.1, 16, 0, 0), 256: (7.0, 32, 1, 0)},
+        expect={"findings": [], "verdict": {"class": "under-loaded", "limiter": None}}),
+    Scn("decode-batch", 5140077, _t(2026, 11, 20, 9, 2, 41), 17, "nightly", "healthy", (512, 1024), 4,
+        {512: (10.9, 61, 2, 0), 1024: (12.2, 96, 3, 32)}, bound={1024: "batch"}, max_seqs=96,
+        expect={"findings": [], "verdict": {"class": "decode-bound", "limiter": "batch/compute"}}),
 ]
 SLURM = Scn("slurm", 5090552, _t(2026, 10, 14, 7, 58, 12), 4, "nightly", "healthy", (256,), 4,
             {256: (5.5, 60, 2, 0)})
@@ -348,6 +363,10 @@ def stats_for(sc: Scn, role: str, seg: Seg, t: datetime, rng: random.Random, n_p
     gen = seg.rate * MEAN_OUT / n_dec * env * g(0.04)
     kv = run * (MEAN_IN + MEAN_OUT / 2) / DEC_TOKENS * 100 * g(0.02)
     wait, pre, ptps = rng.randint(0, seg.dwait), None, 0.0
+    if sc.bound.get(seg.conc) == "batch" and sc.max_seqs and env > 0.5:   # the batch is full: a queue on decode
+        run = sc.max_seqs - (1 if rng.random() < 0.2 else 0)
+        kv = run * (MEAN_IN + MEAN_OUT / 2) / DEC_TOKENS * 100 * g(0.02)
+        wait = int(seg.dwait * min(1.0, 0.1 + frac / 0.5) * g(0.05))
     if ((sc.kind == "kv-exhaustion" and seg.conc >= 4096) or sc.bound.get(seg.conc) == "kv") and env > 0.5:
         kv = 95.2 + 4.6 * rng.random()
         wait = int(seg.dwait * min(1.0, 0.1 + frac / 0.5) * g(0.05))
@@ -401,6 +420,8 @@ def recipe_flags(sc: Scn, role: str, dp: int) -> dict:
         f["max-num-batched-tokens"] = 16384
     elif max(sc.concs) >= 4096:
         f["max-cudagraph-capture-size"] = 640
+    if role == "decode" and sc.max_seqs:
+        f["max-num-seqs"] = sc.max_seqs
     if sc.api1:
         f["api-server-count"] = 1
     return f
@@ -530,7 +551,8 @@ def startup(c: Ctx) -> None:
     c.P(at(0.95), "INFO", "main.setup_vllm_engine",
         f"Cache config values: {{'num_gpu_blocks': {blocks}, 'block_size': {BLOCK}}}")
     c.P(at(0.95), "INFO", "main.setup_vllm_engine",
-        "Scheduler config values: {'max_num_seqs': 1024, 'max_num_batched_tokens': 16384}")
+        f"Scheduler config values: {{'max_num_seqs': {(p.role == 'decode' and sc.max_seqs) or 1024}, "
+        "'max_num_batched_tokens': 16384}")
     if not sc.api1:
         for k in range(len(p.engines)):
             c.V(at(0.96), f"ApiServer_{k}", "WARNING", "loggers.py:1201", "AsyncLLM created with "

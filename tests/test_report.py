@@ -58,7 +58,8 @@ def test_frontier_is_exactly_the_undominated_points(raw: list[tuple[int, int]]) 
 
 def test_frontier_on_a_real_tie_and_without_invalid_points() -> None:
     """prefill-bound: 1024 and 2048 have the same tok/s per user, 2048 a little less throughput per GPU;
-    nixl-failures lost requests at every concurrency: invalid, never on the frontier."""
+    nixl-failures lost requests to failed KV transfers at every concurrency: transfer-bound, never on the
+    frontier."""
     d = build([report_of(ROOT / "samples/runs/prefill-bound"), report_of(ROOT / "samples/runs/nixl-failures")])
     pts = {(p["run"], p["concurrency"]): p for p in d["points"]}
     a, b = pts["prefill-bound", 1024], pts["prefill-bound", 2048]
@@ -67,26 +68,27 @@ def test_frontier_on_a_real_tie_and_without_invalid_points() -> None:
     assert b["frontier"] == {"working": False, "allocated": False}
     for c in (512, 1024):
         p = pts["nixl-failures", c]
-        assert p["verdict"] == "invalid" and "failed requests" in p["reason"] and not any(p["frontier"].values())
+        assert p["verdict"] == "transfer-bound" and p["limiter"] == "kv-transfer failures"
+        assert "requests failed" in p["reason"] and not any(p["frontier"].values())
 
 
 # ---------------------------------------------------------------- verdicts
 def test_verdict_per_sweep_point(doc: dict) -> None:
-    got = {(p["run"], p["concurrency"]): p["verdict"] for p in doc["points"]}
-    assert got == {("sweep-4xdep2", 256): "balanced", ("sweep-4xdep2", 512): "balanced",
-                   ("sweep-4xdep2", 1024): "balanced", ("sweep-4xdep2", 2048): "prefill-bound",
-                   ("sweep-5xdep2", 256): "balanced", ("sweep-5xdep2", 512): "balanced",
-                   ("sweep-5xdep2", 1024): "balanced", ("sweep-5xdep2", 2048): "KV-limited"}
+    got = {(p["run"], p["concurrency"]): (p["verdict"], p["limiter"]) for p in doc["points"]}
+    assert got == {("sweep-4xdep2", 256): ("under-loaded", None), ("sweep-4xdep2", 512): ("under-loaded", None),
+                   ("sweep-4xdep2", 1024): ("healthy", None), ("sweep-4xdep2", 2048): ("prefill-bound", None),
+                   ("sweep-5xdep2", 256): ("under-loaded", None), ("sweep-5xdep2", 512): ("under-loaded", None),
+                   ("sweep-5xdep2", 1024): ("healthy", None), ("sweep-5xdep2", 2048): ("decode-bound", "kv-capacity")}
     by = {(p["run"], p["concurrency"]): p for p in doc["points"]}
     assert [e["code"] for e in by["sweep-4xdep2", 2048]["evidence"] if e["kind"] == "finding"] == ["DIAG-B001"]
     assert "DIAG-K001" in {e.get("code") for e in by["sweep-5xdep2", 2048]["evidence"]}
-    for p in doc["points"]:   # every verdict carries the rate match over its own window
-        rm = [e for e in p["evidence"] if e["kind"] == "rate_match"]
-        assert len(rm) == 1 and rm[0]["ratio"] is not None
-        if p["verdict"] == "balanced":
-            assert 0.9 <= rm[0]["ratio"] <= 1.1 and not [e for e in p["evidence"] if e["kind"] == "finding"]
+    for p in doc["points"]:   # every verdict carries the figures of its own window and its next experiment
+        fig = [e for e in p["evidence"] if e["kind"] == "figures"]
+        assert len(fig) == 1 and fig[0]["window_s"] > 0 and p["experiments"]
+        if p["verdict"] in ("healthy", "under-loaded"):
+            assert not [e for e in p["evidence"] if e["kind"] == "finding"]
     crash = build([report_of(ROOT / "samples/runs/engine-crash")])["points"]
-    assert [(p["concurrency"], p["verdict"]) for p in crash] == [(512, "balanced"), (1024, "invalid")]
+    assert [(p["concurrency"], p["verdict"]) for p in crash] == [(512, "under-loaded"), (1024, "invalid")]
 
 
 # ---------------------------------------------------------------- same numbers as tail
@@ -139,7 +141,7 @@ def test_run_vs_run_diff(doc: dict) -> None:
 def test_text_summary() -> None:
     res = _diag("--no-color", "report", *SWEEP, "--format", "text")
     assert res.returncode == 0, res.stderr
-    for text in ("4xDEP2 + 1xDEP8", "5xDEP2 + 1xDEP8", "prefill-bound", "KV-limited", "frontier per working GPU",
+    for text in ("4xDEP2 + 1xDEP8", "5xDEP2 + 1xDEP8", "prefill-bound", "decode-bound", "frontier per working GPU",
                  "frontier per allocated GPU", "DIAG-K001 kv-cache-exhaustion [decode-w0]: only in sweep-5xdep2"):
         assert text in res.stdout, text
 

@@ -34,7 +34,7 @@ def test_json_document(scenario: str) -> None:
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
     assert set(doc) == {"tool", "version", "schema", "root", "judged_at", "sources", "endpoints", "findings",
-                        "benchmark", "summary"}
+                        "verdict", "benchmark", "summary"}
     assert (doc["tool"], doc["schema"]) == ("diag", "diag-tail-1")
     man = json.loads((RUNS / scenario / "MANIFEST.json").read_text())
     want = {e["id"]: e for e in man["expect"]["endpoints"]}
@@ -63,7 +63,8 @@ def test_text_output_names_endpoints_and_findings() -> None:
         assert eid in res.stdout
     assert "DIAG-B001" in res.stdout and "prefill-bound" in res.stdout
     assert "\x1b[" not in res.stdout  # not a terminal: no colour
-    assert "rate match" in res.stdout
+    assert "verdict     prefill-bound" in res.stdout and "balance: queue on prefill" in res.stdout
+    assert "balanced" not in res.stdout
 
 
 def test_fail_on_warning() -> None:

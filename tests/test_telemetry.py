@@ -9,9 +9,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from loading import tail_json
+from loading import report_of, tail_json
 
 from diag.parsers.telemetry import aiperf_jsonl, aiperf_parquet, tachometer_parquet
+from diag.report import window_figures
 from diag.telemetry import telemetry_logs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,14 +41,22 @@ def test_capture_reads_into_the_logs_endpoints(capture: Path, from_logs: dict) -
     assert _endpoints(doc) == _endpoints(from_logs)
     assert _runtime(doc) == _runtime(from_logs) == {("DIAG-B001", "")}
     assert not [f for f in doc["findings"] if f["code"] == "DIAG-L001"]  # no log, so no log missing stats
-    logs = {e["id"]: e["stats"] for e in from_logs["endpoints"]}
-    for ep in doc["endpoints"]:
-        want = logs[ep["id"]]
-        assert ep["stats"]["gen_tps_mean"] == pytest.approx(want["gen_tps_mean"], rel=1e-3)
-        if ep["role"] == "prefill":  # decode's vllm:prompt_tokens also counts transferred prompts
-            assert ep["stats"]["prompt_tps_mean"] == pytest.approx(want["prompt_tps_mean"], rel=1e-3)
-        assert (ep["stats"]["running_last"], ep["stats"]["kv_usage_last"]) == (want["running_last"],
-                                                                               want["kv_usage_last"])
+    # the capture has no benchmark output, so its verdict window is its active one; over the logs' window
+    # (C=2048 steady) every figure of every endpoint is the logs' own
+    window = from_logs["endpoints"][0]["stats"]["window"]
+    assert window["label"] == "C=2048 steady"
+    start, end = datetime.fromisoformat(window["start"]), datetime.fromisoformat(window["end"])
+    logs, capture = report_of(RUN).run, report_of(capture).run
+    for eid, ep in capture.endpoints.items():
+        want, got = window_figures(logs.endpoints[eid], start, end), window_figures(ep, start, end)
+        # each side's own rate (decode's vllm:prompt_tokens also counts transferred prompts; prefill's few
+        # first tokens a second are rounded in the log lines)
+        rate = "prompt_tps_mean" if ep.role == "prefill" else "gen_tps_mean"
+        assert got[rate] == pytest.approx(want[rate], rel=1e-3), (eid, rate)
+        for key in ("running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak"):
+            # gauges: a scrape and a stats line at the window's edges may fall on either side of it
+            assert got[key] == pytest.approx(want[key], rel=0.02), (eid, key)
+    assert doc["verdict"]["class"] == from_logs["verdict"]["class"] == "prefill-bound"
 
 
 def test_tachometer_reads_only_the_metrics_diag_uses(tmp_path: Path) -> None:

@@ -51,10 +51,14 @@ def test_snapshot_has_every_endpoint_header_and_findings(prefill_snapshot: st.Sn
     assert [e.id for e in snap.endpoints] == ["prefill-w0", "prefill-w1", "prefill-w2", "prefill-w3", "decode-w0"]
     assert {e.id: e.s.health for e in snap.endpoints}["decode-w0"] == "WARN"
     keys = [k for k, _ in snap.header]
-    for k in ("job", "model", "topology", "build", "stage", "elapsed", "tok/s", "rate P/D"):
+    for k in ("job", "model", "topology", "build", "stage", "elapsed", "verdict", "tok/s", "queue"):
         assert k in keys, k
     head = dict(snap.header)
     assert head["elapsed"] == "20m" and "GPUs" in head["tok/s"] and head["stage"] == "completed"
+    # the verdict, and figures over its steady window (not the idle tail: prefill's queue shows)
+    assert head["verdict"] == "prefill-bound · high @2048" and "C=2048 steady" in head["tok/s"]
+    assert head["queue"].startswith("P 174.5")
+    assert snap.limiting == "prefill"
     codes = [(fr.state, fr.f.code) for fr in snap.findings]
     assert ("open", "DIAG-B001") in codes
     states = [s for s, _ in codes]
@@ -77,7 +81,7 @@ def test_header_packs_and_drops_for_narrow_widths(prefill_snapshot: st.Snapshot)
     narrow = header_text(prefill_snapshot, 78, 4).plain
     assert "bench" in wide and len(wide.splitlines()) <= 4
     assert len(narrow.splitlines()) <= 4 and all(len(line) <= 78 for line in narrow.splitlines())
-    assert "job" in narrow and "stage" in narrow and "rate P/D" in narrow
+    assert "job" in narrow and "stage" in narrow and "verdict" in narrow
 
 
 # ------------------------------------------------------------------ ring buffers and sparklines

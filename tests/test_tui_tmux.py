@@ -81,13 +81,13 @@ def test_replay_in_tmux_through_the_plot_screens(tmux) -> None:
 
     assert _wait(lambda: "decode-w0" in screen()), screen()
     tmux("send-keys", "-t", "p", "p")
-    assert _wait(lambda: "rate match" in screen() and "run · 5 endpoints" in screen(), 15), screen()
+    assert _wait(lambda: "prefill prompt vs decode gen tok/s" in screen() and "run · 5 endpoints" in screen(), 15), screen()
     assert _wait(lambda: "DIAG-K001 kv_usage 95 %" in screen(), 15), screen()
     text = screen()
     assert "running / waiting per role" in text and "preemptions per 10 s" in text
     assert _wait(lambda: "decode gen tok/s" in screen() and "prefill prompt tok/s" in screen(), 20), screen()
     tmux("send-keys", "-t", "p", "Escape")
-    assert _wait(lambda: "rate match" not in screen() and "findings" in screen(), 10), screen()
+    assert _wait(lambda: "prefill prompt vs decode gen tok/s" not in screen() and "findings" in screen(), 10), screen()
     tmux("send-keys", "-t", "p", "K")  # sort by KV %: the selection stays on the first row's endpoint
     assert _wait(lambda: "sort KV % ▼" in screen(), 10), screen()
     tmux("send-keys", "-t", "p", "g")

@@ -195,7 +195,7 @@ def plot_set(snap: Snapshot, endpoint: str | None, window_min: int, columns: int
         title = f"{endpoint} · {row.role} · {len(names)} engines · last {window_min} min"
         kv_title = "KV % per engine"
     return PlotSet(title, window_min, snap.now, (
-        Chart("rate", "prefill prompt vs decode gen tok/s (rate match)" if endpoint is None
+        Chart("rate", "prefill prompt vs decode gen tok/s" if endpoint is None
               else "prompt vs gen tok/s", tuple(rate), spans),
         Chart("queues", "running / waiting" + (" per role" if endpoint is None else ""), tuple(queues), spans),
         Chart("kv", kv_title, kv, spans, threshold, 100.0),

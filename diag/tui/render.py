@@ -176,9 +176,11 @@ def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: st
         slots = window_slots(row.series, end, window_min * 60)
         tps = spark([None if p is None else _tps(p) for p in slots])
         kv = spark([None if p is None else p[3] for p in slots])
-    return {"endpoint": Text(s.id, style="bold"), "health": health_cell(s), "role": s.role,
-            "prompt": num(s.prompt_tps_last), "gen": num(s.gen_tps_last), "run": num(s.running_last),
-            "wait": num(s.waiting_last), "kv": kv_bar(s.kv_last), "tps_spark": Text(tps, style="cyan"),
+    limiting = snap.limiting is not None and s.role == snap.limiting
+    return {"endpoint": Text(s.id, style="bold reverse yellow" if limiting else "bold"), "health": health_cell(s),
+            "role": Text(s.role, style="bold yellow") if limiting else s.role,
+            "prompt": num(s.prompt_tps_mean), "gen": num(s.gen_tps_mean), "run": num(s.running_mean),
+            "wait": num(s.waiting_mean), "kv": kv_bar(s.kv_mean), "tps_spark": Text(tps, style="cyan"),
             "kv_spark": Text(kv, style="magenta"), "age": age_text(row.age_s), "pre": str(s.preemptions),
             "eng": str(s.engines), "nodes": short_nodes(s.nodes, prefix)}
 
@@ -223,8 +225,8 @@ def sort_value(row: EndpointRow, key: str, snap: Snapshot, window_min: int) -> A
             return None
         return sum(vals) / len(vals) if key == "tps_spark" else max(vals)
     return {"endpoint": _natural(s.id), "health": HEALTH_RANK.get(s.health, 0), "role": s.role,
-            "prompt": s.prompt_tps_last, "gen": s.gen_tps_last, "run": s.running_last, "wait": s.waiting_last,
-            "kv": s.kv_last, "age": row.age_s, "pre": s.preemptions, "eng": s.engines,
+            "prompt": s.prompt_tps_mean, "gen": s.gen_tps_mean, "run": s.running_mean, "wait": s.waiting_mean,
+            "kv": s.kv_mean, "age": row.age_s, "pre": s.preemptions, "eng": s.engines,
             "nodes": ",".join(s.nodes)}[key]
 
 

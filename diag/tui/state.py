@@ -139,6 +139,7 @@ class Snapshot:
     errors: tuple[str, ...] = ()
     done: bool = False
     kv_threshold: float = 95.0          # DIAG-K001's kv_usage, as configured
+    limiting: str | None = None         # the role the run's verdict names as the limit (its rows stand out)
     log: tuple[LogEntry, ...] = ()      # findings opened and closed this session, oldest first
     table: TableCells | None = field(default=None, compare=False)  # the endpoint table's cells, made
     # off the UI thread for one window (TableCells); None: the screen makes them
@@ -288,8 +289,13 @@ def _short_build(b: str) -> str:
     return " ".join(p[:12] if len(p) > 16 and all(c in "0123456789abcdef" for c in p) else p for p in parts)
 
 
+def _fig(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.1f}"
+
+
 def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
-    """Job, model, topology, build, stage, elapsed, live tok/s (and per GPU), rate match, benchmark."""
+    """Job, model, topology, build, stage, elapsed, the verdict, tok/s (and per GPU) over the verdict's
+    steady window, where the queue stands, benchmark."""
     run = report.run
     base = dict(report.header)
     stage = base.get("stage", "unknown")
@@ -299,18 +305,21 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     end = run.end if stage in TERMINAL_STAGES or now is None else now
     if run.start and end:
         rows.append(("elapsed", human_duration((end - run.start).total_seconds())))
-    total = sum((s.prompt_tps_last or 0.0) + (s.gen_tps_last or 0.0) for s in report.endpoints)
+    v = report.verdict
+    if v is not None:
+        rows.append(("verdict", f"{v.label} · {v.confidence}" + (f" @{v.concurrency}" if v.concurrency else "")))
+    total = sum((s.prompt_tps_mean or 0.0) + (s.gen_tps_mean or 0.0) for s in report.endpoints)
     gpus = S.gpu_counts(run)
     working = gpus.get("working_gpus") or gpus.get("working")
     tps = f"{total:,.0f}"
     if working:
         tps += f" · {total / working:,.0f}/GPU ({working} GPUs)"
-    rows.append(("tok/s", tps))
-    rm = report.rate_match
-    if rm and rm.get("ratio") is not None:
-        r = rm["ratio"]
-        verdict = "prefill short" if r < 0.9 else "decode short" if r > 1.1 else "balanced"
-        rows.append(("rate P/D", f"{r:.2f} {verdict} ({rm['prefill_req_s']:.1f} vs {rm['decode_req_s']:.1f} req/s)"))
+    window = next((s.window for s in report.endpoints if s.window), None)
+    rows.append(("tok/s", tps + (f" over {window['label']}" if window else "")))
+    if report.balance:
+        b = report.balance
+        rows.append(("queue", f"P {_fig(b['prefill_waiting_per_engine'])} · D {_fig(b['decode_waiting_per_engine'])}"
+                              f" /eng · D KV {_fig(b['decode_kv_pct'])} %"))
     tpg = report.tokens_per_gpu
     if tpg:
         bench = f"{tpg['total_token_throughput']:,.0f} tok/s @{tpg['concurrency']}"
@@ -448,7 +457,8 @@ class WatchState:
             endpoints=tuple(rows), findings=self._finding_rows(run), engines=MappingProxyType(engines),
             records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
             errors=(*run.errors, *self.source.errors), done=self.source.finished,
-            kv_threshold=self.kv_threshold, log=tuple(self.log))
+            kv_threshold=self.kv_threshold, log=tuple(self.log),
+            limiting=report.balance.get("limiting") if report.balance else None)
 
 
 def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:

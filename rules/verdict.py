@@ -1,0 +1,490 @@
+"""The verdict: one class per benchmark point and per run, with its evidence, the alternatives it ruled
+out, a confidence and the next experiment. Vocabulary, thresholds and experiments are catalog data
+(``rules/catalog/verdicts.toml``); this module judges a run model and its findings by them.
+
+The catalog side (vocabulary, thresholds, experiments) is :mod:`rules.verdict_catalog`.
+
+Windows: each benchmark point's measured window is cut into warm-up, steady state and drain (see the
+catalog's header); a run without points is judged over its active intervals. Figures come from the
+steady window only, never from the idle tail after the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from diag.parsers.records import BenchResult
+
+from .finding import Finding
+from .runmodel import Endpoint, Run
+from .verdict_catalog import DECODING, _fmt, _r, _v, capacity, experiments, verdict_catalog
+
+INTERVAL_S = 10.0    # vLLM's stats interval: a stats line reports the 10 s before it
+CONFIDENCE = ("high", "medium", "low")
+EMPTY_FIGURES: Mapping[str, Any] = {"window_s": None, "prefill": {}, "decode": {}, "decode_role": None,
+                                    "decode_util": None}
+FIGURE_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "preemptions")
+
+
+# ------------------------------------------------------------------ the verdict
+@dataclass(frozen=True)
+class Verdict:
+    """One class from the closed vocabulary, over one window."""
+
+    cls: str
+    why: str                                   # one sentence
+    confidence: str                            # high | medium | low
+    limiter: str | None = None                 # decode-bound: kv-capacity | batch/compute; transfer-bound: ...
+    concurrency: int | None = None             # the benchmark point (None: the run as a whole, no points)
+    window: tuple[datetime, datetime] | None = None    # the steady window the figures come from
+    phases: tuple[dict[str, Any], ...] = ()    # warm-up / steady / drain of the point
+    figures: dict[str, Any] = field(default_factory=dict, compare=False)
+    evidence: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    ruled_out: tuple[dict[str, str], ...] = field(default=(), compare=False)
+    experiments: tuple[dict[str, str], ...] = field(default=(), compare=False)
+    findings: tuple[tuple[str, str | None], ...] = ()  # (code, endpoint) of the findings it rests on
+
+    @property
+    def label(self) -> str:
+        """``decode-bound (kv-capacity)``."""
+        return f"{self.cls} ({self.limiter})" if self.limiter else self.cls
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"class": self.cls, "limiter": self.limiter, "why": self.why, "confidence": self.confidence,
+                "concurrency": self.concurrency,
+                "window": None if self.window is None else {"start": self.window[0].isoformat(),
+                                                            "end": self.window[1].isoformat()},
+                "phases": list(self.phases), "figures": self.figures, "evidence": list(self.evidence),
+                "ruled_out": list(self.ruled_out), "experiments": list(self.experiments),
+                "findings": [{"code": c, "endpoint": e} for c, e in self.findings]}
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The run's verdict and one per benchmark point (in concurrency order)."""
+
+    run: Verdict
+    points: tuple[Verdict, ...] = ()
+
+    def at(self, concurrency: int | None) -> Verdict | None:
+        return next((v for v in self.points if v.concurrency == concurrency), None)
+
+
+# ------------------------------------------------------------------ windows
+def _lifetime_s(bench: BenchResult) -> float | None:
+    """One request's life at this point: median E2E latency, else TTFT + OSL x TPOT."""
+    if bench.median_e2el_ms:
+        return bench.median_e2el_ms / 1000.0
+    if bench.median_ttft_ms is not None and bench.median_tpot_ms is not None and (bench.osl or 0) > 0:
+        return (bench.median_ttft_ms + bench.median_tpot_ms * (bench.osl or 0)) / 1000.0
+    return None
+
+
+def point_phases(bench: BenchResult, end: datetime, p: Mapping[str, float]) -> list[dict[str, Any]]:
+    """warm-up, steady and drain of a point whose measured window is [bench.started, end]."""
+    start = bench.started
+    assert start is not None
+    span = max(0.0, (end - start).total_seconds())
+    life = _lifetime_s(bench) or p["default_lifetime_frac"] * span
+    warm = round(min(max(life, INTERVAL_S), p["warmup_max_frac"] * span))
+    drain = round(min(max(life, INTERVAL_S), p["drain_max_frac"] * span)) if bench.complete else 0
+    s0, s1 = start + timedelta(seconds=warm), end - timedelta(seconds=drain)
+    out = [{"phase": "warm-up", "start": start, "end": s0}, {"phase": "steady", "start": s0, "end": s1}]
+    if drain:
+        out.append({"phase": "drain", "start": s1, "end": end})
+    return out
+
+
+def active_window(run: Run, endpoints: Sequence[Endpoint] | None = None) -> tuple[datetime, datetime] | None:
+    """First to last stats interval in which any request ran or waited (a run without points), over the
+    run's endpoints or the ones given."""
+    eps = run.endpoints.values() if endpoints is None else endpoints
+    frames = [ep.stats.filter((pl.col("running") + pl.col("waiting") > 0) & pl.col("ts").is_not_null())["ts"]
+              for ep in eps if ep.stats.height]
+    ts = [t for s in frames if len(s) for t in (s.min(), s.max())]
+    if not ts:
+        return None
+    return min(ts) - timedelta(seconds=INTERVAL_S), max(ts)  # type: ignore[type-var, operator, return-value]
+
+
+# ------------------------------------------------------------------ figures
+def _role_stats(run: Run, role: str, start: datetime, end: datetime) -> pl.DataFrame:
+    """The stats samples of a role whose interval's midpoint lies in [start, end], one row per sample."""
+    frames = [ep.stats.select([pl.col("ts"), pl.col("engine").cast(pl.Utf8),
+                               *[pl.col(c).cast(pl.Float64) for c in FIGURE_COLS if c in ep.stats.columns]])
+              .with_columns(endpoint=pl.lit(ep.id))
+              for ep in run.endpoints.values() if ep.role == role and ep.stats.height]
+    if not frames:
+        return pl.DataFrame()
+    df = pl.concat(frames, how="diagonal_relaxed").filter(pl.col("ts").is_not_null())
+    mid = pl.col("ts") - timedelta(seconds=INTERVAL_S / 2)
+    return df.filter((mid >= start) & (mid <= end))
+
+
+def _side(df: pl.DataFrame) -> dict[str, Any]:
+    """Figures of one side over a window: per-engine means summed for rates, per-sample statistics for
+    queues and KV."""
+    if not df.height:
+        return {}
+    per_engine = (df.group_by("endpoint", "engine").agg(pl.col("prompt_tps").mean(), pl.col("gen_tps").mean())
+                  .sort("endpoint", "engine"))   # a fixed order: the float sums are the same every run
+    out = {"engines": per_engine.height, "samples": df.height,
+           "prompt_tps": _r(per_engine["prompt_tps"].sum()), "gen_tps": _r(per_engine["gen_tps"].sum())}
+    for col, key in (("waiting", "waiting"), ("running", "running"), ("kv_usage", "kv")):
+        s = df[col].drop_nulls()
+        out[key] = {"mean": _r(s.mean(), 2), "p90": _r(s.quantile(0.9), 2), "peak": _r(s.max(), 2)} if len(s) \
+            else {"mean": None, "p90": None, "peak": None}
+    out["preemptions"] = int(df["preemptions"].fill_null(0).sum()) if "preemptions" in df.columns else 0
+    return out
+
+
+def figures(run: Run, start: datetime, end: datetime, cap: Mapping[str, Any]) -> dict[str, Any]:
+    """Prefill and decode figures over [start, end], with decode's utilisation against its capacity."""
+    pre = _side(_role_stats(run, "prefill", start, end))
+    role, dec = next(((role, f) for role in DECODING if (f := _side(_role_stats(run, role, start, end)))),
+                     ("decode", {}))
+    util = None
+    if dec:
+        parts = [dec["kv"]["mean"] / 100.0] if dec["kv"]["mean"] is not None else []
+        batch = cap.get("batch_cap") or p_batch_default()
+        if dec["running"]["mean"] is not None:
+            parts.append(dec["running"]["mean"] / batch)
+        util = _r(max(parts), 3) if parts else None
+    return {"window_s": _r((end - start).total_seconds(), 0), "prefill": pre, "decode": dec,
+            "decode_role": role, "decode_util": util}
+
+
+def p_batch_default() -> float:
+    """The batch scale when the run's max-num-seqs is unknown (see the catalog's ``batch_cap_default``)."""
+    return float(verdict_catalog().params["batch_cap_default"])
+
+
+# ------------------------------------------------------------------ judging one window
+def _overlaps(f: Finding, start: datetime | None, end: datetime | None) -> bool:
+    if f.first_ts is None or start is None or end is None:
+        return False
+    return f.first_ts <= end and (f.last_ts or f.first_ts) >= start
+
+
+def _consequence(f: Finding) -> bool:
+    return "after_engine_death" in f.evidence
+
+
+def _stalled(f: Finding) -> bool:
+    """A DIAG-E004 that says the readiness count stalled (no worker failed): a stuck start, not a death."""
+    return f.code == "DIAG-E004" and "polls" in f.evidence and "root_cause" not in f.evidence
+
+
+def _cause(f: Finding) -> str:
+    """A death in a few words: ``DIAG-E001 decode-w0: CUDA out of memory``."""
+    return f"{f.code} {f.message.split(' (', 1)[0]}"
+
+
+def _finding_ev(f: Finding) -> dict[str, Any]:
+    loc = f.location
+    return {"kind": "finding", "code": f.code, "name": f.name, "severity": f.severity, "endpoint": f.endpoint,
+            "message": f.message, "first_ts": f.first_ts.isoformat() if f.first_ts else None,
+            "last_ts": f.last_ts.isoformat() if f.last_ts else None,
+            "at": None if loc is None else f"{loc.path}:{loc.line}" if loc.line else loc.path}
+
+
+@dataclass
+class _Judge:
+    """The tests of every class over one window's figures and findings."""
+
+    fig: dict[str, Any]
+    found: list[Finding]
+    cap: Mapping[str, Any]
+    p: Mapping[str, float]
+
+    def codes(self, *codes: str) -> list[Finding]:
+        return [f for f in self.found if f.code in codes and not _consequence(f)]
+
+    @property
+    def pre_wait(self) -> float | None:
+        return _v(self.fig, "prefill", "waiting", "mean")
+
+    @property
+    def dec_kv(self) -> float | None:
+        return _v(self.fig, "decode", "kv", "mean")
+
+    @property
+    def dec_wait(self) -> float | None:
+        return _v(self.fig, "decode", "waiting", "mean")
+
+    @property
+    def dec_run(self) -> float | None:
+        return _v(self.fig, "decode", "running", "mean")
+
+    def has_stats(self) -> bool:
+        return bool(self.fig["prefill"] or self.fig["decode"])
+
+    def prefill_queue(self) -> bool:
+        return (self.pre_wait or 0.0) >= self.p["prefill_queue"]
+
+    def decode_kv_full(self) -> bool:
+        kv, w = self.dec_kv or 0.0, self.dec_wait or 0.0
+        pre = _v(self.fig, "decode", "preemptions") or 0
+        return kv >= self.p["decode_kv_high"] or ((w >= self.p["transfer_wait_min"] or pre > 0)
+                                                   and kv >= self.p["decode_waiting_kv_min"])
+
+    def decode_batch_full(self) -> bool:
+        cap = self.cap.get("batch_cap")
+        return bool(cap and (self.dec_run or 0.0) >= self.p["decode_batch_frac"] * cap
+                    and ((self.dec_wait or 0.0) >= self.p["transfer_wait_min"] or self.prefill_queue()))
+
+    @property
+    def disaggregated(self) -> bool:
+        """The generating side is a P/D decode endpoint (its requests' KV arrives by transfer)."""
+        return self.fig.get("decode_role") == "decode"
+
+    def engine_prefilling(self) -> bool:
+        """An aggregated engine with requests waiting while its KV has room: admission waits on prefill."""
+        return (not self.disaggregated and (self.dec_wait or 0.0) >= self.p["transfer_wait_min"]
+                and (self.dec_kv or 0.0) < self.p["decode_waiting_kv_min"] and not self.decode_batch_full())
+
+    def waiting_on_transfers(self) -> bool:
+        return (self.disaggregated and (self.dec_wait or 0.0) >= self.p["transfer_wait_min"]
+                and (self.dec_kv or 0.0) < self.p["decode_waiting_kv_min"] and not self.prefill_queue()
+                and not self.decode_batch_full())
+
+    def batch_text(self) -> str:
+        return (f"decode's batch is full: {_fmt(self.dec_run)} running/engine at max-num-seqs "
+                f"{_fmt(self.cap.get('batch_cap'), 0)}, {_fmt(self.dec_wait)} waiting/engine, KV at {_fmt(self.dec_kv)} %")
+
+    def decode_text(self) -> str:
+        parts = [f"decode KV {_fmt(self.dec_kv)} %"]
+        run = self.dec_run
+        if run is not None:
+            if self.cap.get("batch_cap"):
+                parts.append(f"{_fmt(run)} running/engine of max-num-seqs {_fmt(self.cap['batch_cap'], 0)}")
+            elif self.cap.get("decode_capacity_per_engine"):
+                parts.append(f"{_fmt(run)} running/engine (KV sized for "
+                             f"{_fmt(self.cap['decode_capacity_per_engine'], 0)} full-length)")
+            else:
+                parts.append(f"{_fmt(run)} running/engine")
+        parts.append(f"{_fmt(self.dec_wait)} waiting/engine")
+        return ", ".join(parts)
+
+
+def _confidence(signals: int, fig: Mapping[str, Any], p: Mapping[str, float], fact: bool = False) -> str:
+    if fact:
+        return "high"
+    steady = fig.get("window_s") or 0
+    samples = max(_v(fig, "prefill", "samples") or 0, _v(fig, "decode", "samples") or 0)
+    if signals >= 2 and steady >= p["min_steady_s"]:
+        return "high"
+    if signals >= 1 and samples >= 2:
+        return "medium"
+    return "low"
+
+
+def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding], finished: bool,
+           ) -> tuple[str, str | None, str, str, list[Finding]]:
+    """(class, limiter, why, confidence, findings it rests on) of one window."""
+    p = j.p
+    # invalid: facts, not inference
+    for code, why in (("DIAG-A001", "the accuracy benchmark collapsed: the tokens measured are wrong"),
+                      ("DIAG-V002", "every KV transfer failed: P/D never worked")):
+        hits = [f for f in run_findings if f.code == code]
+        if hits:
+            return "invalid", None, why, "high", hits
+    deaths = [f for f in j.codes("DIAG-E001", "DIAG-E004") if f.severity == "error" and not _stalled(f)]
+    if bench is not None:
+        total = (bench.successful_requests or 0) + (bench.failed_requests or 0)
+        if not bench.complete and (finished or deaths):
+            cause = _cause(deaths[0]) if deaths else "the benchmark printed no result"
+            return "invalid", None, f"cut short at concurrency {bench.concurrency}: {cause}", "high", deaths
+        if bench.complete and (bench.successful_requests == 0 or bench.total_output_tokens == 0):
+            return "invalid", None, "the point produced no tokens (0 completed requests or 0 output tokens)", \
+                "high", j.codes("DIAG-V001")
+        if total and (bench.failed_requests or 0) / total > p["failed_invalid_frac"]:
+            share = 100.0 * (bench.failed_requests or 0) / total
+            return "invalid", None, f"{bench.failed_requests} of {total} requests failed ({share:.0f} %)", \
+                "high", j.codes("DIAG-E002")
+    if deaths:
+        return "invalid", None, _cause(deaths[0]), "high", deaths
+    if bench is None:
+        stuck = j.codes("DIAG-S001") + [f for f in j.codes("DIAG-E004") if _stalled(f)]
+        if stuck:
+            return "startup-stuck", None, stuck[0].message, "high", stuck
+    # transfer failures
+    failing = [f for f in j.codes("DIAG-E002") if f.severity == "error"]
+    if failing:
+        failed = bench.failed_requests if bench is not None else None
+        extra = f"; {failed} requests failed with them" if failed else ""
+        return "transfer-bound", "kv-transfer failures", f"KV transfers failed during the window ({failing[0].message}){extra}", \
+            _confidence(1 + bool(failed) + bool(j.has_stats()), j.fig, p), failing
+    # decode
+    kv_find = j.codes("DIAG-K001", "DIAG-K002", "DIAG-B002")
+    if j.decode_kv_full() or kv_find:
+        if j.decode_batch_full() and not j.decode_kv_full():
+            return "decode-bound", "batch/compute", j.batch_text(), _confidence(1 + len(kv_find), j.fig, p), kv_find
+        signals = len({f.code for f in kv_find}) + j.decode_kv_full()
+        if not j.fig["decode"]:   # no stats in the window: the finding says it
+            return "decode-bound", "kv-capacity", f"decode is out of KV capacity: {kv_find[0].code} {kv_find[0].message}", \
+                _confidence(signals, j.fig, p), kv_find
+        return "decode-bound", "kv-capacity", \
+            f"decode is out of KV capacity: {j.decode_text()}" + \
+            (f", {int(_v(j.fig, 'decode', 'preemptions') or 0)} preemptions" if _v(j.fig, "decode", "preemptions") else ""), \
+            _confidence(signals, j.fig, p), kv_find
+    if j.decode_batch_full():
+        return "decode-bound", "batch/compute", j.batch_text(), _confidence(2, j.fig, p), []
+    # prefill
+    b001 = j.codes("DIAG-B001")
+    if b001 or j.prefill_queue():
+        signals = bool(b001) + j.prefill_queue() + ((j.fig["decode_util"] or 0.0) < p["under_util"])
+        return "prefill-bound", None, \
+            f"requests queue on prefill ({_fmt(j.pre_wait)} waiting/engine, peak " \
+            f"{_fmt(_v(j.fig, 'prefill', 'waiting', 'peak'))}) while decode has room ({j.decode_text()})", \
+            _confidence(signals, j.fig, p), b001
+    if j.engine_prefilling():
+        pt = _v(j.fig, "decode", "prompt_tps")
+        return "prefill-bound", None, \
+            f"requests wait on the engine ({_fmt(j.dec_wait)} waiting/engine) with its KV at {_fmt(j.dec_kv)} %: " \
+            f"admission waits on prefill (prompt {_fmt(pt, 0)} tok/s)", _confidence(2, j.fig, p), []
+    if j.waiting_on_transfers():
+        return "transfer-bound", "kv-transfer latency", \
+            f"decode requests wait for their KV ({_fmt(j.dec_wait)} waiting/engine) with decode's cache at " \
+            f"{_fmt(j.dec_kv)} % and no prefill queue", _confidence(2, j.fig, p), []
+    if not j.has_stats():
+        return "unknown", None, "no stats in the window and no finding that decides", "low", []
+    util = j.fig["decode_util"]
+    if util is not None and util < p["under_util"]:
+        return "under-loaded", None, \
+            f"no queue on either side and decode at {util * 100:.0f} % of its capacity ({j.decode_text()}): " \
+            "the client's concurrency limits the run", _confidence(2, j.fig, p), []
+    return "healthy", None, f"both sides keep up with no queue standing; {j.decode_text()}", \
+        _confidence(2, j.fig, p), []
+
+
+def _ruled_out(chosen: str, j: _Judge) -> list[dict[str, str]]:
+    """Why the other load classes do not hold (the failure classes are facts, not alternatives)."""
+    p, out = j.p, []
+    if not j.has_stats():
+        return out
+    pre = f"prefill waiting {_fmt(j.pre_wait)}/engine (a queue is >= {_fmt(p['prefill_queue'], 0)})"
+    reasons = {
+        "prefill-bound": None if j.prefill_queue() or j.engine_prefilling() or j.codes("DIAG-B001") else pre,
+        "decode-bound": None if j.decode_kv_full() or j.decode_batch_full() or j.codes("DIAG-K001", "DIAG-K002", "DIAG-B002")
+        else j.decode_text(),
+        "transfer-bound": None if j.waiting_on_transfers() or j.codes("DIAG-E002")
+        else f"no KV-transfer failure, decode waiting {_fmt(j.dec_wait)}/engine",
+        "under-loaded": None if not (j.prefill_queue() or j.decode_kv_full()) and (j.fig["decode_util"] or 1) < p["under_util"]
+        else (f"decode at {(j.fig['decode_util'] or 0) * 100:.0f} % of its capacity" if j.fig["decode_util"] is not None
+              else "decode's capacity is unknown"),
+    }
+    for cls, why in reasons.items():
+        if cls != chosen and why is not None:
+            out.append({"class": cls, "why": f"not {cls}: {why}"})
+    return out
+
+
+# ------------------------------------------------------------------ points and the run
+def _cut_at(findings: Sequence[Finding], start: datetime | None, end: datetime | None) -> datetime | None:
+    """Where a point without a result ends: the first engine death after it started, else ``end``."""
+    deaths = [f.first_ts for f in findings if f.code in ("DIAG-E001", "DIAG-E004") and f.first_ts is not None
+              and not _stalled(f) and start is not None and f.first_ts >= start and (end is None or f.first_ts <= end)]
+    return min(deaths) if deaths else end
+
+
+def _window_findings(findings: Sequence[Finding], start: datetime | None, end: datetime | None) -> list[Finding]:
+    return [f for f in findings if _overlaps(f, start, end)]
+
+
+def _config_causes(rests: Sequence[Finding], findings: Sequence[Finding]) -> list[dict[str, str]]:
+    """The config findings the verdict's findings are linked to (symptom -> cause), as the first
+    experiments: fixing what caused the symptom comes before any other change."""
+    out: dict[str, dict[str, str]] = {}
+    for f in rests:
+        for c in f.caused_by:
+            cfg = next((g for g in findings if g.code == c["code"]), None)
+            if cfg is None or c["code"] in out:
+                continue
+            out[c["code"]] = {"id": f"fix-{c['code']}", "action": f"{c['code']} {cfg.name}: {cfg.fix or cfg.message}",
+                              "expect": c.get("note") or f"the {f.code} {f.name} it causes goes away"}
+    return list(out.values())
+
+
+def _build(cls: str, limiter: str | None, why: str, conf: str, rests: list[Finding], j: _Judge, run: Run,
+           concurrency: int | None, window: tuple[datetime, datetime] | None, phases: list[dict[str, Any]],
+           extra_ev: list[dict[str, Any]], findings: Sequence[Finding], stage: str | None = None) -> Verdict:
+    cause = rests[0].message.split(" (", 1)[0] if rests else why
+    causes = _config_causes(rests, findings)
+    ev = [_finding_ev(f) for f in rests] + extra_ev
+    if j.has_stats():
+        ev.append({"kind": "figures", **{k: j.fig[k] for k in ("window_s", "decode_util")}})
+    return Verdict(cls, why, conf, limiter, concurrency, window,
+                   tuple({"phase": ph["phase"], "start": ph["start"].isoformat(), "end": ph["end"].isoformat()}
+                         for ph in phases),
+                   j.fig, tuple(ev), tuple(_ruled_out(cls, j)),
+                   tuple(causes + experiments(cls, limiter, run, j.fig, j.cap, concurrency, cause, stage,
+                                              frozenset(c["id"].removeprefix("fix-") for c in causes))),
+                   tuple(dict.fromkeys((f.code, f.endpoint) for f in rests)))
+
+
+def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clock: datetime | None,
+                  finished: bool, next_start: datetime | None = None,
+                  params: Mapping[str, float] | None = None) -> Verdict:
+    """The verdict of one benchmark point over its steady window."""
+    p = params or verdict_catalog().params
+    cap = capacity(run)
+    start = bench.started
+    end = bench.ended or _cut_at(findings, start, next_start or clock)
+    if start is None or end is None or end <= start:
+        j = _Judge(dict(EMPTY_FIGURES), [], cap, p)
+        cls, lim, why, conf, rests = _judge(j, bench, findings, finished)
+        if cls == "unknown":
+            why = "the point has no measured window (no start or end time)"
+        return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, None, [], [], findings)
+    phases = point_phases(bench, end, p)
+    steady = next(ph for ph in phases if ph["phase"] == "steady")
+    fig = figures(run, steady["start"], steady["end"], cap)
+    j = _Judge(fig, _window_findings(findings, start, end), cap, p)
+    cls, lim, why, conf, rests = _judge(j, bench, findings, finished)
+    extra = []
+    if bench.failed_requests:
+        extra.append({"kind": "benchmark", "failed_requests": bench.failed_requests,
+                      "successful_requests": bench.successful_requests})
+    return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, (steady["start"], steady["end"]),
+                  phases, extra, findings)
+
+
+def points(run: Run) -> list[BenchResult]:
+    """The run's benchmark points, one per concurrency (the measured run, not the warm-up), in order."""
+    return sorted((b for b in run.benchmark if b.concurrency), key=lambda b: b.concurrency or 0)
+
+
+def run_verdicts(run: Run, findings: Sequence[Finding], clock: datetime | None, finished: bool,
+                 params: Mapping[str, float] | None = None) -> Verdicts:
+    """Every point's verdict and the run's: the failure if the run has one, else the verdict at the
+    highest-load valid point, else (no points) the run judged over its active intervals."""
+    p = params or verdict_catalog().params
+    pts = points(run)
+    starts = [b.started for b in pts]
+    per_point = tuple(point_verdict(run, b, findings, clock, finished, next((s for s in starts[i + 1:] if s), None), p)
+                      for i, b in enumerate(pts))
+    failed = [v for v in per_point if v.cls == "invalid"]
+    if failed:
+        return Verdicts(failed[0], per_point)
+    if per_point:
+        judged = [v for v in per_point if v.cls != "unknown"] or list(per_point)
+        return Verdicts(judged[-1], per_point)
+    cap = capacity(run)
+    win = active_window(run)
+    fig = figures(run, *win, cap) if win else dict(EMPTY_FIGURES)
+    j = _Judge(fig, list(findings), cap, p)
+    cls, lim, why, conf, rests = _judge(j, None, findings, finished)
+    stage = None
+    if cls == "startup-stuck" and rests:
+        stage = str(rests[0].evidence.get("stage") or "") or None
+    return Verdicts(_build(cls, lim, why, conf, rests, j, run, None, win, [], [], findings, stage), per_point)
+
+
+__all__ = ["CONFIDENCE", "Verdict", "Verdicts", "active_window", "capacity", "figures", "point_phases",
+           "point_verdict", "points", "run_verdicts"]

@@ -1,0 +1,206 @@
+"""The verdict catalog (``rules/catalog/verdicts.toml``): the closed vocabulary of classes, the thresholds
+they are judged with and the next experiment per class, with the run's figures filled in."""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .effective import what_ran
+from .knowledge import family_for
+from .runmodel import Run
+
+DECODING = ("decode", "agg", "unknown")   # the side that generates: decode, else an aggregated endpoint
+
+
+def _r(x: Any, nd: int = 1) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+
+
+# ------------------------------------------------------------------ catalog
+@dataclass(frozen=True)
+class VerdictClass:
+    name: str
+    summary: str
+    findings: tuple[str, ...] = ()
+    limiters: tuple[str, ...] = ()
+    examples: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    cls: str
+    action: str
+    expect: str
+    limiter: str | None = None
+    when: str | None = None
+    config: str | None = None     # the config rule whose fix this is (left out when that finding is linked)
+
+
+@dataclass(frozen=True)
+class VerdictCatalog:
+    params: Mapping[str, float]
+    classes: tuple[VerdictClass, ...]
+    experiments: tuple[Experiment, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.classes)
+
+    def get(self, name: str) -> VerdictClass:
+        return next(c for c in self.classes if c.name == name)
+
+
+@cache
+def verdict_catalog() -> VerdictCatalog:
+    """The verdict vocabulary, its thresholds and experiments (``rules/catalog/verdicts.toml``)."""
+    text = resources.files("diag.rules").joinpath("catalog", "verdicts.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    classes = tuple(VerdictClass(c["name"], c["summary"].strip(), tuple(c.get("findings", ())),
+                                 tuple(c.get("limiters", ())), tuple(c.get("examples", ())))
+                    for c in data["class"])
+    names = {c.name for c in classes}
+    experiments = tuple(Experiment(e["id"], e["class"], e["action"].strip(), e["expect"].strip(),
+                                   e.get("limiter"), e.get("when"), e.get("config"))
+                        for e in data.get("experiment", ()))
+    unknown = sorted({e.cls for e in experiments} - names)
+    if unknown:
+        raise ValueError(f"verdicts.toml: experiments for unknown classes {unknown}")
+    return VerdictCatalog(dict(data["params"]), classes, experiments)
+
+
+def _v(d: Mapping[str, Any], *keys: str) -> float | None:
+    for k in keys:
+        if not isinstance(d, Mapping):
+            return None
+        d = d.get(k)  # type: ignore[assignment]
+    return d if isinstance(d, (int, float)) else None
+
+
+def _fmt(x: float | None, nd: int = 1) -> str:
+    return "n/a" if x is None else f"{x:,.{nd}f}"
+
+
+# ------------------------------------------------------------------ capacity and experiments
+def _flag(ran: Mapping[str, Any], role: str, name: str) -> Any:
+    r = ran.get(role)
+    return r.flags[name][0] if r is not None and name in r.flags else None
+
+
+def _num(v: Any) -> float | None:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def capacity(run: Run) -> dict[str, Any]:
+    """What the sides can hold, from the startup facts and the flags that ran."""
+    ran = what_ran(run)
+    dec = next((eps for role in DECODING if (eps := [ep for ep in run.endpoints.values() if ep.role == role])), [])
+    per_engine = []
+    for ep in dec:
+        mc = ep.facts.get("max_concurrency")
+        c = _num(mc.get("concurrency")) if isinstance(mc, dict) else _num(mc)
+        if c:
+            per_engine += [c] * max(1, len(ep.engines))
+    dec_role = dec[0].role if dec else "decode"
+    isl, osl = run.isl_osl()
+    dp = max((len(ep.engines) for ep in dec), default=0)
+    return {
+        "isl": isl, "osl": osl,
+        "prefill_workers": sum(1 for ep in run.endpoints.values() if ep.role == "prefill"),
+        "decode_engines": run.engine_count(dec_role), "decode_dp": dp or None,
+        "decode_capacity": _r(sum(per_engine), 0) if per_engine else None,
+        "decode_capacity_per_engine": _r(min(per_engine), 2) if per_engine else None,
+        "batch_cap": _num(_flag(ran, dec_role, "max_num_seqs")),
+        "capture_size": _num(_flag(ran, dec_role, "max_cudagraph_capture_size")),
+        "prefill_mbt": _num(_flag(ran, "prefill", "max_num_batched_tokens")),
+        "mamba_dtype": _flag(ran, dec_role, "mamba_ssm_cache_dtype"),
+    }
+
+
+class _Missing(dict):
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+def _context(v_cls: str, fig: Mapping[str, Any], cap: Mapping[str, Any], concurrency: int | None,
+             cause: str, stage: str | None) -> dict[str, Any]:
+    ctx: dict[str, Any] = {}
+
+    def put(k: str, x: Any) -> None:
+        if x is not None:
+            ctx[k] = x
+
+    isl, n = cap.get("isl"), cap.get("prefill_workers") or 0
+    put("isl", isl)
+    put("two_isl", 2 * isl if isl else None)
+    put("prefill_mbt", int(cap["prefill_mbt"]) if cap.get("prefill_mbt") else None)
+    if n:
+        put("prefill_workers", n)
+        put("prefill_workers_next", n + 1)
+        put("prefill_gain_pct", round(100.0 / n))
+    pt = _v(fig, "prefill", "prompt_tps")
+    if pt and n:
+        put("prefill_tps", f"{pt:,.0f}")
+        put("prefill_tps_next", f"{pt * (n + 1) / n:,.0f}")
+    put("decode_kv", _fmt(_v(fig, "decode", "kv", "mean")) if _v(fig, "decode", "kv", "mean") is not None else None)
+    put("decode_capacity", f"{cap['decode_capacity']:,.0f}" if cap.get("decode_capacity") else None)
+    put("concurrency", concurrency)
+    if concurrency and cap.get("decode_dp"):
+        put("decode_batch", -(-concurrency // int(cap["decode_dp"])))
+    put("capture_size", int(cap["capture_size"]) if cap.get("capture_size") else None)
+    put("batch_cap", int(cap["batch_cap"]) if cap.get("batch_cap") else None)
+    put("decode_waiting", _fmt(_v(fig, "decode", "waiting", "mean")) if _v(fig, "decode", "waiting", "mean") else None)
+    util = fig.get("decode_util")
+    put("decode_util_pct", round(util * 100) if util is not None else None)
+    put("cause", cause or None)
+    put("stage", stage)
+    return ctx
+
+
+def _when(cond: str | None, run: Run, cap: Mapping[str, Any], ctx: Mapping[str, Any]) -> bool:
+    if cond is None:
+        return True
+    if cond == "prefill_mbt_below_2isl":
+        return bool(cap.get("prefill_mbt") and cap.get("isl") and cap["prefill_mbt"] < 2 * cap["isl"])
+    if cond == "hybrid_without_mamba_bf16":
+        names = [run.recipe.model_path if run.recipe else None, run.job.model_path if run.job else None]
+        names += [str(ep.facts.get("architecture") or "") for ep in run.endpoints.values()]
+        fam = family_for(*names)
+        return bool(fam and fam.hybrid and str(cap.get("mamba_dtype") or "") != "bfloat16")
+    if cond == "capture_below_batch":
+        return bool(cap.get("capture_size") and ctx.get("decode_batch") and cap["capture_size"] < ctx["decode_batch"])
+    raise ValueError(f"verdicts.toml: unknown experiment condition {cond!r}")
+
+
+def experiments(cls: str, limiter: str | None, run: Run, fig: Mapping[str, Any], cap: Mapping[str, Any],
+                concurrency: int | None, cause: str = "", stage: str | None = None,
+                linked: frozenset[str] = frozenset()) -> list[dict[str, str]]:
+    """The catalog's experiments for a class, in order, with the run's figures filled in (an experiment
+    whose figures the run lacks is left out, and so is one whose config rule is ``linked`` already)."""
+    ctx = _context(cls, fig, cap, concurrency, cause, stage)
+    fmt = string.Formatter()
+    out = []
+    for e in verdict_catalog().experiments:
+        if e.cls != cls or (e.limiter is not None and e.limiter != limiter) or e.config in linked \
+                or not _when(e.when, run, cap, ctx):
+            continue
+        try:
+            out.append({"id": e.id, "action": fmt.vformat(e.action, (), _Missing(ctx)),
+                        "expect": fmt.vformat(e.expect, (), _Missing(ctx))})
+        except KeyError:
+            continue
+    return out
+
+
+__all__ = ["DECODING", "Experiment", "VerdictCatalog", "VerdictClass", "capacity", "experiments", "verdict_catalog"]
