@@ -60,15 +60,32 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def key(f: Finding) -> tuple[str, str | None, str]:
-    """A finding's identity across re-evaluations: code, endpoint, and where it started."""
-    start = f.first_ts.isoformat() if f.first_ts else (str(f.location) if f.location else f.message)
-    return f.code, f.endpoint, start
+    """A finding's identity across re-evaluations: code, endpoint, and where it started. Its message,
+    counts, end and location may change while it stands (an update); a finding without a start time
+    is one per code and endpoint (see :func:`keyed` for several of them)."""
+    return f.code, f.endpoint, f.first_ts.isoformat() if f.first_ts else ""
 
 
-def diff(before: list[Finding], after: list[Finding]) -> tuple[list[Finding], list[Finding]]:
-    """(opened, closed) between two evaluations; used by follow mode and the TUI."""
-    b = {key(f): f for f in before}
-    a = {key(f): f for f in after}
+def keyed(findings: Iterable[Finding]) -> dict[tuple[str, str | None, str], Finding]:
+    """Findings by identity; the n-th finding sharing an identity (two untimed ones of one code and
+    endpoint) gets ``#n`` on its start, in the catalog's sort order."""
+    out: dict[tuple[str, str | None, str], Finding] = {}
+    for f in findings:
+        k = key(f)
+        n = 1
+        while k in out:
+            n += 1
+            k = (k[0], k[1], f"{key(f)[2]}#{n}")
+        out[k] = f
+    return out
+
+
+def diff(before: list[Finding], after: list[Finding]) -> tuple[list[Finding], list[Finding], list[Finding]]:
+    """(opened, closed, updated) between two evaluations; used by follow mode and the TUI. A finding
+    that stays (same identity) but whose message, end or state changed is updated; one whose window
+    stopped firing (open -> not open) is closed."""
+    b, a = keyed(before), keyed(after)
     opened = [f for k, f in a.items() if k not in b]
     closed = [f for k, f in b.items() if k not in a or (b[k].open and not a[k].open)]
-    return opened, closed
+    updated = [f for k, f in a.items() if k in b and f != b[k] and not (b[k].open and not f.open)]
+    return opened, closed, updated
