@@ -22,7 +22,7 @@ from pathlib import Path
 from diag.parsers.ingest import ParsedLog
 from diag.rules.catalog import catalog
 from diag.rules.effective import config_findings, reads_what_ran, what_ran_settled
-from diag.rules.engine import diff, evaluate, key, sort_findings
+from diag.rules.engine import diff, evaluate, same, sort_findings
 from diag.rules.finding import Finding
 from diag.rules.links import link
 from diag.rules.runmodel import FrameCache, Run, build_endpoints
@@ -98,7 +98,7 @@ def settled(f: Finding, run: Run, now: datetime | None, settings: Settings) -> b
     what the batch read of the finished run will have. A finding on what ran (the recipe checks, the
     drift) waits until every endpoint's launch and startup facts are in (:func:`what_ran_settled`); a
     finding with a start waits until the data is ``SETTLE_S`` past its rule's ``for`` window from that
-    start (every file has reached the buckets that qualified it). The rules' conditions are causal (a
+    start (every file has reached the buckets that qualified it), and past its end when it ended. The rules' conditions are causal (a
     window's judgment does not depend on later data), so a settled finding stays."""
     rule = catalog().get(f.code)
     if rule is None:
@@ -108,7 +108,11 @@ def settled(f: Finding, run: Run, now: datetime | None, settings: Settings) -> b
         return False
     if f.first_ts is None:
         return True
-    return now is not None and (now - f.first_ts).total_seconds() >= rule.for_s + SETTLE_S
+    if now is None or (now - f.first_ts).total_seconds() < rule.for_s + SETTLE_S:
+        return False
+    # a finding that ended at the edge of the data (a stage that took so long, as far as its lines go)
+    # may still move: it waits until the data is SETTLE_S past its end too
+    return f.open or f.last_ts is None or (now - f.last_ts).total_seconds() >= SETTLE_S
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ class Pipeline:
     settings: Settings
     clock: Callable[[Run], datetime | None] | None = None
     min_interval_s: float = 0.0        # re-analyze at most this often while records keep arriving
+    wall: Callable[[], datetime] = field(default=lambda: datetime.now(tz=UTC))
     report: R.Report | None = None
     _cache: FrameCache = field(default_factory=FrameCache)
     _dirty: bool = True
@@ -144,12 +149,23 @@ class Pipeline:
     def analyze(self, run: Run, *, final: bool = False) -> R.Report:
         """The report on ``run``; live (the source not finished, not ``final``), only the findings
         already shown and the newly settled ones."""
-        now = self.clock(run) if self.clock is not None else judged_at(run, self.source.now(), self.source.finished)
-        if final or self.source.finished:
+        now = self.clock(run) if self.clock is not None else \
+            judged_at(run, self.source.now(), self.source.finished, self.wall)
+        if final or not self.live(run):
             return analyze(run, self.settings, now)
-        before = {key(f) for f in self.report.findings} if self.report is not None else set()
+        before = list(self.report.findings) if self.report is not None else []
         return analyze(run, self.settings, now,
-                       lambda f: key(f) in before or settled(f, run, now, self.settings))
+                       lambda f: any(same(f, g) for g in before) or settled(f, run, now, self.settings))
+
+    def live(self, run: Run) -> bool:
+        """Data still arriving: a replay under way, or a followed run whose data is within ``LIVE_S`` of
+        the wall clock (a finished run followed after the fact is judged whole, as a batch read)."""
+        if self.source.finished:
+            return False
+        if self.source.now() is not None:
+            return True
+        end = data_end(run)
+        return end is not None and abs((self.wall() - end).total_seconds()) <= LIVE_S
 
     def step(self, *, force: bool = False) -> Update:
         """Poll the source once; re-assemble and re-analyze when something arrived (or ``force``)."""
@@ -162,7 +178,7 @@ class Pipeline:
 
     def consume(self, changes: Changes, *, force: bool = False, final: bool = False) -> Update:
         """Take changes polled from the source; re-assemble and re-analyze when they are due. Until the
-        source is finished (or ``final``) the report holds only settled findings (:func:`settled`)."""
+        run is live (:meth:`live`, not ``final``) the report holds only settled findings (:func:`settled`)."""
         self._dirty = self._dirty or bool(changes)
         t = time.monotonic()
         if force and not self._dirty and self._settled and self.report is not None:

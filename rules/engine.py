@@ -80,12 +80,28 @@ def keyed(findings: Iterable[Finding]) -> dict[tuple[str, str | None, str], Find
     return out
 
 
+def same(a: Finding, b: Finding) -> bool:
+    """The same finding re-reported: same identity, or same code and endpoint over an overlapping
+    span (a window or stage whose start moved as lines arrived, an untimed one that got a time)."""
+    if a.code != b.code or a.endpoint != b.endpoint:
+        return False
+    if key(a) == key(b) or a.first_ts is None or b.first_ts is None:
+        return True
+    return a.first_ts <= (b.last_ts or b.first_ts) and b.first_ts <= (a.last_ts or a.first_ts)
+
+
 def diff(before: list[Finding], after: list[Finding]) -> tuple[list[Finding], list[Finding], list[Finding]]:
     """(opened, closed, updated) between two evaluations; used by follow mode and the TUI. A finding
-    that stays (same identity) but whose message, end or state changed is updated; one whose window
+    that stays (:func:`same`) but whose message, span or state changed is updated; one whose window
     stopped firing (open -> not open) is closed."""
     b, a = keyed(before), keyed(after)
-    opened = [f for k, f in a.items() if k not in b]
-    closed = [f for k, f in b.items() if k not in a or (b[k].open and not a[k].open)]
-    updated = [f for k, f in a.items() if k in b and f != b[k] and not (b[k].open and not f.open)]
+    pairs = {k: k for k in a if k in b}
+    for k, f in a.items():  # re-keyed: the unmatched finding of the same code and endpoint it overlaps
+        if k not in pairs:
+            pairs[k] = next((j for j, g in b.items() if j not in pairs.values() and j not in a and same(f, g)), None)
+    matched = {j for j in pairs.values() if j is not None}
+    opened = [f for k, f in a.items() if pairs[k] is None]
+    closed = [g for j, g in b.items() if j not in matched]
+    closed += [a[k] for k, j in pairs.items() if j is not None and b[j].open and not a[k].open]
+    updated = [a[k] for k, j in pairs.items() if j is not None and a[k] != b[j] and not (b[j].open and not a[k].open)]
     return opened, closed, updated
