@@ -130,11 +130,11 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 
 def moved(snap: Snapshot) -> Snapshot:
-    """The snapshot one poll later as far as the table shows it: every endpoint's last values differ."""
+    """The snapshot one poll later as far as the table shows it: every endpoint's figures differ."""
     rows = tuple(replace(r, age_s=(r.age_s or 0) + 1, s=replace(
-        r.s, prompt_tps_last=(r.s.prompt_tps_last or 0) + 1.5, gen_tps_last=(r.s.gen_tps_last or 0) + 2.5,
-        running_last=(r.s.running_last or 0) + 1, waiting_last=(r.s.waiting_last or 0) + 1,
-        kv_last=min(100.0, (r.s.kv_last or 0) + 0.3))) for r in snap.endpoints)
+        r.s, prompt_tps_mean=(r.s.prompt_tps_mean or 0) + 1.5, gen_tps_mean=(r.s.gen_tps_mean or 0) + 2.5,
+        running_mean=(r.s.running_mean or 0) + 1, waiting_mean=(r.s.waiting_mean or 0) + 1,
+        kv_mean=min(100.0, (r.s.kv_mean or 0) + 0.3))) for r in snap.endpoints)
     return replace(snap, seq=snap.seq + 1, endpoints=rows)
 
 

@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from diag.parsers.ingest import ParsedLog
-from diag.rules.effective import config_findings
-from diag.rules.engine import diff, evaluate, sort_findings
+from diag.rules.catalog import catalog
+from diag.rules.effective import config_findings, reads_what_ran, what_ran_settled
+from diag.rules.engine import diff, evaluate, same, sort_findings
 from diag.rules.finding import Finding
 from diag.rules.links import link
 from diag.rules.runmodel import FrameCache, Run, build_endpoints
@@ -35,6 +36,7 @@ from .sources import Source
 
 RUNTIME_SCOPES = ("run", "endpoint", "engine")
 LIVE_S = 15 * 60.0   # data this close to the wall clock is a live run; other data is judged as of its end
+SETTLE_S = 30.0      # a live window is judged once the data is this far past its qualifying part (3 stats lines)
 
 
 def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
@@ -75,16 +77,20 @@ def judged_at(run: Run, source_now: datetime | None, finished: bool,
     return w if abs((w - end).total_seconds()) <= LIVE_S else end  # future-dated data is not live either
 
 
-def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool = True) -> R.Report:
+def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool = True,
+            shown: Callable[[Finding], bool] | None = None) -> R.Report:
     """Findings (thresholds, selection and suppressions of ``settings``): the runtime rules on the run
     and the config rules on what ran, linked symptom -> cause; the verdict per benchmark point and per
     run; endpoint summaries (over the verdict's steady window) and health, header facts: everything an
     emitter shows, computed once. ``finished``: the run's data is complete (a point without a result
-    was cut short, not still under way)."""
+    was cut short, not still under way). ``shown`` keeps a live report's findings to the settled ones
+    (:meth:`Pipeline.consume`); the verdict rests on those alone."""
     rules = list(settings.rules(*RUNTIME_SCOPES).values())
     raw = evaluate(run, rules) + config_findings(run, settings.rules("recipe"))
     roles = {ep.id: ep.role for ep in run.endpoints.values()}
     findings = sort_findings(link(settings.apply(raw, report_unused=False), roles))
+    if shown is not None:
+        findings = [f for f in findings if shown(f)]
     verdicts = run_verdicts(run, findings, now, finished)
     summaries = tuple(R.endpoint_summary(run, ep, findings, now, verdicts=verdicts) for ep in run.endpoints.values())
     return R.Report(run, tuple(findings), summaries, tuple(R.header_lines(run)), R.topology(run), R.stage(run),
@@ -92,14 +98,38 @@ def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool =
                     R.run_phase(verdicts, now))
 
 
+def settled(f: Finding, run: Run, now: datetime | None, settings: Settings) -> bool:
+    """Whether a live report may show a finding the rules report on the data so far: live shows only
+    what the batch read of the finished run will have. A finding on what ran (the recipe checks, the
+    drift) waits until every endpoint's launch and startup facts are in (:func:`what_ran_settled`); a
+    finding with a start waits until the data is ``SETTLE_S`` past its rule's ``for`` window from that
+    start (every file has reached the buckets that qualified it), and past its end when it ended. The rules' conditions are causal (a
+    window's judgment does not depend on later data), so a settled finding stays."""
+    rule = catalog().get(f.code)
+    if rule is None:
+        return True
+    rule = settings.rule(f.code)
+    if reads_what_ran(rule) and not what_ran_settled(run):
+        return False
+    if f.first_ts is None:
+        return True
+    if now is None or (now - f.first_ts).total_seconds() < rule.for_s + SETTLE_S:
+        return False
+    # a finding that ended at the edge of the data (a stage that took so long, as far as its lines go)
+    # may still move: it waits until the data is SETTLE_S past its end too
+    return f.open or f.last_ts is None or (now - f.last_ts).total_seconds() >= SETTLE_S
+
+
 @dataclass(frozen=True)
 class Update:
-    """One step of a pipeline: what arrived, which findings opened and closed, the report after it."""
+    """One step of a pipeline: what arrived, which findings opened, closed or changed (message, counts,
+    end: the same finding, see :func:`diag.rules.engine.key`), the report after it."""
 
     changes: Changes
     report: R.Report | None            # None when nothing changed since the last report
     opened: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
+    updated: tuple[Finding, ...] = ()
 
 
 @dataclass
@@ -110,6 +140,7 @@ class Pipeline:
     settings: Settings
     clock: Callable[[Run], datetime | None] | None = None
     min_interval_s: float = 0.0        # re-analyze at most this often while records keep arriving
+    wall: Callable[[], datetime] = field(default=lambda: datetime.now(tz=UTC))
     report: R.Report | None = None
     _cache: FrameCache = field(default_factory=FrameCache)
     _dirty: bool = True
@@ -120,20 +151,39 @@ class Pipeline:
         s = self.source
         return assemble(s.logs(), s.side(), root=s.root, skipped=s.skipped, cache=self._cache)
 
-    def analyze(self, run: Run) -> R.Report:
-        now = self.clock(run) if self.clock is not None else judged_at(run, self.source.now(), self.source.finished)
-        return analyze(run, self.settings, now, self.source.finished)
+    def analyze(self, run: Run, *, final: bool = False) -> R.Report:
+        """The report on ``run``; live (the source not finished, not ``final``), only the findings
+        already shown and the newly settled ones."""
+        now = self.clock(run) if self.clock is not None else \
+            judged_at(run, self.source.now(), self.source.finished, self.wall)
+        if final or not self.live(run):
+            return analyze(run, self.settings, now)
+        before = list(self.report.findings) if self.report is not None else []
+        return analyze(run, self.settings, now, False,
+                       lambda f: any(same(f, g) for g in before) or settled(f, run, now, self.settings))
+
+    def live(self, run: Run) -> bool:
+        """Data still arriving: a replay under way, or a followed run whose data is within ``LIVE_S`` of
+        the wall clock (a finished run followed after the fact is judged whole, as a batch read)."""
+        if self.source.finished:
+            return False
+        if self.source.now() is not None:
+            return True
+        end = data_end(run)
+        return end is not None and abs((self.wall() - end).total_seconds()) <= LIVE_S
 
     def step(self, *, force: bool = False) -> Update:
         """Poll the source once; re-assemble and re-analyze when something arrived (or ``force``)."""
         return self.consume(self.source.poll(), force=force)
 
     def finish(self) -> Update:
-        """The source's last unterminated lines, and the final report."""
-        return self.consume(self.source.flush(), force=True)
+        """The source's last unterminated lines, and the final report (nothing more will arrive: every
+        finding is settled)."""
+        return self.consume(self.source.flush(), force=True, final=True)
 
-    def consume(self, changes: Changes, *, force: bool = False) -> Update:
-        """Take changes polled from the source; re-assemble and re-analyze when they are due."""
+    def consume(self, changes: Changes, *, force: bool = False, final: bool = False) -> Update:
+        """Take changes polled from the source; re-assemble and re-analyze when they are due. Until the
+        run is live (:meth:`live`, not ``final``) the report holds only settled findings (:func:`settled`)."""
         self._dirty = self._dirty or bool(changes)
         t = time.monotonic()
         if force and not self._dirty and self._settled and self.report is not None:
@@ -142,11 +192,11 @@ class Pipeline:
         if not due:
             return Update(changes, None)
         before = list(self.report.findings) if self.report is not None else []
-        settled = self.source.finished and self.clock is None  # its report depends on nothing but the data
-        report = self.analyze(self.assemble())
-        opened, closed = diff(before, list(report.findings))
-        self.report, self._dirty, self._last, self._settled = report, False, t, settled
-        return Update(changes, report, tuple(opened), tuple(closed))
+        settled_source = self.source.finished and self.clock is None  # its report depends only on the data
+        report = self.analyze(self.assemble(), final=final)
+        opened, closed, updated = diff(before, list(report.findings))
+        self.report, self._dirty, self._last, self._settled = report, False, t, settled_source
+        return Update(changes, report, tuple(opened), tuple(closed), tuple(updated))
 
     def once(self) -> R.Report:
         """Read everything the source has now and report (``diag tail``)."""
@@ -179,4 +229,4 @@ def window_of(logs: Sequence[ParsedLog]) -> tuple[datetime | None, datetime | No
     return min(stamps), max(stamps)
 
 
-__all__ = ["LIVE_S", "Pipeline", "Update", "analyze", "assemble", "data_end", "judged_at", "window_of"]
+__all__ = ["LIVE_S", "SETTLE_S", "Pipeline", "Update", "analyze", "assemble", "data_end", "judged_at", "settled", "window_of"]

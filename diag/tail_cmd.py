@@ -284,7 +284,7 @@ def _when(text: str | None, flag: str) -> datetime | None:
 
 def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: float, poll_s: float) -> int:
     """Follow until Ctrl-C / SIGTERM. stdout carries only ``fmt``: jsonl streams records, findings
-    opening/closing, heartbeats and a final summary; json writes one document at the end; text
+    opening/changing/closing, heartbeats and a final summary; json writes one document at the end; text
     prints the events and the final report. Exit status by fail-on, like a batch read."""
     import time
 
@@ -325,11 +325,11 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
                     emit_obj({"type": "source", "event": "new", "path": path})
                 for path, r in update.changes.each_record():  # new stats/KV rows materialise here
                     emit_obj(record_dict(path, r))
-            for event, found in (("open", update.opened), ("close", update.closed)):
+            for event, found in (("open", update.opened), ("update", update.updated), ("close", update.closed)):
                 for f in found:
                     if fmt is TailFormat.jsonl:
                         emit_obj({"type": "finding", "event": event, **f.to_dict()})
-                    else:
+                    elif event != "update":  # the text stream names openings and closings only
                         events.print(finding_event(f, event))
             report = update.report or report
             now = time.monotonic()

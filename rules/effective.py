@@ -21,6 +21,7 @@ from typing import Any
 from diag.parsers.flags import normalize_flag
 from diag.parsers.recipe import EnvVar, Flag, Recipe, Role, VllmBuild
 from diag.parsers.recipe_yaml import SourceMark
+from diag.parsers.records import Fault
 from diag.parsers.vllm_flags import known_flags
 
 from .catalog import Rule, by_scope
@@ -228,3 +229,23 @@ def _role_drift(role: Role, ran: Ran) -> list[dict[str, Any]]:
 def _short(value: Any) -> str:
     text = canon(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def reads_what_ran(rule: Rule) -> bool:
+    """The rule judges what ran (the recipe checks, the drift): it needs every launch line and startup fact."""
+    return rule.scope == "recipe" or rule.template == "drift"
+
+
+def what_ran_settled(run: Run) -> bool:
+    """Every endpoint's launch and startup facts are in: its orchestrator ``Command:`` lines (when the
+    run's orchestrator log launches workers) and its startup lines up to ready, or it died. Until then
+    a growing run's "what ran" is partial, and findings on it would open and close as it fills in."""
+    launches = any(ev.event == "worker_start" for _, ev in run.lifecycle)
+    for ep in run.endpoints.values():
+        if ep.role not in ("prefill", "decode", "agg"):
+            continue
+        if launches and (not ep.launch or not all("command_line" in p for p in ep.launch)):
+            return False
+        if ep.startup.phase not in ("ready", "serving") and not ep.of(Fault):
+            return False
+    return True

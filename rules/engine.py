@@ -60,15 +60,48 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def key(f: Finding) -> tuple[str, str | None, str]:
-    """A finding's identity across re-evaluations: code, endpoint, and where it started."""
-    start = f.first_ts.isoformat() if f.first_ts else (str(f.location) if f.location else f.message)
-    return f.code, f.endpoint, start
+    """A finding's identity across re-evaluations: code, endpoint, and where it started. Its message,
+    counts, end and location may change while it stands (an update); a finding without a start time
+    is one per code and endpoint (see :func:`keyed` for several of them)."""
+    return f.code, f.endpoint, f.first_ts.isoformat() if f.first_ts else ""
 
 
-def diff(before: list[Finding], after: list[Finding]) -> tuple[list[Finding], list[Finding]]:
-    """(opened, closed) between two evaluations; used by follow mode and the TUI."""
-    b = {key(f): f for f in before}
-    a = {key(f): f for f in after}
-    opened = [f for k, f in a.items() if k not in b]
-    closed = [f for k, f in b.items() if k not in a or (b[k].open and not a[k].open)]
-    return opened, closed
+def keyed(findings: Iterable[Finding]) -> dict[tuple[str, str | None, str], Finding]:
+    """Findings by identity; the n-th finding sharing an identity (two untimed ones of one code and
+    endpoint) gets ``#n`` on its start, in the catalog's sort order."""
+    out: dict[tuple[str, str | None, str], Finding] = {}
+    for f in findings:
+        k = key(f)
+        n = 1
+        while k in out:
+            n += 1
+            k = (k[0], k[1], f"{key(f)[2]}#{n}")
+        out[k] = f
+    return out
+
+
+def same(a: Finding, b: Finding) -> bool:
+    """The same finding re-reported: same identity, or same code and endpoint over an overlapping
+    span (a window or stage whose start moved as lines arrived, an untimed one that got a time)."""
+    if a.code != b.code or a.endpoint != b.endpoint:
+        return False
+    if key(a) == key(b) or a.first_ts is None or b.first_ts is None:
+        return True
+    return a.first_ts <= (b.last_ts or b.first_ts) and b.first_ts <= (a.last_ts or a.first_ts)
+
+
+def diff(before: list[Finding], after: list[Finding]) -> tuple[list[Finding], list[Finding], list[Finding]]:
+    """(opened, closed, updated) between two evaluations; used by follow mode and the TUI. A finding
+    that stays (:func:`same`) but whose message, span or state changed is updated; one whose window
+    stopped firing (open -> not open) is closed."""
+    b, a = keyed(before), keyed(after)
+    pairs = {k: k for k in a if k in b}
+    for k, f in a.items():  # re-keyed: the unmatched finding of the same code and endpoint it overlaps
+        if k not in pairs:
+            pairs[k] = next((j for j, g in b.items() if j not in pairs.values() and j not in a and same(f, g)), None)
+    matched = {j for j in pairs.values() if j is not None}
+    opened = [f for k, f in a.items() if pairs[k] is None]
+    closed = [g for j, g in b.items() if j not in matched]
+    closed += [a[k] for k, j in pairs.items() if j is not None and b[j].open and not a[k].open]
+    updated = [a[k] for k, j in pairs.items() if j is not None and a[k] != b[j] and not (b[j].open and not a[k].open)]
+    return opened, closed, updated

@@ -129,7 +129,7 @@ def _role_balance(p: dict[str, Any]) -> str:
     pw, dkv = _role("diag:vllm_waiting:role_avg", "prefill"), _role("diag:vllm_kv_usage:role_avg_percent", "decode")
     dwait = _role("diag:vllm_waiting:role", "decode")
     if p["mode"] == "prefill-bound":
-        rising = f"({pw} >= {p['waiting_min']} and {pw} > {pw} offset {int(p['rise_lookback_s'])}s)"
+        rising = f"({pw} - {pw} offset {int(p['rise_lookback_s'])}s >= {p['waiting_min']})"
         return (f"(({pw} >= {p['waiting_high']}) or {rising})"
                 f" and on({RUN}) ({_plateau(p['plateau_frac'])})"
                 f" and on({RUN}) ({dkv} < {p['kv_low']} and {dkv} < {p['kv_high']})"

@@ -8,6 +8,7 @@ is the one registry).
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -74,6 +75,18 @@ def _joined(run: Run, interval_s: float) -> pl.DataFrame:
                          tolerance=timedelta(seconds=3 * interval_s)).drop_nulls("kv_d")
 
 
+def plateau_so_far(values: list[float | None], q: float = 0.9) -> list[float]:
+    """At each point, the ``q`` quantile (nearest rank) of the values up to it: a level judged at a
+    bucket depends on no later data, so a growing run judges a window as the finished run does."""
+    seen: list[float] = []
+    out = []
+    for v in values:
+        if v is not None:
+            insort(seen, v)
+        out.append(seen[min(len(seen) - 1, round(q * (len(seen) - 1)))] if seen else 0.0)
+    return out
+
+
 @template("role_balance")
 def role_balance(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
@@ -81,11 +94,13 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
     df = _joined(run, iv)
     if df.height < 2:
         return []
-    plateau = df["prompt_tps"].quantile(0.9) or 0.0
+    # causal: each bucket against the plateau and the queue as they stood then (never later data)
+    df = df.with_columns(plateau=pl.Series(plateau_so_far(df["prompt_tps"].to_list()), dtype=pl.Float64))
+    plateau = df["plateau"]
     if p["mode"] == "prefill-bound":
         lag = max(1, int(p["rise_lookback_s"] / iv))
-        rising = df["waiting"] > df["waiting"].shift(lag).fill_null(float("inf"))
-        queued = (df["waiting"] >= p["waiting_high"]) | ((df["waiting"] >= p["waiting_min"]) & rising)
+        rising = (df["waiting"] - df["waiting"].shift(lag)).fill_null(0.0) >= p["waiting_min"]
+        queued = (df["waiting"] >= p["waiting_high"]) | rising
         at_plateau = df["prompt_tps"] >= p["plateau_frac"] * plateau
         target = None
         conc = run.top_concurrency()
@@ -108,7 +123,8 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
         ev = {
             "window_s": w.seconds, "prefill_waiting_per_engine": round(sub["waiting"].mean(), 2),
             "prefill_waiting_last": round(sub["waiting"][-1], 2),
-            "prefill_prompt_tps": round(sub["prompt_tps"].mean(), 1), "prefill_prompt_tps_p90": round(plateau, 1),
+            "prefill_prompt_tps": round(sub["prompt_tps"].mean(), 1),
+            "prefill_prompt_tps_p90": round(sub["plateau"][-1], 1),
             "decode_running_per_engine": round(sub["running_d"].mean(), 2),
             "decode_kv_pct": round(sub["kv_d"].mean(), 1), "decode_waiting": int(sub["waiting_sum_d"].max()),
         }
@@ -120,7 +136,7 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
                    f"for {w.seconds:.0f} s")
         else:
             msg = (f"decode saturated (KV {ev['decode_kv_pct']} %, {ev['decode_waiting']} waiting) while prefill "
-                   f"runs at {_fmt(ev['prefill_prompt_tps'], 0)} tok/s (p90 {_fmt(plateau, 0)}) for {w.seconds:.0f} s")
+                   f"runs at {_fmt(ev['prefill_prompt_tps'], 0)} tok/s (p90 {_fmt(ev['prefill_prompt_tps_p90'], 0)}) for {w.seconds:.0f} s")
         out.append(_finding(rule, msg, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
     return out
 
