@@ -299,7 +299,8 @@ def link_lines(f: Finding) -> list[str]:
     return out
 
 
-def _num(x: float | int | None, nd: int = 0) -> str:
+def number_text(x: float | int | None, nd: int = 0) -> str:
+    """A figure with thousands separators, ``-`` for none: ``152,608``."""
     return "-" if x is None else f"{x:,.{nd}f}"
 
 
@@ -314,11 +315,11 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
                              f" ({(run.end - run.start).total_seconds() / 60:.1f} min)"))
     tpg = tokens_per_gpu(run)
     if tpg:
-        parts = [f"{_num(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
+        parts = [f"{number_text(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
         if "per_working_gpu" in tpg:
-            parts.append(f"{_num(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
+            parts.append(f"{number_text(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
         if "per_allocated_gpu" in tpg and tpg.get("allocated_gpus") != tpg.get("working_gpus"):
-            parts.append(f"{_num(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
+            parts.append(f"{number_text(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
         rows.append(("throughput", "; ".join(parts)))
     return rows
 
