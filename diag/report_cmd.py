@@ -37,7 +37,8 @@ def report(
         help="Pick the best point at N output tok/s per user or more (default: the most tok/s/GPU within "
              "the target)."),
 ) -> None:
-    """The sweep as pictures: Pareto frontier, the verdict behind every point, run vs run."""
+    """The sweep as pictures: which configuration to pick under a latency target and why, Pareto frontier,
+    the verdict behind every point, run vs run."""
     from diag.rules.settings import SettingsError, resolve
 
     from .files import InputError, find_runs
