@@ -1,9 +1,11 @@
 """The ``diag report`` HTML: one self-contained file (plotly's JS and the data inlined, nothing
 fetched), drawn from the report document of :mod:`diag.report_doc` only.
 
-Sections: the Pareto (total tok/s per GPU against output tok/s per user, working/allocated GPUs
-switchable, the frontier, hover with concurrency, topology and verdict; clicking a point opens its
-evidence), the verdict table, per-run throughput/TTFT/TPOT against concurrency, per-run endpoint
+Sections: the pick (which configuration to run under the latency target, and why), the Pareto (total
+tok/s per GPU against output tok/s per user, working/allocated GPUs switchable, every point labelled with
+its concurrency, points that miss the target hollow and faded, invalid ones crossed, the frontier over the
+points within the target, hover with topology, verdict and goodput; clicking a point opens its evidence),
+the verdict table, per-run throughput/TTFT/TPOT against concurrency, per-run endpoint
 time series with the findings' windows shaded and the concurrency steps marked, and run vs run.
 """
 
@@ -16,14 +18,17 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .report import number_text as _num
+
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22")
-VERDICT_SYMBOL = {"healthy": "circle", "under-loaded": "circle-open", "prefill-bound": "triangle-up",
-                  "decode-bound": "square", "transfer-bound": "diamond", "startup-stuck": "x-open", "invalid": "x",
-                  "unknown": "circle-open-dot"}
+VERDICT_SYMBOL = {"healthy": "circle", "under-loaded": "hexagon", "prefill-bound": "triangle-up",
+                  "decode-bound": "square", "transfer-bound": "diamond", "startup-stuck": "cross", "invalid": "x",
+                  "unknown": "star"}
 VERDICT_COLOUR = {"healthy": "#2ca02c", "under-loaded": "#17becf", "prefill-bound": "#ff7f0e",
                   "decode-bound": "#9467bd", "transfer-bound": "#d62728", "startup-stuck": "#8c564b",
                   "invalid": "#7f7f7f", "unknown": "#bbbbbb"}
+MISSED_OPACITY = 0.45
 SEVERITY_FILL = {"error": "rgba(214,39,40,0.16)", "warning": "rgba(255,127,14,0.14)", "info": "rgba(31,119,180,0.08)"}
 CONFIG = {"displaylogo": False, "responsive": True}
 CSS = """
@@ -33,15 +38,12 @@ table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px soli
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{font-weight:600}details{margin:0}details[open]{background:#fffbe6}summary{cursor:pointer}
 .note{color:#666;font-size:12px}
+.pick{font-size:16px;background:#eef6ee;border-left:4px solid #2ca02c;padding:8px 12px}
 """
 
 
 def _anchor(run: str, concurrency: int) -> str:
     return f"ev-{''.join(ch if ch.isalnum() else '-' for ch in run)}-{concurrency}"
-
-
-def _num(x: float | int | None, nd: int = 0) -> str:
-    return "-" if x is None else f"{x:,.{nd}f}"
 
 
 def _e(x: Any) -> str:
@@ -52,9 +54,21 @@ def _colours(doc: dict[str, Any]) -> dict[str, str]:
     return {r["label"]: PALETTE[i % len(PALETTE)] for i, r in enumerate(doc["runs"])}
 
 
+def point_symbol(p: dict[str, Any]) -> str:
+    """The verdict's marker, hollow when the point misses the latency target (``x`` for invalid)."""
+    symbol = VERDICT_SYMBOL.get(p["verdict"], "circle")
+    missed = p["sla"] is not None and p["sla"]["meets"] is not True
+    return f"{symbol}-open" if missed and p["verdict"] != "invalid" and not symbol.endswith("-open") else symbol
+
+
+def _target_text(p: dict[str, Any]) -> str:
+    return p["sla"]["summary"] if p["sla"] else "not judged"
+
+
 def pareto_figure(doc: dict[str, Any]) -> go.Figure:
     """One series per run and denominator (working shown, allocated hidden) plus one frontier per
-    denominator; the buttons switch the denominator."""
+    denominator; the buttons switch the denominator. Each point is labelled with its concurrency; a point
+    that misses the target is hollow and faded; the median TPOT limit is the vertical line 1000 / limit."""
     fig = go.Figure()
     colours = _colours(doc)
     dens = list(doc["denominators"])
@@ -64,14 +78,19 @@ def pareto_figure(doc: dict[str, Any]) -> go.Figure:
                    and p["tok_s_per_gpu"][d] is not None]
             fig.add_trace(go.Scatter(
                 x=[p["tok_s_per_user"] for p in pts], y=[p["tok_s_per_gpu"][d] for p in pts],
-                mode="lines+markers", name=f"{run['label']} ({run['topology']})", visible=d == dens[0],
+                mode="lines+markers+text", name=f"{run['label']} ({run['topology']})", visible=d == dens[0],
                 line={"color": colours[run["label"]], "width": 1.5},
-                marker={"size": 11, "symbol": [VERDICT_SYMBOL[p["verdict"]] for p in pts],
-                        "line": {"width": 1, "color": "#333"}},
+                text=[f"C={p['concurrency']}" for p in pts], textposition="top center",
+                textfont={"size": 10, "color": colours[run["label"]]},
+                marker={"size": 11, "symbol": [point_symbol(p) for p in pts],
+                        "opacity": [1.0 if p["sla"] is None or p["sla"]["meets"] else MISSED_OPACITY for p in pts],
+                        "color": colours[run["label"]], "line": {"width": 1.5, "color": "#333"}},
                 customdata=[[p["concurrency"], p["topology"], p["verdict"], p["reason"],
-                             _anchor(p["run"], p["concurrency"])] for p in pts],
+                             _anchor(p["run"], p["concurrency"]), _target_text(p),
+                             _num((p["sla"] or {}).get("goodput_req_s"), 2)] for p in pts],
                 hovertemplate=("<b>concurrency %{customdata[0]}</b><br>%{customdata[1]}<br>verdict: "
-                               "<b>%{customdata[2]}</b> (%{customdata[3]})<br>%{x:.1f} tok/s/user<br>"
+                               "<b>%{customdata[2]}</b> (%{customdata[3]})<br>latency target: %{customdata[5]}, "
+                               "goodput %{customdata[6]} req/s<br>%{x:.1f} tok/s/user<br>"
                                f"%{{y:,.0f}} tok/s per {d} GPU<extra>{html.escape(run['label'])}</extra>")))
         front = doc["frontier"][d]
         fig.add_trace(go.Scatter(x=[p["tok_s_per_user"] for p in front], y=[p["tok_s_per_gpu"] for p in front],
@@ -87,6 +106,10 @@ def pareto_figure(doc: dict[str, Any]) -> go.Figure:
         updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons, "x": 1.0, "xanchor": "right",
                       "y": 1.12, "yanchor": "top", "showactive": True}],
         legend={"orientation": "h", "y": -0.18}, margin={"t": 90})
+    for lim in doc["sla"]["limits"]:
+        if lim["metric"] == "tpot" and lim["stat"] == "median":   # x = 1000 / median TPOT
+            fig.add_vline(x=1000.0 / lim["ms"], line={"color": "#d62728", "dash": "dot", "width": 1},
+                          annotation_text=f"median TPOT {lim['ms']:g} ms", annotation_position="top right")
     return fig
 
 
@@ -162,15 +185,17 @@ def delta_figure(diff: dict[str, Any]) -> go.Figure:
 
 
 def _points_table(doc: dict[str, Any]) -> str:
-    head = ("run", "topology", "C", "verdict", "tok/s/user", "tok/s/GPU working", "tok/s/GPU allocated",
-            "total tok/s", "median TTFT ms", "median TPOT ms", "frontier", "why (click for evidence)")
+    head = ("run", "topology", "C", "verdict", "latency target", "goodput req/s", "tok/s/user", "tok/s/GPU working",
+            "tok/s/GPU allocated", "total tok/s", "median TTFT ms", "median TPOT ms", "frontier",
+            "why (click for evidence)")
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for p in doc["points"]:
         front = ", ".join(d for d, on in p["frontier"].items() if on) or "-"
         ev = "".join(f"<li>{_evidence(e)}</li>" for e in p["evidence"]) or "<li>no finding, no stats in window</li>"
         out.append(
             f"<tr><td>{_e(p['run'])}</td><td>{_e(p['topology'])}</td><td class=num>{p['concurrency']}</td>"
-            f"<td class=verdict style='color:{VERDICT_COLOUR[p['verdict']]}'>{_e(p['verdict'])}</td>"
+            f"<td class=verdict style='color:{VERDICT_COLOUR.get(p['verdict'], '#333')}'>{_e(p['verdict'])}</td>"
+            f"<td>{_e(_target_text(p))}</td><td class=num>{_goodput(p)}</td>"
             f"<td class=num>{_num(p['tok_s_per_user'], 1)}</td>"
             f"<td class=num>{_num(p['tok_s_per_gpu']['working'], 1)}</td>"
             f"<td class=num>{_num(p['tok_s_per_gpu']['allocated'], 1)}</td>"
@@ -179,6 +204,16 @@ def _points_table(doc: dict[str, Any]) -> str:
             f"<td><details id='{_anchor(p['run'], p['concurrency'])}'><summary>{_e(p['reason'])}</summary>"
             f"<div class=note>window {_e(p['started'])} .. {_e(p['ended'])}</div><ul>{ev}</ul></details></td></tr>")
     return "\n".join([*out, "</table>"])
+
+
+def _goodput(p: dict[str, Any]) -> str:
+    """Goodput and its basis: ``10.90 (quantile)``, ``7.45 (per-request, 700/1,024)``."""
+    sla = p["sla"]
+    if sla is None or sla["goodput_req_s"] is None:
+        return "-"
+    counted = (f", {_num(sla['good_requests'])}/{_num(sla['requests_judged'])}"
+               if sla["goodput_basis"] == "per-request" else "")
+    return f"{_num(sla['goodput_req_s'], 2)} <span class=note>({sla['goodput_basis']}{counted})</span>"
 
 
 def _evidence(e: dict[str, Any]) -> str:
@@ -208,8 +243,38 @@ def _runs_table(doc: dict[str, Any]) -> str:
                      _num(tpg.get("allocated")),
                      (v["class"] + (f" ({v['limiter']})" if v["limiter"] else "") + f": {v['why']}") if (v := r["verdict"]) else "-",
                      ", ".join(f"{n} {k}" for k, n in r["findings"].items() if n) or "none"))
-    return _rows(("run", "topology", "job", "working GPUs", "allocated GPUs", "best C", "tok/s/GPU working",
-                  "tok/s/GPU allocated", "run verdict", "findings"), rows)
+    return _rows(("run", "topology", "job", "working GPUs", "allocated GPUs", "best C within target",
+                  "tok/s/GPU working", "tok/s/GPU allocated", "run verdict", "findings"), rows)
+
+
+def _pick_html(doc: dict[str, Any]) -> str:
+    """The pick sentence at the top of the page, with the target and where it came from."""
+    sla = doc["sla"]
+    return (f"<p class=pick id=pick>{_e(doc['pick']['sentence'])}</p>"
+            f"<p class=note>Latency target: <b>{_e(sla['text'])}</b> (from {_e(sla['source'])}). Goodput counts "
+            "the requests within every limit: per request where the result file holds one entry per prompt, "
+            "else the whole point by its quantiles.</p>")
+
+
+def _no_points_html(doc: dict[str, Any]) -> str:
+    """Runs without benchmark points: the note, their endpoints' health and their findings."""
+    out = []
+    for r in (r for r in doc["runs"] if r["note"]):
+        out += [f"<h3>{_e(r['label'])}: {_e(r['note'])}</h3>",
+                _rows(("endpoint", "health"), list(r["health"].items())) if r["health"] else "<p>no endpoints</p>",
+                _rows(("code", "name", "severity", "endpoint", "message"),
+                      [(f["code"], f["name"], f["severity"], f["endpoint"], f["message"]) for f in r["finding_list"]])
+                if r["finding_list"] else "<p>no findings</p>"]
+    return "\n".join(out)
+
+
+def _undrawn_html(doc: dict[str, Any]) -> str:
+    """The points the Pareto cannot place (no result to draw), named under it."""
+    missing = [p for p in doc["points"] if p["tok_s_per_user"] is None or p["tok_s_per_gpu"]["working"] is None]
+    if not missing:
+        return ""
+    return ("<p class=note>Not drawn (no result to place): " + "; ".join(
+        f"{_e(p['run'])} C={p['concurrency']} {_e(p['verdict'])}: {_e(p['reason'])}" for p in missing) + "</p>")
 
 
 def _figure_html(fig: go.Figure, div_id: str, first: bool) -> str:
@@ -235,13 +300,15 @@ CLICK_JS = """
 
 def render_html(doc: dict[str, Any]) -> str:
     """The whole page."""
-    parts = [f"<h1>diag report: {len(doc['runs'])} run(s)</h1>",
+    parts = [f"<h1>diag report: {len(doc['runs'])} run(s)</h1>", _pick_html(doc),
              f"<p class=note>{_e(doc['tool'])} {_e(doc['version'])}; schema {_e(doc['schema'])}. "
              "GPU denominators: " + "; ".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in doc["denominators"].items())
-             + "</p>", _runs_table(doc), "<h2>Pareto</h2>",
-             "<p class=note>Markers: ● healthy ○ under-loaded ▲ prefill-bound ■ decode-bound ◆ transfer-bound ✕ invalid. "
+             + "</p>", _runs_table(doc), _no_points_html(doc), "<h2>Pareto</h2>",
+             "<p class=note>Markers: ● healthy ⬢ under-loaded ▲ prefill-bound ■ decode-bound ◆ transfer-bound ✕ invalid; "
+             "hollow and "
+             "faded: misses the latency target. The frontier holds only valid points within the target. "
              "Click a point for its evidence.</p>",
-             _figure_html(pareto_figure(doc), "pareto", True),
+             _figure_html(pareto_figure(doc), "pareto", True), _undrawn_html(doc),
              "<h2>Verdict per sweep point</h2>", _points_table(doc),
              "<h2>Per run: throughput and latency against concurrency</h2>",
              _figure_html(curves_figure(doc), "curves", False), "<h2>Per endpoint over time</h2>"]

@@ -301,9 +301,9 @@ def balance_text(b: dict[str, Any]) -> str:
     pw, dw = b["prefill_waiting_per_engine"], b["decode_waiting_per_engine"]
     queue = ("queue on prefill" if (pw or 0) >= 1 and (pw or 0) >= (dw or 0) else
              "queue on decode" if (dw or 0) >= 1 else "no queue")
-    parts = [f"{queue}: prefill {_num(pw, 1)} waiting/engine (peak {_num(b['prefill_waiting_peak'], 0)})",
-             f"decode KV {_num(b['decode_kv_pct'], 1)} % (peak {_num(b['decode_kv_peak'], 1)}), "
-             f"{_num(b['decode_running_per_engine'], 1)} running/engine, {_num(dw, 1)} waiting/engine"]
+    parts = [f"{queue}: prefill {number_text(pw, 1)} waiting/engine (peak {number_text(b['prefill_waiting_peak'], 0)})",
+             f"decode KV {number_text(b['decode_kv_pct'], 1)} % (peak {number_text(b['decode_kv_peak'], 1)}), "
+             f"{number_text(b['decode_running_per_engine'], 1)} running/engine, {number_text(dw, 1)} waiting/engine"]
     parts.append(f"{b['limiting']} limits" if b["limiting"] else "neither side limits")
     return " | ".join(parts)
 
@@ -368,7 +368,8 @@ def link_lines(f: Finding) -> list[str]:
     return out
 
 
-def _num(x: float | int | None, nd: int = 0) -> str:
+def number_text(x: float | int | None, nd: int = 0) -> str:
+    """A figure with thousands separators, ``-`` for none: ``152,608``."""
     return "-" if x is None else f"{x:,.{nd}f}"
 
 
@@ -383,11 +384,11 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
                              f" ({(run.end - run.start).total_seconds() / 60:.1f} min)"))
     tpg = tokens_per_gpu(run)
     if tpg:
-        parts = [f"{_num(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
+        parts = [f"{number_text(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
         if "per_working_gpu" in tpg:
-            parts.append(f"{_num(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
+            parts.append(f"{number_text(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
         if "per_allocated_gpu" in tpg and tpg.get("allocated_gpus") != tpg.get("working_gpus"):
-            parts.append(f"{_num(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
+            parts.append(f"{number_text(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
         rows.append(("throughput", "; ".join(parts)))
     return rows
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import typer
 
-from .options import EXIT_USAGE, console_for, fail, quiet_pipe
+from .options import EXIT_USAGE, console_for, fail, positive, quiet_pipe
+from .sla import DEFAULT_SLA
 
 
 class ReportFormat(StrEnum):
@@ -25,14 +26,30 @@ def report(
                                        help="Write here (default: report.html for html, stdout otherwise)."),
     fmt: ReportFormat = typer.Option(ReportFormat.html, "--format", help="html (one offline file), text or json."),
     config: Path | None = typer.Option(None, "--config", metavar="FILE", help="diag.toml to use instead of the one found."),
+    sla: str | None = typer.Option(
+        None, "--sla", metavar="TARGET",
+        help=f"Latency target the points are judged by: METRIC[.QUANTILE]=DURATION,... with metrics ttft, tpot, "
+             f"itl, e2el, quantile median (default), mean, p90, p99 ..., durations in s or ms. Default: the "
+             f"recipe's goodput thresholds (ttft_threshold_ms, itl_threshold_ms), else {DEFAULT_SLA} "
+             f"(on the median)."),
+    min_tok_s_user: float | None = typer.Option(
+        None, "--min-tok-s-user", metavar="N", callback=positive("--min-tok-s-user"),
+        help="Pick the best point at N output tok/s per user or more (default: the most tok/s/GPU within "
+             "the target)."),
 ) -> None:
-    """The sweep as pictures: Pareto frontier, the verdict behind every point, run vs run."""
+    """The sweep as pictures: which configuration to pick under a latency target and why, Pareto frontier,
+    the verdict behind every point, run vs run."""
     from diag.rules.settings import SettingsError, resolve
 
     from .files import InputError, find_runs
     from .pipeline import Pipeline
+    from .sla import SlaError, parse_sla, resolve_sla
     from .sources import BatchSource
 
+    try:
+        option = parse_sla(sla) if sla is not None else None
+    except SlaError as e:
+        fail("report", f"--sla: {e}")
     try:
         settings = resolve(Path.cwd(), config)
     except SettingsError as e:
@@ -45,11 +62,12 @@ def report(
     for rep in reports:
         for err in rep.run.errors:
             typer.echo(f"diag report: {err}", err=True)
-    if not any(rep.run.benchmark for rep in reports):
-        fail("report", "no benchmark results in " + ", ".join(paths))
+    target = resolve_sla(option, [rep.run.recipe for rep in reports])
     from .report_doc import build
 
-    doc = build(reports)
+    result_files = [{info.concurrency: path for path, info in rf.of("sa-bench-result") if info.concurrency}
+                    for rf in runs]
+    doc = build(reports, target, result_files, min_tok_s_user)
     if fmt is ReportFormat.html:
         from .html_report import render_html
 

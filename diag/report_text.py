@@ -1,5 +1,5 @@
-"""``diag report --format text``: a compact rich summary of the report document (best point per run,
-the frontier, the verdict of every point, what differs between runs)."""
+"""``diag report --format text``: a compact rich summary of the report document (the pick under the
+latency target, best point per run, the frontier, the verdict of every point, what differs between runs)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .emit import VERDICT_STYLE
-
-
-def _num(x: float | int | None, nd: int = 0) -> str:
-    return "-" if x is None else f"{x:,.{nd}f}"
+from .report import number_text as _num
 
 
 def _run_verdict(v: dict[str, Any] | None) -> Text:
@@ -26,8 +23,11 @@ def _run_verdict(v: dict[str, Any] | None) -> Text:
 
 
 def render_text(doc: dict[str, Any], console: Console) -> None:
+    console.print(Text(doc["pick"]["sentence"], style="bold"))
+    console.print(escape(f"latency target: {doc['sla']['text']} (from {doc['sla']['source']})"))
     runs = Table(title="runs", title_justify="left", pad_edge=False)
-    for col in ("run", "topology", "GPUs working/allocated", "best C", "tok/s/GPU working/allocated", "run verdict"):
+    for col in ("run", "topology", "GPUs working/allocated", "best C within target", "tok/s/GPU working/allocated",
+                "run verdict"):
         runs.add_column(col)
     for r in doc["runs"]:
         b = r["best"] or {}
@@ -37,15 +37,27 @@ def render_text(doc: dict[str, Any], console: Console) -> None:
                      f"{_num(tpg.get('working'))}/{_num(tpg.get('allocated'))}",
                      _run_verdict(r.get("verdict")))
     console.print(runs)
+    for r in (r for r in doc["runs"] if r["note"]):
+        console.print(escape(f"{r['label']}: {r['note']}"))
+        console.print(escape("  health: " + (", ".join(f"{ep} {h}" for ep, h in r["health"].items()) or "no endpoints")))
+        for f in r["finding_list"]:
+            console.print(escape(f"  {f['code']} {f['severity']} {f['name']}"
+                                 f"{' [' + f['endpoint'] + ']' if f['endpoint'] else ''}: {f['message']}"))
+    if not doc["points"]:
+        return
     points = Table(title="sweep points (* on the frontier per working GPU, + per allocated GPU)",
                    title_justify="left", pad_edge=False)
     for col, just in (("run", "left"), ("C", "right"), ("tok/s/user", "right"), ("tok/s/GPU w", "right"),
-                      ("tok/s/GPU a", "right"), ("front", "left"), ("verdict", "left"), ("why", "left")):
-        points.add_column(col, justify=just)
+                      ("tok/s/GPU a", "right"), ("front", "left"), ("latency target", "left"),
+                      ("goodput req/s", "right"), ("verdict", "left"), ("why", "left")):
+        points.add_column(col, justify=just, no_wrap=col == "verdict")
     for p in doc["points"]:
         mark = ("*" if p["frontier"].get("working") else "") + ("+" if p["frontier"].get("allocated") else "")
+        sla = p["sla"] or {}
+        goodput = "-" if sla.get("goodput_req_s") is None else f"{_num(sla['goodput_req_s'], 2)} ({sla['goodput_basis']})"
         points.add_row(p["run"], str(p["concurrency"]), _num(p["tok_s_per_user"], 1),
                        _num(p["tok_s_per_gpu"]["working"]), _num(p["tok_s_per_gpu"]["allocated"]), mark,
+                       Text(sla.get("summary", "not judged"), style="" if sla.get("meets") else "red"), goodput,
                        Text(p["verdict"], style=VERDICT_STYLE.get(p["verdict"], "")), p["reason"])
     console.print(points)
     for d, front in doc["frontier"].items():

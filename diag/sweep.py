@@ -7,13 +7,16 @@ each run (``Pipeline(...).once()``), never re-parsed, so every number equals ``d
   resources) and ``allocated`` (whole nodes the job holds). The frontier is computed per denominator.
 * The **verdict** of a point is the one ``analyze`` computed over the point's steady window
   (``diag.rules.verdict``): its class, limiter, confidence, evidence and next experiment.
+* Each point is judged against the latency target (:mod:`diag.sla`); the frontier holds only valid points
+  that meet it, and :func:`pick` names the configuration to run and why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -24,6 +27,7 @@ from diag.rules.verdict import Verdict
 from diag.rules.verdict_catalog import verdict_catalog
 
 from . import report as R
+from .sla import Judgement, Sla, judge, latency_text, read_requests
 
 DENOMINATORS = ("working", "allocated")
 VERDICTS = verdict_catalog().names
@@ -60,6 +64,7 @@ class Point:
     evidence: tuple[dict[str, Any], ...]
     frontier: dict[str, bool] = field(default_factory=dict)
     detail: dict[str, Any] = field(default_factory=dict)   # the whole verdict (Verdict.to_dict)
+    sla: Judgement | None = None            # against the report's latency target
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "topology": self.topology, "concurrency": self.concurrency,
@@ -73,7 +78,8 @@ class Point:
                 "started": _iso(self.started), "ended": _iso(self.ended), "verdict": self.verdict,
                 "reason": self.reason, "evidence": list(self.evidence), "frontier": self.frontier,
                 "limiter": self.detail.get("limiter"), "confidence": self.detail.get("confidence"),
-                "experiments": self.detail.get("experiments", []), "ruled_out": self.detail.get("ruled_out", [])}
+                "experiments": self.detail.get("experiments", []), "ruled_out": self.detail.get("ruled_out", []),
+                "sla": self.sla.to_dict() if self.sla else None}
 
 
 @dataclass(frozen=True)
@@ -172,13 +178,17 @@ def pareto_front(xy: Sequence[tuple[float, float]]) -> list[bool]:
     return on
 
 
+def eligible(p: Point) -> bool:
+    """A point that can be run as it is: valid, no request lost, and within the latency target when it
+    was judged."""
+    return p.verdict != "invalid" and not p.failed_requests and (p.sla is None or p.sla.meets is True)
+
+
 def with_frontier(points: Sequence[Point]) -> tuple[Point, ...]:
-    """The points with ``frontier`` set per denominator (across all runs; invalid points, and points that
-    lost requests, never on it)."""
+    """The points with ``frontier`` set per denominator (across all runs; only :func:`eligible` points)."""
     flags: dict[int, dict[str, bool]] = {i: {} for i in range(len(points))}
     for d in DENOMINATORS:
-        usable = [i for i, p in enumerate(points) if p.verdict != "invalid" and not p.failed_requests
-                  and p.tok_s_per_user is not None
+        usable = [i for i, p in enumerate(points) if eligible(p) and p.tok_s_per_user is not None
                   and p.tok_s_per_gpu.get(d) is not None]
         on = pareto_front([(points[i].tok_s_per_user, points[i].tok_s_per_gpu[d]) for i in usable])  # type: ignore[misc]
         for i in range(len(points)):
@@ -196,16 +206,124 @@ def labels_of(reports: Sequence[R.Report]) -> list[str]:
     return names
 
 
-def sweep(reports: Sequence[R.Report]) -> tuple[RunSweep, ...]:
-    """One RunSweep per report, the frontier computed across all of them."""
+def judged(report: R.Report, points: Sequence[Point], sla: Sla,
+           result_files: Mapping[int, Path] | None = None) -> tuple[Point, ...]:
+    """``points`` of ``report`` judged against ``sla``; per request where ``result_files`` (concurrency
+    -> sa-bench result JSON) hold one entry per prompt."""
+    bench = {b.concurrency: b for b in report.run.benchmark if b.concurrency}
+    files = result_files or {}
+    out = []
+    for p in points:
+        b = bench[p.concurrency]
+        path = files.get(p.concurrency) if b.source == "sa-bench-json" else None
+        out.append(replace(p, sla=judge(b, sla, read_requests(path, b.num_prompts) if path else None)))
+    return tuple(out)
+
+
+def sweep(reports: Sequence[R.Report], sla: Sla | None = None,
+          result_files: Sequence[Mapping[int, Path]] = ()) -> tuple[RunSweep, ...]:
+    """One RunSweep per report, its points judged against ``sla`` (when given), the frontier computed
+    across all of them."""
     labels = labels_of(reports)
     per_run = [points_of(r, label) for r, label in zip(reports, labels, strict=True)]
+    if sla is not None:
+        files = list(result_files) or [{}] * len(reports)
+        per_run = [judged(r, pts, sla, f) for r, pts, f in zip(reports, per_run, files, strict=True)]
     flat = with_frontier([p for pts in per_run for p in pts])
     out, k = [], 0
     for r, label, pts in zip(reports, labels, per_run, strict=True):
         out.append(RunSweep(label, topology_label(r), r, flat[k:k + len(pts)]))
         k += len(pts)
     return tuple(out)
+
+
+# ------------------------------------------------------------------ the pick
+def _at(p: Point, other: Point | None = None) -> str:
+    """``C=2048`` beside a point of the same run, else ``sweep-5xdep2 at C=2048``."""
+    return f"C={p.concurrency}" if other is not None and other.run == p.run else f"{p.run} at C={p.concurrency}"
+
+
+def _latencies(p: Point) -> str:
+    """``median TTFT 1.1 s / median TPOT 45.2 ms`` (the limited quantiles the point reports)."""
+    values = p.sla.values if p.sla else {}
+    return " / ".join(f"{label} {latency_text(v)}" for label, v in values.items() if v is not None)
+
+
+def _verdict_text(p: Point) -> str:
+    """``under-loaded (no queue on either side and decode at 28 % of its capacity)``: the class and the
+    first clause of its why (the figures behind it are in the point's row)."""
+    label = p.verdict + (f" ({p.detail['limiter']})" if p.detail.get("limiter") else "")
+    return f"{label}: {p.reason.split(' (', 1)[0]}"
+
+
+def _figures(p: Point) -> str:
+    return (f"{R.number_text(p.tok_s_per_gpu['working'])} tok/s per working GPU at "
+            f"{R.number_text(p.tok_s_per_user, 1)} tok/s/user")
+
+
+def _why_not(p: Point, min_tok_s_user: float | None) -> str:
+    """Why a point is not the pick: invalid, missing the target, unjudged, or too slow per user."""
+    if p.verdict == "invalid":
+        return f"is invalid ({p.reason})"
+    if p.sla is not None and p.sla.meets is not True:
+        return f"{p.sla.summary}: {p.verdict}"
+    return f"gives {R.number_text(p.tok_s_per_user, 1)} tok/s/user, below {R.number_text(min_tok_s_user, 1)}"
+
+
+def _overshoot(p: Point) -> float:
+    """How far the point is from the target: its worst value / limit (1.0 or less: within)."""
+    assert p.sla is not None
+    ratios = [(p.sla.values[lim.label] or 0.0) / lim.ms for lim in p.sla.misses]
+    return max(ratios, default=1.0)
+
+
+def pick(points: Sequence[Point], sla: Sla, min_tok_s_user: float | None = None) -> dict[str, Any]:
+    """The configuration to run: among valid points within ``sla`` (and at ``min_tok_s_user`` or more,
+    when given) the most total tok/s per working GPU, with the faster point it passes over and why.
+    When none qualifies: the closest one (the smallest overshoot of the target; with ``min_tok_s_user``,
+    the point within the target that comes nearest to it)."""
+    rated = [p for p in points if p.tok_s_per_gpu["working"] is not None]
+    base = {"sla": sla.text, "min_tok_s_user": min_tok_s_user}
+    if not rated:
+        return {**base, "status": "no-points", "run": None, "concurrency": None, "verdict": None,
+                "sentence": "No benchmark points: nothing to pick."}
+    fast_enough = [p for p in rated if min_tok_s_user is None or (p.tok_s_per_user or 0.0) >= min_tok_s_user]
+    ok = [p for p in fast_enough if eligible(p)]
+    at = f" at {R.number_text(min_tok_s_user, 1)} tok/s/user or more" if min_tok_s_user is not None else ""
+    if ok:
+        chosen = max(ok, key=lambda p: p.tok_s_per_gpu["working"] or 0.0)
+        faster = [p for p in rated if (p.tok_s_per_gpu["working"] or 0.0) > (chosen.tok_s_per_gpu["working"] or 0.0)]
+        passed = max(faster, key=lambda p: p.tok_s_per_gpu["working"] or 0.0) if faster else None
+        sentence = (f"Pick {chosen.run} ({chosen.topology}) at C={chosen.concurrency}: {_figures(chosen)}, "
+                    f"{_latencies(chosen)} within the target ({sla.text}){at}; verdict {_verdict_text(chosen)}.")
+        if passed is not None:
+            sentence += (f" {_at(passed, chosen)} is faster per GPU ({R.number_text(passed.tok_s_per_gpu['working'])}"
+                         f" tok/s) but {_why_not(passed, min_tok_s_user)}.")
+        status = "meets"
+    else:
+        within = [p for p in rated if eligible(p)]
+        judged_points = [p for p in rated if p.verdict != "invalid" and p.sla is not None and p.sla.misses]
+        if within and min_tok_s_user is not None:
+            chosen = max(within, key=lambda p: p.tok_s_per_user or 0.0)
+            lead = f"No point within the target ({sla.text}) reaches {R.number_text(min_tok_s_user, 1)} tok/s/user"
+        elif judged_points:
+            chosen = min(judged_points, key=lambda p: (_overshoot(p), -(p.tok_s_per_gpu["working"] or 0.0)))
+            lead = f"No valid point meets the target ({sla.text}){at}"
+        else:
+            chosen = max(rated, key=lambda p: p.tok_s_per_gpu["working"] or 0.0)
+            lead = f"No point can be judged against the target ({sla.text}){at}"
+        passed = None
+        sentence = (f"{lead}; the closest is {chosen.run} ({chosen.topology}) at C={chosen.concurrency}: "
+                    f"{_figures(chosen)}, {_latencies(chosen) or 'no latency reported'}"
+                    + ("" if eligible(chosen) else f", which {_why_not(chosen, min_tok_s_user)}")
+                    + f"; verdict {_verdict_text(chosen)}.")
+        status = "closest"
+    return {**base, "status": status, "run": chosen.run, "topology": chosen.topology,
+            "concurrency": chosen.concurrency, "verdict": chosen.verdict, "reason": chosen.reason,
+            "tok_s_per_gpu": chosen.tok_s_per_gpu, "tok_s_per_user": chosen.tok_s_per_user,
+            "passed_over": {"run": passed.run, "concurrency": passed.concurrency,
+                            "why": _why_not(passed, min_tok_s_user)} if passed else None,
+            "sentence": sentence}
 
 
 # ------------------------------------------------------------------ time series
@@ -288,21 +406,6 @@ def diffs(runs: Sequence[RunSweep]) -> list[dict[str, Any]]:
              "findings": findings_diff(base, other), "tps_per_gpu": tps_delta(base, other)} for other in runs[1:]]
 
 
-__all__ = [
-    "DENOMINATORS",
-    "VERDICTS",
-    "Point",
-    "RunSweep",
-    "config_diff",
-    "diffs",
-    "effective_config",
-    "endpoint_series",
-    "findings_diff",
-    "pareto_front",
-    "point_verdict",
-    "points_of",
-    "sweep",
-    "topology_label",
-    "tps_delta",
-    "with_frontier",
-]
+__all__ = ["DENOMINATORS", "VERDICTS", "Point", "RunSweep", "config_diff", "diffs", "effective_config", "eligible",
+           "endpoint_series", "findings_diff", "judged", "pareto_front", "pick", "point_verdict", "points_of", "sweep",
+           "topology_label", "tps_delta", "with_frontier"]

@@ -150,6 +150,7 @@ class Benchmark:
     mark: Mark | None = None
     concurrency_error: str | None = None
     itl_threshold_ms: float | None = None  # AIPerf goodput ITL threshold: the benchmark reports ITL
+    ttft_threshold_ms: float | None = None  # AIPerf goodput TTFT threshold
 
 
 @dataclass
@@ -298,6 +299,11 @@ def _kv_from_connector(recipe: Recipe) -> KVTransfer | None:
                       recipe.connector_path)
 
 
+def _threshold(value: Any) -> float | None:
+    """A goodput threshold in ms (a number, not a boolean), else None."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _benchmark(data: YMap) -> Benchmark:
     raw = data.get("benchmark")
     if not isinstance(raw, dict):
@@ -307,8 +313,8 @@ def _benchmark(data: YMap) -> Benchmark:
                       osl=_int(raw.get("osl"), "benchmark.osl", data, ("benchmark", "osl")),
                       dataset=str(raw["dataset_name"]) if raw.get("dataset_name") is not None else None,
                       mark=mark_of(data, ("benchmark",)),
-                      itl_threshold_ms=raw["itl_threshold_ms"] if isinstance(raw.get("itl_threshold_ms"), int | float)
-                      and not isinstance(raw.get("itl_threshold_ms"), bool) else None)
+                      itl_threshold_ms=_threshold(raw.get("itl_threshold_ms")),
+                      ttft_threshold_ms=_threshold(raw.get("ttft_threshold_ms")))
     try:
         bench.concurrencies = parse_concurrencies(raw.get("concurrencies"))
     except FlagSyntaxError as exc:

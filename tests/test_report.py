@@ -20,6 +20,7 @@ from loading import report_of
 from schemas import validate
 
 from diag.report_doc import build
+from diag.sla import parse_sla
 from diag.sweep import pareto_front
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +60,10 @@ def test_frontier_is_exactly_the_undominated_points(raw: list[tuple[int, int]]) 
 def test_frontier_on_a_real_tie_and_without_invalid_points() -> None:
     """prefill-bound: 1024 and 2048 have the same tok/s per user, 2048 a little less throughput per GPU;
     nixl-failures lost requests to failed KV transfers at every concurrency: transfer-bound, never on the
-    frontier."""
-    d = build([report_of(ROOT / "samples/runs/prefill-bound"), report_of(ROOT / "samples/runs/nixl-failures")])
+    frontier. (A target every
+    valid point meets: the frontier here is about ties and validity, test_report_sla about the target.)"""
+    d = build([report_of(ROOT / "samples/runs/prefill-bound"), report_of(ROOT / "samples/runs/nixl-failures")],
+              parse_sla("ttft=600s,tpot=1s"))
     pts = {(p["run"], p["concurrency"]): p for p in d["points"]}
     a, b = pts["prefill-bound", 1024], pts["prefill-bound", 2048]
     assert a["tok_s_per_user"] == b["tok_s_per_user"] and a["tok_s_per_gpu"]["working"] > b["tok_s_per_gpu"]["working"]
@@ -111,9 +114,9 @@ def test_report_numbers_equal_tail_json(doc: dict) -> None:
             assert p["gpus"] == {"working": tpg["working_gpus"], "allocated": tpg["allocated_gpus"]}
             for d in ("working", "allocated"):
                 assert p["tok_s_per_gpu"][d] == round(r["total_token_throughput"] / p["gpus"][d], 1)
-        best, tpg = run["best"], t["benchmark"]["tokens_per_gpu"]
-        assert (best["concurrency"], best["tok_s_per_gpu"]) == (
-            tpg["concurrency"], {"working": tpg["per_working_gpu"], "allocated": tpg["per_allocated_gpu"]})
+        within = [p for p in points if p["sla"]["meets"] and p["verdict"] != "invalid"]   # best within the target
+        best = max(within, key=lambda p: p["tok_s_per_gpu"]["working"])
+        assert (run["best"]["concurrency"], run["best"]["tok_s_per_gpu"]) == (best["concurrency"], best["tok_s_per_gpu"])
         assert run["findings"] == t["summary"]["findings"]
         want = sorted((f["code"], f["first_ts"], f["last_ts"]) for f in t["findings"] if f["first_ts"])
         assert sorted((w["code"], w["first_ts"], w["last_ts"]) for w in doc["windows"]
