@@ -26,7 +26,9 @@ from diag.sources import FollowSource
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted(p.name for p in (ROOT / "samples" / "runs").iterdir())
-CHUNKINGS = [(4, 0), (5, 9)]   # (parts, bytes past the line start a cut falls: 0 = at a line end)
+PARTS = 5                      # a growing run is written in this many parts
+SHIFTS = (0, 9)                # bytes past the line start a cut falls (0: at a line end), file by file in turn:
+                               # some files grow by whole lines, the others stop mid-line at every step
 REPLAY_STEP_S = 600.0          # run seconds per replay step
 # left to do: DIAG-S001 compares a stage with the siblings that finished it; on partial data a ready
 # sibling's "ready" stage can look finished (6 s) while the batch read has it under way (depends on
@@ -103,36 +105,37 @@ def test_a_growing_run_opens_only_batch_findings_once(run: str, tmp_path: Path) 
     _, logs = _batch(run)
     src = ROOT / "samples" / "runs" / run
     followed = {Path(lg.path).resolve(): lg for lg in logs if lg.kind in FOLLOWED}
-    for parts, shift in CHUNKINGS:
-        dst_root = tmp_path / f"{parts}-{shift}" / run
-        growing: dict[Path, tuple[bytes, list[int]]] = {}
-        for path in sorted(src.rglob("*")):
-            if path.is_dir():
-                continue
-            dst = dst_root / path.relative_to(src)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            log = followed.get(path.resolve())
-            if log is None:
-                shutil.copy(path, dst)  # the recipe and side files are there from the start
-                continue
-            data = path.read_bytes()
-            dst.write_bytes(b"")
-            growing[dst] = (data, _cuts(log, data, parts, shift, _run_start(logs), _run_end(logs)))
-        clock = [_run_start(logs)]   # the wall clock of a live run: the time the run has reached
-        pipeline = Pipeline(FollowSource([str(dst_root)], rescan_s=0.0), Settings(), wall=lambda c=clock: c[0])
-        updates = []
-        written = dict.fromkeys(growing, 0)
-        lo, hi = clock[0], _run_end(logs)
-        for i in range(parts):
-            clock[0] = lo + (hi - lo) * (i + 1) / parts
-            for dst, (data, cuts) in growing.items():
-                with dst.open("ab") as fh:
-                    fh.write(data[written[dst]:cuts[i]])
-                written[dst] = cuts[i]
-            updates.append(pipeline.step(force=True))
-        last = pipeline.finish()
-        assert last.report is not None
-        _check(run, _opened([*updates, last]), list(last.report.findings), f"{parts} parts, cut +{shift}")
+    dst_root = tmp_path / run
+    growing: dict[Path, tuple[bytes, list[int]]] = {}
+    for path in sorted(src.rglob("*")):
+        if path.is_dir():
+            continue
+        dst = dst_root / path.relative_to(src)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        log = followed.get(path.resolve())
+        if log is None:
+            shutil.copy(path, dst)  # the recipe and side files are there from the start
+            continue
+        data = path.read_bytes()
+        dst.write_bytes(b"")
+        shift = SHIFTS[len(growing) % len(SHIFTS)]
+        growing[dst] = (data, _cuts(log, data, PARTS, shift, _run_start(logs), _run_end(logs)))
+    assert len(growing) >= len(SHIFTS), "both kinds of cut are exercised"
+    clock = [_run_start(logs)]   # the wall clock of a live run: the time the run has reached
+    pipeline = Pipeline(FollowSource([str(dst_root)], rescan_s=0.0), Settings(), wall=lambda c=clock: c[0])
+    updates = []
+    written = dict.fromkeys(growing, 0)
+    lo, hi = clock[0], _run_end(logs)
+    for i in range(PARTS):
+        clock[0] = lo + (hi - lo) * (i + 1) / PARTS
+        for dst, (data, cuts) in growing.items():
+            with dst.open("ab") as fh:
+                fh.write(data[written[dst]:cuts[i]])
+            written[dst] = cuts[i]
+        updates.append(pipeline.step(force=True))
+    last = pipeline.finish()
+    assert last.report is not None
+    _check(run, _opened([*updates, last]), list(last.report.findings), f"{PARTS} parts, cuts at line ends and +9")
 
 
 @pytest.mark.parametrize("run", RUNS)
