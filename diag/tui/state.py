@@ -23,7 +23,7 @@ import polars as pl
 
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
-from diag.rules.engine import key
+from diag.rules.engine import key, same
 from diag.rules.finding import Finding, severity_rank
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
@@ -384,7 +384,7 @@ class WatchState:
     def _apply(self, report: Report, opened: tuple[Finding, ...], closed: tuple[Finding, ...]) -> None:
         findings = list(report.findings)
         if self.report is not None:
-            rekeyed = {(c.code, c.endpoint) for c in closed if _superseded(c, findings)}
+            rekeyed = {(c.code, c.endpoint) for c in closed if any(same(c, g) for g in findings)}
             op = [f for f in opened if (f.code, f.endpoint) not in rekeyed]
             cl = [c for c in closed if (c.code, c.endpoint) not in rekeyed]
             self._pending = (self._pending[0] + op, self._pending[1] + cl)
@@ -467,18 +467,6 @@ def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
     for f in findings:
         groups.setdefault(f.code, []).append(f)
     return dict(sorted(groups.items(), key=lambda kv: -max(severity_rank(f.severity) for f in kv[1])))
-
-
-def _superseded(f: Finding, current: list[Finding]) -> bool:
-    """The same condition re-reported (new figures, or an earlier / first known start): not a closure."""
-    for g in current:
-        if g.code != f.code or g.endpoint != f.endpoint:
-            continue
-        if g.first_ts is None and f.first_ts is None:
-            return True
-        if g.first_ts is not None and (f.first_ts is None or g.first_ts <= f.first_ts):
-            return True
-    return False
 
 
 def _aged(r: EngineRow, now: datetime | None) -> EngineRow:
