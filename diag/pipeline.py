@@ -7,8 +7,10 @@ sources reach the same report for the same data.
 
 Time: a report is judged as of ``now``. A finished source (a batch read, a replay that reached its
 end) and a run whose data ended long ago (a finished run followed after the fact) are judged as of
-the end of their own data (the last stats sample); a replay under way by its virtual clock; only a
-live run by the wall clock.
+the end of their own data: the run's clock, the latest time any line carries, noise included (a stage
+that stalls while its log goes on with noise lines has lasted that long); a replay under way by its
+virtual clock; only a live run by the wall clock. A finished run's endpoints are STALE against the end
+of its stats (one whose stats stopped while others' went on), not against noise that outlived them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from diag.rules.effective import config_findings, reads_what_ran, what_ran_settl
 from diag.rules.engine import diff, evaluate, same, sort_findings
 from diag.rules.finding import Finding
 from diag.rules.links import link
-from diag.rules.runmodel import FrameCache, Run, build_endpoints
+from diag.rules.runmodel import FrameCache, Run, build_endpoints, latest
 from diag.rules.settings import Settings
 from diag.rules.verdict import run_verdicts
 
@@ -57,10 +59,15 @@ def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
 
 
 def data_end(run: Run) -> datetime | None:
-    """The last stats sample of any endpoint (else the last timestamp): where a finished run ends."""
-    last = [ep.stats["ts"].max() for ep in run.endpoints.values() if ep.samples]
-    last = [t for t in last if t is not None]
-    return max(last) if last else run.end  # type: ignore[return-value, type-var]
+    """Where a finished run ends: its clock (:attr:`Run.clock`)."""
+    return run.clock
+
+
+def stats_end(run: Run) -> datetime | None:
+    """The last stats sample of any endpoint: where a finished run stopped serving. An endpoint whose
+    stats stopped well before it is STALE; after it every endpoint is idle, however long the noise goes on
+    (vLLM logs an idle interval's stats at DEBUG)."""
+    return latest(*(ep.stats["ts"].max() for ep in run.endpoints.values() if ep.samples))  # type: ignore[misc]
 
 
 def judged_at(run: Run, source_now: datetime | None, finished: bool,
@@ -92,7 +99,9 @@ def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool =
     if shown is not None:
         findings = [f for f in findings if shown(f)]
     verdicts = run_verdicts(run, findings, now, finished)
-    summaries = tuple(R.endpoint_summary(run, ep, findings, now, verdicts=verdicts) for ep in run.endpoints.values())
+    stale_at = stats_end(run) if finished else now
+    summaries = tuple(R.endpoint_summary(run, ep, findings, now, verdicts=verdicts, stale_at=stale_at)
+                      for ep in run.endpoints.values())
     return R.Report(run, tuple(findings), summaries, tuple(R.header_lines(run)), R.topology(run), R.stage(run),
                     R.balance(verdicts), R.tokens_per_gpu(run), now, settings.fail_on, verdicts,
                     R.run_phase(verdicts, now))
@@ -229,4 +238,5 @@ def window_of(logs: Sequence[ParsedLog]) -> tuple[datetime | None, datetime | No
     return min(stamps), max(stamps)
 
 
-__all__ = ["LIVE_S", "SETTLE_S", "Pipeline", "Update", "analyze", "assemble", "data_end", "judged_at", "settled", "window_of"]
+__all__ = ["LIVE_S", "SETTLE_S", "Pipeline", "Update", "analyze", "assemble", "data_end", "judged_at", "settled",
+           "stats_end", "window_of"]

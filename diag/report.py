@@ -151,16 +151,18 @@ def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None,
 
 
 def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datetime | None = None,
-                     stale_s: float = STALE_S, verdicts: Verdicts | None = None) -> EndpointSummary:
+                     stale_s: float = STALE_S, verdicts: Verdicts | None = None,
+                     stale_at: datetime | None = None) -> EndpointSummary:
     """An endpoint's figures over the run verdict's steady window; an endpoint with no sample there (a
-    live scrape beside a finished run, one that died earlier) over its own active window, so labelled."""
+    live scrape beside a finished run, one that died earlier) over its own active window, so labelled.
+    ``stale_at``: the time its health is judged STALE against (default ``now``; a finished run's stats end)."""
     window, label = summary_window(verdicts), window_dict(verdicts)
     fig = window_figures(ep, window[0], window[1]) if window is not None else {}
     if not fig and (own := active_window(run, [ep])) is not None:   # none of its samples in the run's window
         fig, label = window_figures(ep, *own), {"label": "active", "start": own[0].isoformat(),
                                                  "end": own[1].isoformat()}
     keys = ("prompt_tps_mean", "gen_tps_mean", "running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak")
-    health = endpoint_health(ep, findings, now, stale_s)
+    health = endpoint_health(ep, findings, stale_at or now, stale_s)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
                            label if fig else None, **{k: fig.get(k) for k in keys},  # type: ignore[arg-type]
                            preemptions=int(ep.stats["preemptions"].fill_null(0).sum()) if ep.stats.height else 0,

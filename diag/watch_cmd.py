@@ -38,11 +38,11 @@ def _retain(value: float) -> float:
 
 
 def clock_for(now: str | None) -> Callable[[Run], datetime | None] | None:
-    """``--now end`` pins "now" to the last timestamp of the run; an ISO time pins it there."""
+    """``--now end`` pins "now" to the run's clock (its last timestamp); an ISO time pins it there."""
     if now is None:
         return None
     if now == "end":
-        return lambda run: run.end
+        return lambda run: run.clock
     try:
         t = datetime.fromisoformat(now)
     except ValueError:

@@ -5,6 +5,7 @@ log and on a fixed sample of the lines of a large one (:func:`classified_spans`)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import polars as pl
 
@@ -51,6 +52,7 @@ class Counts:
     noise: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NOISE_NAMES, 0))
     unclassified: int = 0
     last: tuple[str, bool] | None = field(default=None, repr=False, compare=False)  # a block's last line
+    last_ts: datetime | None = None   # the time of the last stamped line, noise included: the log's clock
 
     @property
     def noise_lines(self) -> int:
@@ -68,13 +70,14 @@ class Counts:
             return self
         f = self.lines / seen
         return Counts(self.lines, self.candidates, round(self.ansi_lines * f),
-                      {k: round(v * f) for k, v in self.noise.items()}, self.unclassified)
+                      {k: round(v * f) for k, v in self.noise.items()}, self.unclassified, last_ts=self.last_ts)
 
     def add(self, other: Counts) -> None:
         self.lines += other.lines
         self.candidates += other.candidates
         self.ansi_lines += other.ansi_lines
         self.unclassified += other.unclassified
+        self.last_ts = other.last_ts or self.last_ts   # the later lines' stamp, when they have one
         for k, v in other.noise.items():
             self.noise[k] = self.noise.get(k, 0) + v
 

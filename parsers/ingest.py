@@ -27,6 +27,7 @@ from .counts import Counts, classified_spans, classify_span
 from .formats import REGISTRY
 from .lineparser import TRIGGER_PATTERN, LineParser
 from .records import Record
+from .timestamps import STAMP_HINT
 
 for _fmt in _benchmark.BENCH_OUT_FORMATS:  # whole-file formats: declared here so the format tests run them
     REGISTRY.setdefault(_fmt.name, _fmt)
@@ -108,6 +109,11 @@ class ParsedLog:
         return self.info.kind
 
     @property
+    def last_ts(self) -> datetime | None:
+        """The time of its last stamped line, noise included (None: no line carried a time)."""
+        return self.counts.last_ts
+
+    @property
     def n_records(self) -> int:
         return len(self.records) + self.stats.height + self.kv.height
 
@@ -139,10 +145,10 @@ def _bulk_classify(block: bytes) -> pl.DataFrame:
 
 
 def _block_frame(block: bytes, first_line: int) -> tuple[
-        list[tuple[int, str, str | None, str | None]], pl.DataFrame, pl.DataFrame, Counts]:
+        list[tuple[int, str, str | None, str | None]], pl.DataFrame, pl.DataFrame, Counts, pl.Series]:
     """One block: the candidate lines the line parser must see (number, text, next line, previous
-    non-candidate line), the stats and KV rows extracted in polars (``ts`` still null), and the
-    block's counts. polars classifies every line; Python sees only the rare candidates."""
+    non-candidate line), the stats and KV rows extracted in polars (``ts`` still null), the block's
+    counts and its lines. polars classifies every line; Python sees only the rare candidates."""
     try:
         df = _bulk_classify(block)
     except pl.exceptions.ComputeError:  # not UTF-8: decode as the streaming path does
@@ -150,7 +156,7 @@ def _block_frame(block: bytes, first_line: int) -> tuple[
     n = df.height
     counts = Counts(lines=n, unclassified=n)
     if n == 0:
-        return [], empty_stats(), empty_kv(), counts
+        return [], empty_stats(), empty_kv(), counts, df["line"]
     for a, b in classified_spans(first_line, n):
         classify_span(df.slice(a, b - a), counts)
         counts.unclassified -= b - a
@@ -167,7 +173,29 @@ def _block_frame(block: bytes, first_line: int) -> tuple[
     rest = cand.filter(slow)
     rows = list(zip(rest["n"].to_list(), rest["line"].to_list(), rest["nxt"].to_list(), rest["prv"].to_list(),
                     strict=True))
-    return rows, stats, kv, counts
+    return rows, stats, kv, counts, lines
+
+
+TAIL_LINES = 8   # lines read back from a block's end for its last stamp, before polars searches the rest
+_STAMPED = re.compile(STAMP_HINT)
+
+
+def _last_stamp(lines: pl.Series, parser: LineParser) -> datetime | None:
+    """The time of a block's last stamped line (any line: noise is evidence of the clock too). Its
+    last few lines are read in Python; only a block that ends in a long unstamped stretch (a traceback,
+    progress bars) has the rest searched, in polars. Only lines with a stamp's shape are parsed, on
+    both paths, so the result does not depend on where the blocks were cut."""
+    n = lines.len()
+    for i in range(n - 1, max(n - TAIL_LINES, 0) - 1, -1):
+        line = lines[i]
+        if line is not None and _STAMPED.search(line) and (t := parser.line_time(line)) is not None:
+            return t
+    if n <= TAIL_LINES:
+        return None
+    for i in reversed(lines.head(n - TAIL_LINES).str.contains(STAMP_HINT).arg_true().to_list()):
+        if (t := parser.line_time(lines[i])) is not None:
+            return t
+    return None
 
 
 class _Stamper:
@@ -265,8 +293,7 @@ class BlockParser:
     def block(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
         """The records and stats/KV rows that one block completes."""
         records: list[Record] = []
-        frame, stats, kv, c = _block_frame(block, self._line0)
-        self.counts.add(c)
+        frame, stats, kv, c, lines = _block_frame(block, self._line0)
         line0, p = self._line0, self.parser
         if self._pending is not None:
             first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
@@ -294,6 +321,8 @@ class BlockParser:
                 self._skip = n + 1
         self._stamper.until(None)
         stats, kv = self._stamper.stamp(stats, kv)
+        c.last_ts = _last_stamp(lines, p)   # after the block's records: the year tracker has seen them
+        self.counts.add(c)
         if c.lines:
             self._before = c.last
         self._line0 += c.lines

@@ -135,6 +135,25 @@ class LineParser:
             ts = ts or self._resolve(hdr.md)
         return {"ts": ts, "md": hdr.md, "proc": hdr.proc, "task": task}
 
+    def line_time(self, raw: str) -> datetime | None:
+        """The time a physical line is stamped with (its last stamped logical line), by the same heads
+        and year as a record on it would get, without moving the year tracker; None for an unstamped
+        line. Any line counts, noise included: it is evidence of how far the log's clock went."""
+        for text, ext_ts, _ in reversed(logical_lines(raw[:MAX_LINE])):
+            hdr = parse_header(text)
+            iso = ext_ts or hdr.iso
+            if iso:
+                try:
+                    return parse_iso(iso)
+                except ValueError:
+                    pass
+            if hdr.md is not None and self._tracker is not None:
+                try:
+                    return self._tracker.peek(hdr.md, self._tz)
+                except ValueError:
+                    pass
+        return None
+
     def parse_message(self, msg: str, line: int, hdr: Header, stamp: dict[str, Any]) -> list[Record]:
         # one pass over the distinct triggers tells which formats to try (in their usual order)
         hit = sorted({i for t, idx in self._trigger_index if t in msg for i in idx})

@@ -16,6 +16,9 @@ _ISO = re.compile(
     r"\s*(Z|z|UTC|[+-]\d\d(?::?\d\d)?)?\s*$"
 )
 _HALF_YEAR_DAYS = 182
+# A line holding any timestamp diag reads (month-day or ISO, bare or quoted; UCX's epoch seconds) matches
+# this; most lines that match hold one: a cheap necessary condition before parsing a line's head.
+STAMP_HINT = r"\d\d-\d\d[ T]\d\d:\d\d|\[\d{10}\.\d"
 _QUARTER_HOUR = 900
 
 
@@ -63,23 +66,26 @@ class YearTracker:
         self.year = year
         self._last: int | None = None
 
-    def resolve(self, md: str, tz_offset_s: int = 0) -> datetime:
-        """UTC datetime of ``md`` with the tracked year."""
+    def _place(self, md: str) -> tuple[int, int, int]:
+        """(the year of ``md``, the tracker's year and last day index after it)."""
         mo, d, *_ = _split_md(md)
         idx = _day_index(mo, d)
-        year = self.year
-        if self._last is not None:
-            if self._last - idx > _HALF_YEAR_DAYS:      # wrapped into a new year
-                self.year += 1
-                year = self.year
-                self._last = idx
-            elif idx - self._last > _HALF_YEAR_DAYS:    # straggler from the old year
-                year -= 1
-            elif idx > self._last:
-                self._last = idx
-        else:
-            self._last = idx
+        if self._last is None:
+            return self.year, self.year, idx
+        if self._last - idx > _HALF_YEAR_DAYS:      # wrapped into a new year
+            return self.year + 1, self.year + 1, idx
+        if idx - self._last > _HALF_YEAR_DAYS:      # straggler from the old year
+            return self.year - 1, self.year, self._last
+        return self.year, self.year, max(idx, self._last)
+
+    def resolve(self, md: str, tz_offset_s: int = 0) -> datetime:
+        """UTC datetime of ``md`` with the tracked year."""
+        year, self.year, self._last = self._place(md)
         return resolve_md(md, year, tz_offset_s)
+
+    def peek(self, md: str, tz_offset_s: int = 0) -> datetime:
+        """What :meth:`resolve` would give, the tracker left as it is."""
+        return resolve_md(md, self._place(md)[0], tz_offset_s)
 
 
 def _offset(tz: str | None) -> timezone:

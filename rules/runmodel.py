@@ -76,6 +76,7 @@ class Endpoint:
     launch: list[dict[str, Any]] = field(default_factory=list)  # per process: node, argv, flags, env (orchestrator)
     first_seen: datetime | None = None      # earliest / latest timestamp of any of its records
     last_seen: datetime | None = None
+    last_line: datetime | None = None       # the latest of its files' last stamped lines, noise included
     startup: Startup = field(default_factory=Startup)  # stages reached, their times, the phase
 
     def of(self, kind: type[Record]) -> list[tuple[str, Record]]:
@@ -97,6 +98,11 @@ class Endpoint:
     @property
     def last_ts(self) -> datetime | None:
         return self.last_seen
+
+    @property
+    def clock(self) -> datetime | None:
+        """How far its own logs go: its last record or its files' last stamped line, whichever is later."""
+        return latest(self.last_seen, self.last_line)
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,18 @@ class Run:
         ts = [e.last_ts for e in self.endpoints.values() if e.last_ts]
         ts += [r.ts for _, r in self.lifecycle if r.ts]
         return max(ts) if ts else None
+
+    @property
+    def clock(self) -> datetime | None:
+        """The run's clock: the latest time any line of its logs carries (noise included) or any record.
+        A finished run is judged as of it: time that passes with only noise lines is still time."""
+        return latest(self.end, *(s.last_ts for s in self.sources))
+
+
+def latest(*times: datetime | None) -> datetime | None:
+    """The latest of some times (None when none is known)."""
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 def endpoint_id(role: str, index: int | None) -> str:
@@ -430,6 +448,8 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
             ep.nodes.append(node)
         if file not in ep.files:
             ep.files.append(file)
+        if log is not None:
+            ep.last_line = latest(ep.last_line, log.last_ts)
         ep.records.extend((file, r) for r in recs)
         parts[eid].append(_Part(file, recs, log.stats if log else None, log.kv if log else None))
 
@@ -459,12 +479,13 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
     for ep in endpoints.values():
         _finish(ep, parts[ep.id], cache)
     _attach_launches(endpoints, lifecycle)
+    watched = latest(*(r.ts for _, r in lifecycle))   # the orchestrator's last word on the endpoints
     for ep in endpoints.values():
-        ep.startup = build_startup(ep.id, ep.records, ep.stats, ep.kv, lifecycle)
+        ep.startup = build_startup(ep.id, ep.records, ep.stats, ep.kv, lifecycle, until=latest(ep.clock, watched))
     order = {"prefill": 0, "decode": 1, "agg": 2}
     endpoints = dict(sorted(endpoints.items(), key=lambda kv: (order.get(kv[1].role, 9), kv[1].index or 0)))
     return endpoints, lifecycle, quoted
 
 
 __all__ = ["Endpoint", "KVExpiry", "KVLoadFailure", "NixlFailure", "Preemption", "Run", "build_endpoints",
-           "endpoint_id"]
+           "endpoint_id", "latest"]

@@ -57,6 +57,18 @@ class Startup:
     started_at: datetime | None = None
     ready_at: datetime | None = None
     serving_at: datetime | None = None
+    until: datetime | None = None        # the endpoint's last line, or the orchestrator's: how far the evidence goes
+
+    def as_of(self, now: datetime | None) -> datetime | None:
+        """Until when a stage under way has lasted: the endpoint's own last line (noise included) or the
+        orchestrator's that waits for it, never past ``now``."""
+        if self.until is None or now is None:
+            return self.until or now
+        return min(self.until, now)
+
+    def finished(self, span: StageSpan) -> bool:
+        """The stage is over: a later stage began (its last line so far may not be its last line)."""
+        return span.end is not None and span is not self.stages[-1]
 
     @property
     def current(self) -> StageSpan | None:
@@ -80,7 +92,7 @@ class Startup:
             "serving_at": _iso(self.serving_at),
             "ready_after_s": _secs(self.started_at, self.ready_at),
             "stages": [{"stage": s.stage, "label": s.label, "start": _iso(s.start), "end": _iso(s.end),
-                        "duration_s": _round(s.duration_s(now)), "open": s.end is None,
+                        "duration_s": _round(s.duration_s(self.as_of(now))), "open": s.end is None,
                         "reported_s": _round(s.reported_s),
                         "progress": list(s.progress) if s.progress else None, "facts": dict(s.facts)}
                        for s in self.stages],
@@ -136,9 +148,9 @@ def _first_work(stats: pl.DataFrame, kv: pl.DataFrame) -> datetime | None:
 
 
 def build_startup(eid: str, records: Sequence[tuple[str, Record]], stats: pl.DataFrame, kv: pl.DataFrame,
-                  lifecycle: Sequence[tuple[str, Lifecycle]] = ()) -> Startup:
+                  lifecycle: Sequence[tuple[str, Lifecycle]] = (), until: datetime | None = None) -> Startup:
     """The startup timeline of endpoint ``eid`` from its (file, record) pairs, its stats and KV rows and
-    the orchestrator's events."""
+    the orchestrator's events; ``until``: how far its evidence goes (:meth:`Startup.as_of`)."""
     acc: dict[str, _Acc] = {}
     for ts, file, mark in _marks(records):
         a = acc.setdefault(mark.stage, _Acc())
@@ -176,7 +188,7 @@ def build_startup(eid: str, records: Sequence[tuple[str, Record]], stats: pl.Dat
         serving_at = max(ready_at, bench_ev)
     if not acc and serving_at is None:
         # a log that has said nothing yet (a live or replayed launch's first seconds) is starting
-        return Startup(phase="starting" if not records and not stats.height else "unknown")
+        return Startup(phase="starting" if not records and not stats.height else "unknown", until=until)
     reached = [s for s in STAGES if s.name in acc and s.name not in ("ready", "serving")]
     spans: list[StageSpan] = []
     prev_end = started
@@ -202,4 +214,4 @@ def build_startup(eid: str, records: Sequence[tuple[str, Record]], stats: pl.Dat
         else:
             spans.append(StageSpan("ready", spans[-1].end, None))
     phase = "serving" if serving_at is not None else "ready" if ready_at is not None else "starting"
-    return Startup(tuple(spans), phase, started, ready_at, serving_at)
+    return Startup(tuple(spans), phase, started, ready_at, serving_at, until)

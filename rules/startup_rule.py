@@ -18,20 +18,21 @@ def _human(seconds: float) -> str:
 
 
 def startup_stage(rule: Rule, run: Run) -> list[Finding]:
-    """An endpoint's stage against the same stage of its siblings (those that finished it) and
-    against the stage's limit; the stage under way counts up to the run's last timestamp."""
+    """An endpoint's stage against the same stage of its siblings (those that finished it: a later
+    stage began, so a growing log cannot shorten it) and against the stage's limit; the stage under
+    way counts up to the endpoint's evidence (:meth:`Startup.as_of`: its own last line, noise included)."""
     p = rule.params
-    now = run.end
     limits = p.get("max_s", {})
     done: dict[str, list[tuple[str, float]]] = {}
     for ep in run.endpoints.values():
         for span in ep.startup.stages:
             took = span.duration_s()
-            if span.end is not None and took is not None:
+            if ep.startup.finished(span) and took is not None:
                 done.setdefault(span.stage, []).append((ep.id, took))
     out = []
     for ep in run.endpoints.values():
         worst: tuple[float, Any, float | None, int, str] | None = None
+        now = ep.startup.as_of(run.clock)
         for span in ep.startup.stages:
             took = span.duration_s(now)
             if span.stage == "serving" or took is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 OOM = r"torch\.OutOfMemoryError: CUDA out of memory\.[^\n]*"
@@ -61,6 +62,23 @@ def _polls(start_h: int, start_m: int, n: int, line: str) -> str:
     return "".join(out)
 
 
+def _engine_waits(node: str, started: datetime, since_s: int, until_s: int) -> tuple[str, str]:
+    """A Dynamo worker's periodic "waiting for engine" line (Rust tracing, ANSI-coloured like the base run's
+    Dynamo lines) every 10-30 s from ``since_s`` to ``until_s`` seconds of uptime: noise, no record."""
+    lines, up, k = [], since_s, 0
+    while up <= until_s:
+        t = started + timedelta(seconds=up, microseconds=(k * 104729) % 1_000_000)
+        lines.append(f"\x1b[2m{t.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}\x1b[0m \x1b[32m INFO\x1b[0m "
+                     "\x1b[2mdynamo_runtime::system_status_server\x1b[0m\x1b[2m:\x1b[0m waiting for engine "
+                     "\x1b[3mendpoint\x1b[0m\x1b[2m=\x1b[0mgenerate \x1b[3muptime_s\x1b[0m\x1b[2m=\x1b[0m"
+                     f"{up}\n")
+        k += 1
+        up += 10 + (k * 7) % 21
+    return f"logs/{node}_decode_w0.out", "".join(lines)
+
+
+_DECODE_UP = datetime(2026, 8, 27, 18, 12, 50, tzinfo=UTC)   # the base run's decode processes start
+_STUCK_POLLS = _polls(18, 17, 3, "Model is not ready, waiting for 0 prefills and 2 decodes. Have 4 prefills and 0 decodes.")
 _STALL_POLLS = (_polls(18, 17, 1, "Model is not ready, waiting for 1 prefills and 2 decodes. Have 3 prefills and 0 decodes.")
                 + _polls(18, 18, 8, "Model is not ready, waiting for 1 prefills and 0 decodes. Have 3 prefills and 2 decodes."))
 
@@ -111,6 +129,21 @@ DERIVED = (
              Edit("logs/*_w*.out", r"(?s)(VllmWorker for \S+ has been initialized[^\n]*\n).*", r"\1"),
              Edit("logs/sweep_*.log", r"(?s)(2026-08-27 18:16:37 \[INFO\] Model is not ready[^\n]*\n).*", r"\1", 1)),
             append=(("logs/sweep_5010560.log", _STALL_POLLS),),
+            remove=("logs/benchmark.out", "logs/benchmark-rollup.json", "logs/sa-bench_isl_8192_osl_1024/*.json",
+                    "logs/*_frontend_*.out"),
+            startup_only=True),
+    Derived("startup-stuck", "kv-exhaustion", 5010561,
+            "decode-w0 hangs in CUDA-graph capture on both its nodes (the bar stops at 14/59) while the four prefill "
+            "endpoints are ready; the orchestrator polls '4 prefills and 0 decodes' three times and its log stops, and "
+            "for 22 more minutes the decode logs only Dynamo's 'waiting for engine uptime_s=...' lines: no record "
+            "after the bar, only the clock those noise lines carry shows the stage has lasted that long",
+            ("DIAG-S001",), ("startup-stuck", None), (),
+            (Edit("logs/*_decode_w0.out",
+                  r"(?s)(Capturing CUDA graphs \(mixed prefill-decode, PIECEWISE\):\s+23%[^\r\n]*)[^\n]*\n.*", "\\1\n", 1),
+             Edit("logs/*_prefill_w*.out", r"(?s)(VllmWorker for \S+ has been initialized[^\n]*\n).*", r"\1"),
+             Edit("logs/sweep_*.log", r"(?s)(2026-08-27 18:16:37 \[INFO\] Model is not ready[^\n]*\n).*", r"\1", 1)),
+            append=(("logs/sweep_5010561.log", _STUCK_POLLS), _engine_waits("gb200-r11-n14", _DECODE_UP, 250, 1560),
+                    _engine_waits("gb200-r11-n15", _DECODE_UP + timedelta(seconds=3), 250, 1560)),
             remove=("logs/benchmark.out", "logs/benchmark-rollup.json", "logs/sa-bench_isl_8192_osl_1024/*.json",
                     "logs/*_frontend_*.out"),
             startup_only=True),

@@ -190,6 +190,7 @@ def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -
     if pending is not None:
         out.extend(parser.feed(pending[0], pending[1], None, pending[2])[0])
     out.extend(parser.cut_tracebacks())
+    counts.last_ts = next((t for raw in reversed(lines) if (t := parser.line_time(raw.removesuffix("\r")))), None)
     return out, counts
 
 

@@ -40,6 +40,7 @@ def _assert_same(data: bytes, block: int, seed: int) -> int:
     assert streamed == reference
     for c in (bc, sc):
         assert (c.lines, c.candidates, c.ansi_lines, c.noise) == (rc.lines, rc.candidates, rc.ansi_lines, rc.noise)
+        assert c.last_ts == rc.last_ts   # the time of the last stamped line, wherever the blocks were cut
     assert bc.lines == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     return len(bulk)
 
@@ -53,6 +54,31 @@ def _sample_logs() -> list[Path]:
 def test_bulk_equals_stream_on_samples(path: Path) -> None:
     data = path.read_bytes()
     _assert_same(data, 256 << 10, seed=len(data))
+
+
+def test_the_clock_is_the_last_stamped_line_of_any_kind() -> None:
+    """A log whose last records are followed by noise lines only (a Dynamo "waiting for engine" line every
+    20 s, ANSI-coloured) and an unstamped traceback tail: its clock is the last noise line's time, in bulk
+    (blocks of any size) and in follow mode (feeds of any size) alike."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 8, 27, 18, 15, 0, tzinfo=UTC)
+    lines = ["(APIServer pid=1) INFO 08-27 18:15:00 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 "
+             "tokens/s, Avg generation throughput: 9.1 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache "
+             "usage: 1.0%, Prefix cache hit rate: 0.0%"]
+    lines += [f"\x1b[2m{(t0 + timedelta(seconds=20 * k)).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}\x1b[0m \x1b[32m INFO"
+              f"\x1b[0m \x1b[2mdynamo_runtime::system_status_server\x1b[0m\x1b[2m:\x1b[0m waiting for engine uptime_s={k}"
+              for k in range(1, 61)]
+    lines += ['  File "/opt/vllm/vllm/v1/worker/gpu_model_runner.py", line 4420, in capture_model'] * 30
+    data = ("\n".join(lines) + "\n").encode()
+    last_noise = t0 + timedelta(seconds=20 * 60)
+    recs, _ = parse_bulk(blocks_of(data, 1 << 20), year=2026)
+    assert max(r.ts for r in recs if r.ts is not None) == t0   # no record after the stats line
+    for block in (97, 1000, 1 << 20):
+        assert parse_bulk(blocks_of(data, block), year=2026)[1].last_ts == last_noise
+    for seed in range(3):
+        assert _stream(data, seed)[1].last_ts == last_noise
+    assert record_path(data, year=2026)[1].last_ts == last_noise
 
 
 def test_sample_runs_exist() -> None:

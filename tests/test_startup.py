@@ -112,6 +112,30 @@ def test_startup_stall_fires_s001_on_the_stuck_endpoint_only() -> None:
     assert all(report.endpoint(e).startup["phase"] == "ready" for e in ("prefill-w0", "prefill-w1", "decode-w0"))
 
 
+def test_startup_stuck_is_judged_at_the_clock_its_noise_lines_carry() -> None:
+    """decode-w0's log goes on for 22 minutes with Dynamo "waiting for engine" lines only (no record):
+    the run is judged as of the last of them, and the stage under way has lasted that long."""
+    report = report_of(RUNS / "startup-stuck")
+    run = report.run
+    decode = run.endpoints["decode-w0"]
+    noise_end = _t("18:38:35.959404")                    # the last "waiting for engine" line (n15)
+    assert run.clock == decode.clock == report.now == noise_end
+    assert decode.last_seen is not None and (noise_end - decode.last_seen).total_seconds() > 20 * 60
+    assert run.end is not None and (noise_end - run.end).total_seconds() > 18 * 60   # the orchestrator stopped
+    s001 = [f for f in report.findings if f.code == "DIAG-S001"]
+    assert [f.endpoint for f in s001] == ["decode-w0"]
+    f = s001[0]
+    graphs = decode.startup.span("cuda_graphs")
+    assert graphs is not None and graphs.start is not None and graphs.end is None
+    assert f.open and f.evidence["stage"] == "cuda_graphs" and f.evidence["progress"] == [14, 59]
+    assert f.evidence["seconds"] == pytest.approx((noise_end - graphs.start).total_seconds(), abs=0.1)
+    assert f.evidence["seconds"] > 20 * 60 and f.last_ts == noise_end
+    shown = report.endpoint("decode-w0").startup
+    assert shown["stage"] == "cuda_graphs" and shown["stages"][-1]["duration_s"] == f.evidence["seconds"]
+    assert report.verdict is not None and (report.verdict.cls, report.verdict.limiter) == ("startup-stuck", None)
+    assert all(report.endpoint(f"prefill-w{i}").startup["phase"] == "ready" for i in range(4))
+
+
 def test_stall_replay_shows_the_stuck_badge() -> None:
     from diag.tui.render import health_cell
 
