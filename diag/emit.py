@@ -263,7 +263,7 @@ def report_dict(report: R.Report) -> dict[str, Any]:
         "summary": {
             "header": dict(report.header), "topology": report.topology, "stage": report.stage,
             "build": run.build, "start": run.start.isoformat() if run.start else None,
-            "end": run.end.isoformat() if run.end else None, "phase": report.phase, "balance": report.balance,
+            "end": run.clock.isoformat() if run.clock else None, "phase": report.phase, "balance": report.balance,
             "findings": report.counts, "errors": list(run.errors),
         },
     }

@@ -381,9 +381,9 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
     rows = [("job", f"{(job.job_id if job else None) or '-'} {(job.job_name if job else None) or ''}".strip()),
             ("model", model_of(run) or "-"), ("topology", topology(run)), ("vLLM build", run.build or "unknown"),
             ("stage", stage(run))]
-    if run.start and run.end:
-        rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.end.isoformat(timespec='seconds')}"
-                             f" ({(run.end - run.start).total_seconds() / 60:.1f} min)"))
+    if run.start and run.clock:
+        rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.clock.isoformat(timespec='seconds')}"
+                             f" ({(run.clock - run.start).total_seconds() / 60:.1f} min)"))
     tpg = tokens_per_gpu(run)
     if tpg:
         parts = [f"{number_text(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]

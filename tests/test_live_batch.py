@@ -108,6 +108,7 @@ def test_a_growing_run_opens_only_batch_findings_once(run: str, tmp_path: Path) 
     src = ROOT / "samples" / "runs" / run
     followed = {Path(lg.path).resolve(): lg for lg in logs if lg.kind in FOLLOWED}
     dst_root = tmp_path / run
+    lo, hi = _run_start(logs), _run_end(logs)
     growing: dict[Path, tuple[bytes, list[int]]] = {}
     for path in sorted(src.rglob("*")):
         if path.is_dir():
@@ -121,13 +122,12 @@ def test_a_growing_run_opens_only_batch_findings_once(run: str, tmp_path: Path) 
         data = path.read_bytes()
         dst.write_bytes(b"")
         shift = SHIFTS[len(growing) % len(SHIFTS)]
-        growing[dst] = (data, _cuts(log, data, PARTS, shift, _run_start(logs), _run_end(logs)))
+        growing[dst] = (data, _cuts(log, data, PARTS, shift, lo, hi))
     assert len(growing) >= len(SHIFTS), "both kinds of cut are exercised"
-    clock = [_run_start(logs)]   # the wall clock of a live run: the time the run has reached
+    clock = [lo]   # the wall clock of a live run: the time the run has reached
     pipeline = Pipeline(FollowSource([str(dst_root)], rescan_s=0.0), Settings(), wall=lambda c=clock: c[0])
     updates = []
     written = dict.fromkeys(growing, 0)
-    lo, hi = clock[0], _run_end(logs)
     for i in range(PARTS):
         clock[0] = lo + (hi - lo) * (i + 1) / PARTS
         for dst, (data, cuts) in growing.items():

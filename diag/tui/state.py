@@ -302,7 +302,7 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     rows = [("job", base.get("job", "-")), ("model", base.get("model", "-")),
             ("topology", base.get("topology", "-")), ("build", _short_build(base.get("vLLM build", "unknown"))),
             ("stage", stage)]
-    end = run.end if stage in TERMINAL_STAGES or now is None else now
+    end = run.clock if stage in TERMINAL_STAGES or now is None else now
     if run.start and end:
         rows.append(("elapsed", human_duration((end - run.start).total_seconds())))
     v = report.verdict
