@@ -7,7 +7,7 @@ Every emitter (text, JSON, JSONL, the TUI) renders a :class:`Report`; none compu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import polars as pl
@@ -17,10 +17,10 @@ from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.finding import Finding
 from diag.rules.runmodel import Endpoint, Run
-from diag.rules.verdict import Verdict, Verdicts, active_window
+from diag.rules.verdict import INTERVAL_S, Verdict, Verdicts, active_window, in_window
 
 HEALTH_ORDER = HEALTH_STATES
-STATS_INTERVAL_S = 10.0   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
+STATS_INTERVAL_S = INTERVAL_S   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
 STAGE_SHORT = {s.name: s.short for s in STAGES}
 STALE_S = 60.0      # an endpoint whose last stats line is older than this (as of the report's time) is STALE
 
@@ -85,16 +85,10 @@ def _per_interval(ep: Endpoint, col: str) -> pl.Series:
             .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col(col).sum()).sort("ts")[col])
 
 
-def _in_window(ep: Endpoint, start: datetime, end: datetime) -> pl.DataFrame:
-    """The endpoint's stats samples whose interval's midpoint lies in [start, end]."""
-    mid = pl.col("ts") - timedelta(seconds=STATS_INTERVAL_S / 2)
-    return ep.stats.filter(pl.col("ts").is_not_null() & (mid >= start) & (mid <= end))
-
-
 def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, float | None]:
     """Rates, queues (per-engine means summed) and KV (averaged) of an endpoint over a window; peaks are
     the highest 10 s total (waiting) and the highest sample (KV)."""
-    s = _in_window(ep, start, end)
+    s = in_window(ep.stats, start, end)
     if not s.height:
         return {}
     means = s.group_by("engine").agg(pl.col("prompt_tps", "gen_tps", "running", "waiting").mean()).sort("engine")
@@ -102,18 +96,6 @@ def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, fl
     return {"prompt_tps_mean": means["prompt_tps"].sum(), "gen_tps_mean": means["gen_tps"].sum(),
             "running_mean": means["running"].sum(), "waiting_mean": means["waiting"].sum(),
             "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max()}
-
-
-def _engine_means(ep: Endpoint, col: str, start: datetime | None, end: datetime | None) -> pl.Series:
-    """Each engine's mean of ``col`` over the stats samples whose interval lies mostly within [start, end]
-    (a stats line reports the STATS_INTERVAL_S before it: its midpoint must fall in the window)."""
-    mid = pl.col("ts") - timedelta(seconds=STATS_INTERVAL_S / 2)
-    stats = ep.stats.filter(pl.col("ts").is_not_null())
-    if start is not None:
-        stats = stats.filter(mid >= start)
-    if end is not None:
-        stats = stats.filter(mid <= end)
-    return stats.group_by("engine").agg(pl.col(col).mean())[col]
 
 
 def endpoint_latency(ep: Endpoint) -> dict[str, dict[str, float | None]]:

@@ -25,7 +25,6 @@ from .runmodel import Endpoint, Run
 from .verdict_catalog import DECODING, _fmt, _r, _v, capacity, experiments, verdict_catalog
 
 INTERVAL_S = 10.0    # vLLM's stats interval: a stats line reports the 10 s before it
-CONFIDENCE = ("high", "medium", "low")
 EMPTY_FIGURES: Mapping[str, Any] = {"window_s": None, "prefill": {}, "decode": {}, "decode_role": None,
                                     "decode_util": None}
 FIGURE_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "preemptions")
@@ -121,9 +120,13 @@ def _role_stats(run: Run, role: str, start: datetime, end: datetime) -> pl.DataF
               for ep in run.endpoints.values() if ep.role == role and ep.stats.height]
     if not frames:
         return pl.DataFrame()
-    df = pl.concat(frames, how="diagonal_relaxed").filter(pl.col("ts").is_not_null())
+    return in_window(pl.concat(frames, how="diagonal_relaxed"), start, end)
+
+
+def in_window(stats: pl.DataFrame, start: datetime, end: datetime) -> pl.DataFrame:
+    """The stats samples whose interval (the INTERVAL_S before each line) has its midpoint in [start, end]."""
     mid = pl.col("ts") - timedelta(seconds=INTERVAL_S / 2)
-    return df.filter((mid >= start) & (mid <= end))
+    return stats.filter(pl.col("ts").is_not_null() & (mid >= start) & (mid <= end))
 
 
 def _side(df: pl.DataFrame) -> dict[str, Any]:
@@ -272,9 +275,8 @@ class _Judge:
         return ", ".join(parts)
 
 
-def _confidence(signals: int, fig: Mapping[str, Any], p: Mapping[str, float], fact: bool = False) -> str:
-    if fact:
-        return "high"
+def _confidence(signals: int, fig: Mapping[str, Any], p: Mapping[str, float]) -> str:
+    """high: two or more agreeing signals over a long enough window; medium: one; low: little data."""
     steady = fig.get("window_s") or 0
     samples = max(_v(fig, "prefill", "samples") or 0, _v(fig, "decode", "samples") or 0)
     if signals >= 2 and steady >= p["min_steady_s"]:
@@ -486,5 +488,5 @@ def run_verdicts(run: Run, findings: Sequence[Finding], clock: datetime | None, 
     return Verdicts(_build(cls, lim, why, conf, rests, j, run, None, win, [], [], findings, stage), per_point)
 
 
-__all__ = ["CONFIDENCE", "Verdict", "Verdicts", "active_window", "capacity", "figures", "point_phases",
+__all__ = ["INTERVAL_S", "Verdict", "Verdicts", "active_window", "capacity", "figures", "in_window", "point_phases",
            "point_verdict", "points", "run_verdicts"]
