@@ -20,6 +20,7 @@ from rich.text import Text
 from diag import __version__
 from diag.parsers.records import Record
 from diag.rules.finding import Finding
+from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, VERDICT_STYLE, clock, duration, number, seconds
 from diag.rules.runmodel import Run
 
 from . import report as R
@@ -28,17 +29,6 @@ TAIL_SCHEMA = "diag-tail-1"
 JSONL_SCHEMA = "diag-tail-jsonl-1"
 CHECK_SCHEMA = "diag-check-1"
 
-SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "CRIT": "bold red", "DOWN": "bold white on red",
-                "STALE": "magenta", "NO STATS": "dim"}
-
-
-def _num(x: float | int | None, nd: int = 0) -> str:
-    return "-" if x is None else f"{x:,.{nd}f}"
-
-
-def _ts(t: datetime | None) -> str:
-    return t.strftime("%m-%d %H:%M:%S") if t else "-"
 
 
 def envelope(schema: str) -> dict[str, str]:
@@ -49,8 +39,8 @@ def endpoint_table(summaries: tuple[R.EndpointSummary, ...], limiting: str | Non
     """One row per endpoint; figures over the run verdict's steady window (named in the title); the rows
     of the limiting side (``prefill``/``decode``) in bold."""
     window = next((s.window for s in summaries if s.window), None)
-    title = "endpoints" + (f" (figures over {window['label']} {_ts(datetime.fromisoformat(window['start']))} .. "
-                           f"{_ts(datetime.fromisoformat(window['end']))})" if window else "")
+    title = "endpoints" + (f" (figures over {window['label']} {clock(datetime.fromisoformat(window['start']))} .. "
+                           f"{clock(datetime.fromisoformat(window['end']))})" if window else "")
     if any(s.window and window and s.window != window for s in summaries):
         title += "; * over the endpoint's own active window"
     t = Table(title=title, title_justify="left", expand=False, pad_edge=False)
@@ -63,19 +53,17 @@ def endpoint_table(summaries: tuple[R.EndpointSummary, ...], limiting: str | Non
         t.add_column(col, justify=just, no_wrap=col in ("endpoint", "health"))
     for s in summaries:
         nodes = (s.nodes[0] + (f"+{len(s.nodes) - 1}" if len(s.nodes) > 1 else "")) if s.nodes else "-"
-        p90 = [_sec(s.latency.get(k, {}).get("p90")) for k in ("ttft", "itl")]
+        p90 = [seconds(s.latency.get(k, {}).get("p90")) for k in ("ttft", "itl")]
         own = "*" if s.window and window and s.window != window else ""
-        t.add_row(s.id + own, nodes, str(s.engines), str(s.samples), _num(s.prompt_tps_mean), _num(s.gen_tps_mean),
-                  _num(s.running_mean), f"{_num(s.waiting_mean)}/{_num(s.waiting_peak)}",
-                  f"{_num(s.kv_mean, 1)}/{_num(s.kv_peak, 1)}",
-                  str(s.preemptions), *(("/".join(p90),) if latency else ()), _ts(s.last_ts), R.stage_text(s.startup),
+        t.add_row(s.id + own, nodes, str(s.engines), str(s.samples), number(s.prompt_tps_mean), number(s.gen_tps_mean),
+                  number(s.running_mean), f"{number(s.waiting_mean)}/{number(s.waiting_peak)}",
+                  f"{number(s.kv_mean, 1)}/{number(s.kv_peak, 1)}",
+                  str(s.preemptions), *(("/".join(p90),) if latency else ()), clock(s.last_ts), R.stage_text(s.startup),
                   Text(s.health, style=HEALTH_STYLE.get(s.health, "")),
                   style="bold" if limiting is not None and s.role == limiting else None)
     return t
 
 
-VERDICT_STYLE = {"healthy": "green", "under-loaded": "cyan", "prefill-bound": "yellow", "decode-bound": "magenta",
-                 "transfer-bound": "bold yellow", "startup-stuck": "bold red", "invalid": "bold red", "unknown": "dim"}
 
 
 def point_table(report: R.Report) -> Table | None:
@@ -92,11 +80,11 @@ def point_table(report: R.Report) -> Table | None:
         b = bench.get(v.concurrency)
         pre, dec = v.figures.get("prefill") or {}, v.figures.get("decode") or {}
         t.add_row(str(v.concurrency), Text(v.label, style=VERDICT_STYLE.get(v.cls, "")), v.confidence,
-                  _num(b.total_token_throughput if b else None),
-                  _sec(b.median_ttft_ms / 1000 if b and b.median_ttft_ms is not None else None),
-                  _num(b.median_tpot_ms if b else None, 1),
-                  _num((pre.get("waiting") or {}).get("mean"), 1), _num((dec.get("kv") or {}).get("mean"), 1),
-                  _num((dec.get("running") or {}).get("mean"), 1))
+                  number(b.total_token_throughput if b else None),
+                  seconds(b.median_ttft_ms / 1000 if b and b.median_ttft_ms is not None else None),
+                  number(b.median_tpot_ms if b else None, 1),
+                  number((pre.get("waiting") or {}).get("mean"), 1), number((dec.get("kv") or {}).get("mean"), 1),
+                  number((dec.get("running") or {}).get("mean"), 1))
     return t
 
 
@@ -120,9 +108,6 @@ def verdict_text(report: R.Report) -> Text | None:
     return t
 
 
-def _sec(x: float | None) -> str:
-    """A latency in seconds, three significant digits (``0.0213``, ``4.52``, ``118``)."""
-    return "-" if x is None else f"{x:.3g}"
 
 
 def startup_table(summaries: tuple[R.EndpointSummary, ...]) -> Table | None:
@@ -141,21 +126,21 @@ def startup_table(summaries: tuple[R.EndpointSummary, ...]) -> Table | None:
         cells = []
         for name in cols:
             st = by.get(name)
-            cells.append("-" if st is None else R.duration_text(st["duration_s"]) + ("+" if st["open"] else ""))
-        t.add_row(s.id, *cells, R.duration_text(s.startup.get("ready_after_s")))
+            cells.append("-" if st is None else duration(st["duration_s"]) + ("+" if st["open"] else ""))
+        t.add_row(s.id, *cells, duration(s.startup.get("ready_after_s")))
     return t
 
 
 def finding_text(f: Finding) -> Text:
     t = Text()
     t.append(f"{f.code} ", style="bold")
-    t.append(f"{f.severity:<7} ", style=SEV_STYLE.get(f.severity, ""))
+    t.append(f"{f.severity:<7} ", style=SEVERITY_STYLE.get(f.severity, ""))
     t.append(f"{f.name}", style="bold")
     if f.endpoint:
         t.append(f" [{f.endpoint}]")
     t.append(f": {f.message}")
     if f.first_ts:
-        t.append(f"\n    window {_ts(f.first_ts)} .. {_ts(f.last_ts)}{' (open)' if f.open else ''}", style="dim")
+        t.append(f"\n    window {clock(f.first_ts)} .. {clock(f.last_ts)}{' (open)' if f.open else ''}", style="dim")
     if f.location:
         t.append(f"\n    at {f.location}", style="dim")
     for line in R.link_lines(f):
@@ -221,8 +206,8 @@ def finding_event(f: Finding, event: str) -> str:
 
 def heartbeat_line(s: R.EndpointSummary) -> str:
     kv = "-" if s.kv_mean is None else f"{s.kv_mean:.1f}"
-    return (f"{s.id:<12} {s.health:<8} {s.phase:<8} samples={s.samples} run={_num(s.running_mean)} "
-            f"wait={_num(s.waiting_mean)} kv={kv} gen={_num(s.gen_tps_mean)}")
+    return (f"{s.id:<12} {s.health:<8} {s.phase:<8} samples={s.samples} run={number(s.running_mean)} "
+            f"wait={number(s.waiting_mean)} kv={kv} gen={number(s.gen_tps_mean)}")
 
 
 def source_dicts(run: Run) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .report import number_text as _num
+from diag.rules.present import number
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22")
@@ -87,7 +87,7 @@ def pareto_figure(doc: dict[str, Any]) -> go.Figure:
                         "color": colours[run["label"]], "line": {"width": 1.5, "color": "#333"}},
                 customdata=[[p["concurrency"], p["topology"], p["verdict"], p["reason"],
                              _anchor(p["run"], p["concurrency"]), _target_text(p),
-                             _num((p["sla"] or {}).get("goodput_req_s"), 2)] for p in pts],
+                             number((p["sla"] or {}).get("goodput_req_s"), 2)] for p in pts],
                 hovertemplate=("<b>concurrency %{customdata[0]}</b><br>%{customdata[1]}<br>verdict: "
                                "<b>%{customdata[2]}</b> (%{customdata[3]})<br>latency target: %{customdata[5]}, "
                                "goodput %{customdata[6]} req/s<br>%{x:.1f} tok/s/user<br>"
@@ -196,11 +196,11 @@ def _points_table(doc: dict[str, Any]) -> str:
             f"<tr><td>{_e(p['run'])}</td><td>{_e(p['topology'])}</td><td class=num>{p['concurrency']}</td>"
             f"<td class=verdict style='color:{VERDICT_COLOUR.get(p['verdict'], '#333')}'>{_e(p['verdict'])}</td>"
             f"<td>{_e(_target_text(p))}</td><td class=num>{_goodput(p)}</td>"
-            f"<td class=num>{_num(p['tok_s_per_user'], 1)}</td>"
-            f"<td class=num>{_num(p['tok_s_per_gpu']['working'], 1)}</td>"
-            f"<td class=num>{_num(p['tok_s_per_gpu']['allocated'], 1)}</td>"
-            f"<td class=num>{_num(p['total_token_throughput'])}</td><td class=num>{_num(p['median_ttft_ms'], 1)}</td>"
-            f"<td class=num>{_num(p['median_tpot_ms'], 2)}</td><td>{front}</td>"
+            f"<td class=num>{number(p['tok_s_per_user'], 1)}</td>"
+            f"<td class=num>{number(p['tok_s_per_gpu']['working'], 1)}</td>"
+            f"<td class=num>{number(p['tok_s_per_gpu']['allocated'], 1)}</td>"
+            f"<td class=num>{number(p['total_token_throughput'])}</td><td class=num>{number(p['median_ttft_ms'], 1)}</td>"
+            f"<td class=num>{number(p['median_tpot_ms'], 2)}</td><td>{front}</td>"
             f"<td><details id='{_anchor(p['run'], p['concurrency'])}'><summary>{_e(p['reason'])}</summary>"
             f"<div class=note>window {_e(p['started'])} .. {_e(p['ended'])}</div><ul>{ev}</ul></details></td></tr>")
     return "\n".join([*out, "</table>"])
@@ -211,9 +211,9 @@ def _goodput(p: dict[str, Any]) -> str:
     sla = p["sla"]
     if sla is None or sla["goodput_req_s"] is None:
         return "-"
-    counted = (f", {_num(sla['good_requests'])}/{_num(sla['requests_judged'])}"
+    counted = (f", {number(sla['good_requests'])}/{number(sla['requests_judged'])}"
                if sla["goodput_basis"] == "per-request" else "")
-    return f"{_num(sla['goodput_req_s'], 2)} <span class=note>({sla['goodput_basis']}{counted})</span>"
+    return f"{number(sla['goodput_req_s'], 2)} <span class=note>({sla['goodput_basis']}{counted})</span>"
 
 
 def _evidence(e: dict[str, Any]) -> str:
@@ -239,8 +239,8 @@ def _runs_table(doc: dict[str, Any]) -> str:
         best = r["best"] or {}
         tpg = best.get("tok_s_per_gpu", {})
         rows.append((r["label"], r["topology"], r["header"].get("job"), r["gpus"].get("working_gpus"),
-                     r["gpus"].get("allocated_gpus"), best.get("concurrency"), _num(tpg.get("working")),
-                     _num(tpg.get("allocated")),
+                     r["gpus"].get("allocated_gpus"), best.get("concurrency"), number(tpg.get("working")),
+                     number(tpg.get("allocated")),
                      (v["class"] + (f" ({v['limiter']})" if v["limiter"] else "") + f": {v['why']}") if (v := r["verdict"]) else "-",
                      ", ".join(f"{n} {k}" for k, n in r["findings"].items() if n) or "none"))
     return _rows(("run", "topology", "job", "working GPUs", "allocated GPUs", "best C within target",

@@ -16,6 +16,7 @@ from diag.parsers.histogram import LATENCY, QUANTILES, column
 from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.finding import Finding
+from diag.rules.present import duration, number
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.verdict import INTERVAL_S, Verdict, Verdicts, active_window, in_window
 
@@ -195,16 +196,6 @@ def endpoint_phase(ep: Endpoint, health: str, verdicts: Verdicts | None, now: da
     return "idle" if phase in ("dead", "starting") else phase
 
 
-def duration_text(seconds: float | None) -> str:
-    """A stage's time: ``45s``, ``4m05s``, ``1h12m``."""
-    if seconds is None:
-        return "-"
-    sec = max(0, round(seconds))
-    if sec < 60:
-        return f"{sec}s"
-    if sec < 3600:
-        return f"{sec // 60}m{sec % 60:02d}s"
-    return f"{sec // 3600}h{sec % 3600 // 60:02d}m"
 
 
 def stage_text(startup: dict[str, Any]) -> str:
@@ -216,14 +207,14 @@ def stage_text(startup: dict[str, Any]) -> str:
     if phase == "serving":
         return "serving"
     if phase == "ready":
-        return f"ready {duration_text(startup.get('ready_after_s'))}"
+        return f"ready {duration(startup.get('ready_after_s'))}"
     cur = startup["stages"][-1] if startup.get("stages") else None
     if cur is None:
         return "starting"
     text = STAGE_SHORT.get(cur["stage"], cur["stage"])
     if cur.get("progress"):
         text += f" {cur['progress'][0]}/{cur['progress'][1]}"
-    return f"{text} {duration_text(cur.get('duration_s'))}"
+    return f"{text} {duration(cur.get('duration_s'))}"
 
 
 FACT_KEYS = ("version", "architecture", "kv_role", "kv_memory_gib", "kv_cache_tokens", "max_concurrency",
@@ -285,9 +276,9 @@ def balance_text(b: dict[str, Any]) -> str:
     pw, dw = b["prefill_waiting_per_engine"], b["decode_waiting_per_engine"]
     queue = ("queue on prefill" if (pw or 0) >= 1 and (pw or 0) >= (dw or 0) else
              "queue on decode" if (dw or 0) >= 1 else "no queue")
-    parts = [f"{queue}: prefill {number_text(pw, 1)} waiting/engine (peak {number_text(b['prefill_waiting_peak'], 0)})",
-             f"decode KV {number_text(b['decode_kv_pct'], 1)} % (peak {number_text(b['decode_kv_peak'], 1)}), "
-             f"{number_text(b['decode_running_per_engine'], 1)} running/engine, {number_text(dw, 1)} waiting/engine"]
+    parts = [f"{queue}: prefill {number(pw, 1)} waiting/engine (peak {number(b['prefill_waiting_peak'], 0)})",
+             f"decode KV {number(b['decode_kv_pct'], 1)} % (peak {number(b['decode_kv_peak'], 1)}), "
+             f"{number(b['decode_running_per_engine'], 1)} running/engine, {number(dw, 1)} waiting/engine"]
     parts.append(f"{b['limiting']} limits" if b["limiting"] else "neither side limits")
     return " | ".join(parts)
 
@@ -352,9 +343,6 @@ def link_lines(f: Finding) -> list[str]:
     return out
 
 
-def number_text(x: float | int | None, nd: int = 0) -> str:
-    """A figure with thousands separators, ``-`` for none: ``152,608``."""
-    return "-" if x is None else f"{x:,.{nd}f}"
 
 
 def header_lines(run: Run) -> list[tuple[str, str]]:
@@ -368,11 +356,11 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
                              f" ({(run.clock - run.start).total_seconds() / 60:.1f} min)"))
     tpg = tokens_per_gpu(run)
     if tpg:
-        parts = [f"{number_text(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
+        parts = [f"{number(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
         if "per_working_gpu" in tpg:
-            parts.append(f"{number_text(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
+            parts.append(f"{number(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
         if "per_allocated_gpu" in tpg and tpg.get("allocated_gpus") != tpg.get("working_gpus"):
-            parts.append(f"{number_text(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
+            parts.append(f"{number(tpg['per_allocated_gpu'])} per allocated GPU ({tpg['allocated_gpus']})")
         rows.append(("throughput", "; ".join(parts)))
     return rows
 

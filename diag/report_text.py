@@ -10,8 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .emit import VERDICT_STYLE
-from .report import number_text as _num
+from diag.rules.present import VERDICT_STYLE, number
 
 
 def _run_verdict(v: dict[str, Any] | None) -> Text:
@@ -32,9 +31,9 @@ def render_text(doc: dict[str, Any], console: Console) -> None:
     for r in doc["runs"]:
         b = r["best"] or {}
         tpg = b.get("tok_s_per_gpu", {})
-        runs.add_row(r["label"], r["topology"], f"{_num(r['gpus'].get('working_gpus'))}/"
-                     f"{_num(r['gpus'].get('allocated_gpus'))}", str(b.get("concurrency") or "-"),
-                     f"{_num(tpg.get('working'))}/{_num(tpg.get('allocated'))}",
+        runs.add_row(r["label"], r["topology"], f"{number(r['gpus'].get('working_gpus'))}/"
+                     f"{number(r['gpus'].get('allocated_gpus'))}", str(b.get("concurrency") or "-"),
+                     f"{number(tpg.get('working'))}/{number(tpg.get('allocated'))}",
                      _run_verdict(r.get("verdict")))
     console.print(runs)
     for r in (r for r in doc["runs"] if r["note"]):
@@ -54,16 +53,16 @@ def render_text(doc: dict[str, Any], console: Console) -> None:
     for p in doc["points"]:
         mark = ("*" if p["frontier"].get("working") else "") + ("+" if p["frontier"].get("allocated") else "")
         sla = p["sla"] or {}
-        goodput = "-" if sla.get("goodput_req_s") is None else f"{_num(sla['goodput_req_s'], 2)} ({sla['goodput_basis']})"
-        points.add_row(p["run"], str(p["concurrency"]), _num(p["tok_s_per_user"], 1),
-                       _num(p["tok_s_per_gpu"]["working"]), _num(p["tok_s_per_gpu"]["allocated"]), mark,
+        goodput = "-" if sla.get("goodput_req_s") is None else f"{number(sla['goodput_req_s'], 2)} ({sla['goodput_basis']})"
+        points.add_row(p["run"], str(p["concurrency"]), number(p["tok_s_per_user"], 1),
+                       number(p["tok_s_per_gpu"]["working"]), number(p["tok_s_per_gpu"]["allocated"]), mark,
                        Text(sla.get("summary", "not judged"), style="" if sla.get("meets") else "red"), goodput,
                        Text(p["verdict"], style=VERDICT_STYLE.get(p["verdict"], "")), p["reason"])
     console.print(points)
     for d, front in doc["frontier"].items():
         console.print(escape(f"frontier per {d} GPU: " + (" -> ".join(
-            f"{f['run']}@{f['concurrency']} ({_num(f['tok_s_per_user'], 1)} tok/s/user, "
-            f"{_num(f['tok_s_per_gpu'])} tok/s/GPU)" for f in front) or "none")))
+            f"{f['run']}@{f['concurrency']} ({number(f['tok_s_per_user'], 1)} tok/s/user, "
+            f"{number(f['tok_s_per_gpu'])} tok/s/GPU)" for f in front) or "none")))
     for diff in doc["diffs"]:
         console.print()
         console.print(Text(f"{diff['a']} -> {diff['b']}", style="bold"))
@@ -73,5 +72,5 @@ def render_text(doc: dict[str, Any], console: Console) -> None:
             console.print(escape(f"  {f['code']} {f['name']}{' [' + f['endpoint'] + ']' if f['endpoint'] else ''}: "
                                  f"only in {f['only_in']}"))
         console.print("  TPS/GPU delta: " + ", ".join(
-            f"C={r['concurrency']} {_num(r['working']['delta'], 0)} ({_num(r['working']['delta_pct'], 1)} %)"
+            f"C={r['concurrency']} {number(r['working']['delta'], 0)} ({number(r['working']['delta_pct'], 1)} %)"
             for r in diff["tps_per_gpu"]))

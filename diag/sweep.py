@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from diag.rules.finding import Finding
+from diag.rules.present import number
 from diag.rules.runmodel import Endpoint
 from diag.rules.verdict import Verdict
 from diag.rules.verdict_catalog import verdict_catalog
@@ -257,8 +258,8 @@ def _verdict_text(p: Point) -> str:
 
 
 def _figures(p: Point) -> str:
-    return (f"{R.number_text(p.tok_s_per_gpu['working'])} tok/s per working GPU at "
-            f"{R.number_text(p.tok_s_per_user, 1)} tok/s/user")
+    return (f"{number(p.tok_s_per_gpu['working'])} tok/s per working GPU at "
+            f"{number(p.tok_s_per_user, 1)} tok/s/user")
 
 
 def _why_not(p: Point, min_tok_s_user: float | None) -> str:
@@ -267,7 +268,7 @@ def _why_not(p: Point, min_tok_s_user: float | None) -> str:
         return f"is invalid ({p.reason})"
     if p.sla is not None and p.sla.meets is not True:
         return f"{p.sla.summary}: {p.verdict}"
-    return f"gives {R.number_text(p.tok_s_per_user, 1)} tok/s/user, below {R.number_text(min_tok_s_user, 1)}"
+    return f"gives {number(p.tok_s_per_user, 1)} tok/s/user, below {number(min_tok_s_user, 1)}"
 
 
 def _overshoot(p: Point) -> float:
@@ -289,7 +290,7 @@ def pick(points: Sequence[Point], sla: Sla, min_tok_s_user: float | None = None)
                 "sentence": "No benchmark points: nothing to pick."}
     fast_enough = [p for p in rated if min_tok_s_user is None or (p.tok_s_per_user or 0.0) >= min_tok_s_user]
     ok = [p for p in fast_enough if eligible(p)]
-    at = f" at {R.number_text(min_tok_s_user, 1)} tok/s/user or more" if min_tok_s_user is not None else ""
+    at = f" at {number(min_tok_s_user, 1)} tok/s/user or more" if min_tok_s_user is not None else ""
     if ok:
         chosen = max(ok, key=lambda p: p.tok_s_per_gpu["working"] or 0.0)
         faster = [p for p in rated if (p.tok_s_per_gpu["working"] or 0.0) > (chosen.tok_s_per_gpu["working"] or 0.0)]
@@ -297,7 +298,7 @@ def pick(points: Sequence[Point], sla: Sla, min_tok_s_user: float | None = None)
         sentence = (f"Pick {chosen.run} ({chosen.topology}) at C={chosen.concurrency}: {_figures(chosen)}, "
                     f"{_latencies(chosen)} within the target ({sla.text}){at}; verdict {_verdict_text(chosen)}.")
         if passed is not None:
-            sentence += (f" {_at(passed, chosen)} is faster per GPU ({R.number_text(passed.tok_s_per_gpu['working'])}"
+            sentence += (f" {_at(passed, chosen)} is faster per GPU ({number(passed.tok_s_per_gpu['working'])}"
                          f" tok/s) but {_why_not(passed, min_tok_s_user)}.")
         status = "meets"
     else:
@@ -305,7 +306,7 @@ def pick(points: Sequence[Point], sla: Sla, min_tok_s_user: float | None = None)
         judged_points = [p for p in rated if p.verdict != "invalid" and p.sla is not None and p.sla.misses]
         if within and min_tok_s_user is not None:
             chosen = max(within, key=lambda p: p.tok_s_per_user or 0.0)
-            lead = f"No point within the target ({sla.text}) reaches {R.number_text(min_tok_s_user, 1)} tok/s/user"
+            lead = f"No point within the target ({sla.text}) reaches {number(min_tok_s_user, 1)} tok/s/user"
         elif judged_points:
             chosen = min(judged_points, key=lambda p: (_overshoot(p), -(p.tok_s_per_gpu["working"] or 0.0)))
             lead = f"No valid point meets the target ({sla.text}){at}"

@@ -23,6 +23,7 @@ from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Pr
 from . import effective, incidents, kv_trend, startup_rule, validity
 from .catalog import Rule
 from .finding import Finding
+from .present import number
 from .runmodel import Endpoint, Run
 from .templating import Template, _finding, _loc
 from .windows import bucketed, windows
@@ -46,8 +47,6 @@ def template(name: str) -> Callable[[Template], Template]:
     return wrap
 
 
-def _fmt(x: float | None, nd: int = 1) -> str:
-    return "n/a" if x is None else f"{x:,.{nd}f}"
 
 
 # ---------------------------------------------------------------- role balance (B001, B002)
@@ -131,12 +130,12 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
         if p["mode"] == "prefill-bound":
             msg = (f"prefill queue at {ev['prefill_waiting_per_engine']} waiting/engine (last "
                    f"{ev['prefill_waiting_last']}) with prompt throughput at its plateau "
-                   f"({_fmt(ev['prefill_prompt_tps'], 0)} tok/s), while decode is under-filled "
+                   f"({number(ev['prefill_prompt_tps'], 0)} tok/s), while decode is under-filled "
                    f"(KV {ev['decode_kv_pct']} %, {ev['decode_running_per_engine']} running/engine) "
                    f"for {w.seconds:.0f} s")
         else:
             msg = (f"decode saturated (KV {ev['decode_kv_pct']} %, {ev['decode_waiting']} waiting) while prefill "
-                   f"runs at {_fmt(ev['prefill_prompt_tps'], 0)} tok/s (p90 {_fmt(ev['prefill_prompt_tps_p90'], 0)}) for {w.seconds:.0f} s")
+                   f"runs at {number(ev['prefill_prompt_tps'], 0)} tok/s (p90 {number(ev['prefill_prompt_tps_p90'], 0)}) for {w.seconds:.0f} s")
         out.append(_finding(rule, msg, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
     return out
 

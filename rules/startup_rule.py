@@ -8,13 +8,9 @@ from typing import Any
 
 from .catalog import Rule
 from .finding import Finding
+from .present import duration
 from .runmodel import Run
 from .templating import _finding, _loc
-
-
-def _human(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 def startup_stage(rule: Rule, run: Run) -> list[Finding]:
@@ -50,14 +46,14 @@ def startup_stage(rule: Rule, run: Run) -> list[Finding]:
             continue
         took, span, med, n_sib, why = worst
         verb = "has been in" if span.end is None else "took"
-        what = f"{ep.id} {verb} {span.label} for {_human(took)}" if span.end is None else \
-            f"{ep.id} took {_human(took)} in {span.label}"
+        what = f"{ep.id} {verb} {span.label} for {duration(took)}" if span.end is None else \
+            f"{ep.id} took {duration(took)} in {span.label}"
         if span.progress:
             what += f" ({span.progress[0]}/{span.progress[1]} at its last progress line)"
         if med is not None:
-            what += f", {took / med:.0f}x the {_human(med)} its {n_sib} sibling(s) took"
+            what += f", {took / med:.0f}x the {duration(med)} its {n_sib} sibling(s) took"
         if why == "limit" or med is None:
-            what += f" (limit {_human(limits[span.stage])})" if span.stage in limits else ""
+            what += f" (limit {duration(limits[span.stage])})" if span.stage in limits else ""
         ready = [e.id for e in run.endpoints.values() if e.id != ep.id and e.startup.ready_at is not None]
         if span.end is None and ready:
             what += f"; {len(ready)} other endpoint(s) are ready"

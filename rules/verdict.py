@@ -21,8 +21,9 @@ import polars as pl
 from diag.parsers.records import BenchResult
 
 from .finding import Finding
+from .present import number
 from .runmodel import Endpoint, Run
-from .verdict_catalog import DECODING, _fmt, _r, _v, capacity, experiments, verdict_catalog
+from .verdict_catalog import DECODING, _r, _v, capacity, experiments, verdict_catalog
 
 INTERVAL_S = 10.0    # vLLM's stats interval: a stats line reports the 10 s before it
 EMPTY_FIGURES: Mapping[str, Any] = {"window_s": None, "prefill": {}, "decode": {}, "decode_role": None,
@@ -257,21 +258,21 @@ class _Judge:
                 and not self.decode_batch_full())
 
     def batch_text(self) -> str:
-        return (f"decode's batch is full: {_fmt(self.dec_run)} running/engine at max-num-seqs "
-                f"{_fmt(self.cap.get('batch_cap'), 0)}, {_fmt(self.dec_wait)} waiting/engine, KV at {_fmt(self.dec_kv)} %")
+        return (f"decode's batch is full: {number(self.dec_run, 1)} running/engine at max-num-seqs "
+                f"{number(self.cap.get('batch_cap'), 0)}, {number(self.dec_wait, 1)} waiting/engine, KV at {number(self.dec_kv, 1)} %")
 
     def decode_text(self) -> str:
-        parts = [f"decode KV {_fmt(self.dec_kv)} %"]
+        parts = [f"decode KV {number(self.dec_kv, 1)} %"]
         run = self.dec_run
         if run is not None:
             if self.cap.get("batch_cap"):
-                parts.append(f"{_fmt(run)} running/engine of max-num-seqs {_fmt(self.cap['batch_cap'], 0)}")
+                parts.append(f"{number(run, 1)} running/engine of max-num-seqs {number(self.cap['batch_cap'], 0)}")
             elif self.cap.get("decode_capacity_per_engine"):
-                parts.append(f"{_fmt(run)} running/engine (KV sized for "
-                             f"{_fmt(self.cap['decode_capacity_per_engine'], 0)} full-length)")
+                parts.append(f"{number(run, 1)} running/engine (KV sized for "
+                             f"{number(self.cap['decode_capacity_per_engine'], 0)} full-length)")
             else:
-                parts.append(f"{_fmt(run)} running/engine")
-        parts.append(f"{_fmt(self.dec_wait)} waiting/engine")
+                parts.append(f"{number(run, 1)} running/engine")
+        parts.append(f"{number(self.dec_wait, 1)} waiting/engine")
         return ", ".join(parts)
 
 
@@ -342,18 +343,18 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
     if b001 or j.prefill_queue():
         signals = bool(b001) + j.prefill_queue() + ((j.fig["decode_util"] or 0.0) < p["under_util"])
         return "prefill-bound", None, \
-            f"requests queue on prefill ({_fmt(j.pre_wait)} waiting/engine, peak " \
-            f"{_fmt(_v(j.fig, 'prefill', 'waiting', 'peak'))}) while decode has room ({j.decode_text()})", \
+            f"requests queue on prefill ({number(j.pre_wait, 1)} waiting/engine, peak " \
+            f"{number(_v(j.fig, 'prefill', 'waiting', 'peak'), 1)}) while decode has room ({j.decode_text()})", \
             _confidence(signals, j.fig, p), b001
     if j.engine_prefilling():
         pt = _v(j.fig, "decode", "prompt_tps")
         return "prefill-bound", None, \
-            f"requests wait on the engine ({_fmt(j.dec_wait)} waiting/engine) with its KV at {_fmt(j.dec_kv)} %: " \
-            f"admission waits on prefill (prompt {_fmt(pt, 0)} tok/s)", _confidence(2, j.fig, p), []
+            f"requests wait on the engine ({number(j.dec_wait, 1)} waiting/engine) with its KV at {number(j.dec_kv, 1)} %: " \
+            f"admission waits on prefill (prompt {number(pt, 0)} tok/s)", _confidence(2, j.fig, p), []
     if j.waiting_on_transfers():
         return "transfer-bound", "kv-transfer latency", \
-            f"decode requests wait for their KV ({_fmt(j.dec_wait)} waiting/engine) with decode's cache at " \
-            f"{_fmt(j.dec_kv)} % and no prefill queue", _confidence(2, j.fig, p), []
+            f"decode requests wait for their KV ({number(j.dec_wait, 1)} waiting/engine) with decode's cache at " \
+            f"{number(j.dec_kv, 1)} % and no prefill queue", _confidence(2, j.fig, p), []
     if not j.has_stats():
         return "unknown", None, "no stats in the window and no finding that decides", "low", []
     util = j.fig["decode_util"]
@@ -370,13 +371,13 @@ def _ruled_out(chosen: str, j: _Judge) -> list[dict[str, str]]:
     p, out = j.p, []
     if not j.has_stats():
         return out
-    pre = f"prefill waiting {_fmt(j.pre_wait)}/engine (a queue is >= {_fmt(p['prefill_queue'], 0)})"
+    pre = f"prefill waiting {number(j.pre_wait, 1)}/engine (a queue is >= {number(p['prefill_queue'], 0)})"
     reasons = {
         "prefill-bound": None if j.prefill_queue() or j.engine_prefilling() or j.codes("DIAG-B001") else pre,
         "decode-bound": None if j.decode_kv_full() or j.decode_batch_full() or j.codes("DIAG-K001", "DIAG-K002", "DIAG-B002")
         else j.decode_text(),
         "transfer-bound": None if j.waiting_on_transfers() or j.codes("DIAG-E002")
-        else f"no KV-transfer failure, decode waiting {_fmt(j.dec_wait)}/engine",
+        else f"no KV-transfer failure, decode waiting {number(j.dec_wait, 1)}/engine",
         "under-loaded": None if not (j.prefill_queue() or j.decode_kv_full()) and (j.fig["decode_util"] or 1) < p["under_util"]
         else (f"decode at {(j.fig['decode_util'] or 0) * 100:.0f} % of its capacity" if j.fig["decode_util"] is not None
               else "decode's capacity is unknown"),

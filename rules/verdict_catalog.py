@@ -13,6 +13,7 @@ from typing import Any
 
 from .effective import what_ran
 from .knowledge import family_for
+from .present import number
 from .runmodel import Run
 
 DECODING = ("decode", "agg", "unknown")   # the side that generates: decode, else an aggregated endpoint
@@ -85,8 +86,6 @@ def _v(d: Mapping[str, Any], *keys: str) -> float | None:
     return d if isinstance(d, (int, float)) else None
 
 
-def _fmt(x: float | None, nd: int = 1) -> str:
-    return "n/a" if x is None else f"{x:,.{nd}f}"
 
 
 # ------------------------------------------------------------------ capacity and experiments
@@ -153,14 +152,14 @@ def _context(v_cls: str, fig: Mapping[str, Any], cap: Mapping[str, Any], concurr
     if pt and n:
         put("prefill_tps", f"{pt:,.0f}")
         put("prefill_tps_next", f"{pt * (n + 1) / n:,.0f}")
-    put("decode_kv", _fmt(_v(fig, "decode", "kv", "mean")) if _v(fig, "decode", "kv", "mean") is not None else None)
+    put("decode_kv", number(_v(fig, "decode", "kv", "mean"), 1) if _v(fig, "decode", "kv", "mean") is not None else None)
     put("decode_capacity", f"{cap['decode_capacity']:,.0f}" if cap.get("decode_capacity") else None)
     put("concurrency", concurrency)
     if concurrency and cap.get("decode_dp"):
         put("decode_batch", -(-concurrency // int(cap["decode_dp"])))
     put("capture_size", int(cap["capture_size"]) if cap.get("capture_size") else None)
     put("batch_cap", int(cap["batch_cap"]) if cap.get("batch_cap") else None)
-    put("decode_waiting", _fmt(_v(fig, "decode", "waiting", "mean")) if _v(fig, "decode", "waiting", "mean") else None)
+    put("decode_waiting", number(_v(fig, "decode", "waiting", "mean"), 1) if _v(fig, "decode", "waiting", "mean") else None)
     util = fig.get("decode_util")
     put("decode_util_pct", round(util * 100) if util is not None else None)
     put("cause", cause or None)

@@ -24,6 +24,7 @@ from diag.files import Side
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Fault, NixlFailure, StartupFact, StatsSample
+from diag.rules import present
 from diag.rules.finding import Finding
 from diag.rules.runmodel import STATS_SCHEMA
 from diag.sources import FollowSource
@@ -366,5 +367,5 @@ def test_plot_set_caps_kv_lines_and_reads_only_the_window() -> None:
 
 
 def test_human_durations() -> None:
-    assert [st.human_duration(s) for s in (None, 12, 119, 240, 7199, 3 * 3600, 2301 * 3600)] == \
+    assert [present.duration(s, coarse=True) for s in (None, 12, 119, 240, 7199, 3 * 3600, 2301 * 3600)] == \
         ["-", "12s", "119s", "4m", "119m", "3h", "95d"]

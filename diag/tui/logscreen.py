@@ -10,7 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..emit import SEV_STYLE
+from diag.rules.present import SEVERITY_STYLE
+
 from .screens import LiveScreen
 from .state import FindingRow, LogEntry, Snapshot
 
@@ -77,7 +78,7 @@ def _log_text(e: LogEntry) -> Text:
     t = Text(e.at.strftime("%m-%d %H:%M:%S") if e.at else "-" * 14, style="dim")
     t.append({"open": " opened ", "close": " closed ", "start": " at start"}[e.event].ljust(10),
              style="bold" if e.event == "open" else "dim")
-    t.append(f"{f.severity:<7} ", style=SEV_STYLE.get(f.severity, ""))
+    t.append(f"{f.severity:<7} ", style=SEVERITY_STYLE.get(f.severity, ""))
     t.append(f.code, style="bold")
     t.append(f" {f.name} [{f.endpoint or 'run'}]")
     t.append(f"\n  {f.message}", style="dim")

@@ -17,12 +17,12 @@ from rich.table import Table
 from rich.text import Text
 
 from diag.rules.catalog import HEALTH_STATES
+from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, duration, number
 
-from ..emit import HEALTH_STYLE, SEV_STYLE
 from ..report import EndpointSummary, link_lines, stage_text
 from .plotdata import end_epoch
 from .records import RecordLine
-from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot, TableCells, human_duration
+from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot, TableCells
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -77,12 +77,8 @@ def fit_columns(widths: dict[str, int], available: int) -> list[str]:
     return [c.key for c in COLUMNS if c.key in chosen]
 
 
-def num(x: float | int | None, nd: int = 0) -> str:
-    return "-" if x is None else f"{x:,.{nd}f}"
-
-
 def age_text(s: float | None) -> str:
-    return human_duration(s)
+    return duration(s, coarse=True)
 
 
 def window_slots(points: Sequence[Point], end: float, window_s: int) -> list[Point | None]:
@@ -179,8 +175,8 @@ def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: st
     limiting = snap.limiting is not None and s.role == snap.limiting
     return {"endpoint": Text(s.id, style="bold reverse yellow" if limiting else "bold"), "health": health_cell(s),
             "role": Text(s.role, style="bold yellow") if limiting else s.role,
-            "prompt": num(s.prompt_tps_mean), "gen": num(s.gen_tps_mean), "run": num(s.running_mean),
-            "wait": num(s.waiting_mean), "kv": kv_bar(s.kv_mean), "tps_spark": Text(tps, style="cyan"),
+            "prompt": number(s.prompt_tps_mean), "gen": number(s.gen_tps_mean), "run": number(s.running_mean),
+            "wait": number(s.waiting_mean), "kv": kv_bar(s.kv_mean), "tps_spark": Text(tps, style="cyan"),
             "kv_spark": Text(kv, style="magenta"), "age": age_text(row.age_s), "pre": str(s.preemptions),
             "eng": str(s.engines), "nodes": short_nodes(s.nodes, prefix)}
 
@@ -242,7 +238,7 @@ def sort_rows(rows: Sequence[EndpointRow], key: str | None, descending: bool, sn
 
 
 def engine_cells(r: EngineRow) -> tuple[Any, ...]:
-    return (r.engine, str(r.samples), num(r.prompt_tps, 1), num(r.gen_tps, 1), num(r.running), num(r.waiting),
+    return (r.engine, str(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running), number(r.waiting),
             kv_bar(r.kv), str(r.preemptions), age_text(r.age_s))
 
 
@@ -265,7 +261,7 @@ def _val(v: Any, n: int = 60) -> str:
 def _evidence_item(k: str, v: Any) -> str:
     """Durations (keys in seconds, ``window_s``) in human units like every age on screen."""
     if k.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool):
-        return f"{k[:-2]} {human_duration(v)}"
+        return f"{k[:-2]} {duration(coarse=True, s=v)}"
     return f"{k} {_val(v)}"
 
 
@@ -281,14 +277,14 @@ def finding_text(fr: FindingRow) -> Text:
     f = fr.f
     t = Text()
     t.append("● open   " if fr.state == "open" else "○ closed ", style="bold" if fr.state == "open" else "dim")
-    t.append(f"{f.severity:<7} ", style=SEV_STYLE.get(f.severity, ""))
+    t.append(f"{f.severity:<7} ", style=SEVERITY_STYLE.get(f.severity, ""))
     t.append(f.code, style="bold")
     t.append(f" {f.name}")
     t.append(f" [{f.endpoint or 'run'}]", style="bold")
     t.append(f"\n  {f.message}")
     where = []
     if f.first_ts:
-        span = f" ({human_duration((f.last_ts - f.first_ts).total_seconds())})" if f.last_ts else ""
+        span = f" ({duration(coarse=True, s=(f.last_ts - f.first_ts).total_seconds())})" if f.last_ts else ""
         where.append(f"{_hm(f.first_ts)}–{_hm(f.last_ts)}{span}")
     if f.location:
         where.append(f"at {f.location}")
@@ -306,7 +302,7 @@ def finding_clip(fr: FindingRow) -> str:
     f = fr.f
     lines = [f"{f.code} {f.name} ({f.severity}, {fr.state}) [{f.endpoint or 'whole run'}]", f.message]
     if f.first_ts:
-        span = f" ({human_duration((f.last_ts - f.first_ts).total_seconds())})" if f.last_ts else ""
+        span = f" ({duration(coarse=True, s=(f.last_ts - f.first_ts).total_seconds())})" if f.last_ts else ""
         lines.append(f"window: {f.first_ts:%Y-%m-%d %H:%M:%S}–{_hm(f.last_ts)}{span}")
     if f.evidence:
         lines.append("evidence: " + ", ".join(f"{k}={v}" for k, v in f.evidence.items()))

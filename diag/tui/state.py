@@ -25,6 +25,7 @@ from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
 from diag.rules.engine import key, same
 from diag.rules.finding import Finding, severity_rank
+from diag.rules.present import duration
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
@@ -270,18 +271,6 @@ def recent_records(ep: Endpoint) -> tuple[RecordLine, ...]:
     return tuple(sorted(events + stats, key=_ts_key))
 
 
-def human_duration(s: float | None) -> str:
-    """Ages and durations everywhere in the TUI: ``12s``, ``4m``, ``3h``, ``9d`` (one unit, rounded down)."""
-    if s is None:
-        return "-"
-    s = max(0, int(s))
-    if s < 120:
-        return f"{s}s"
-    if s < 2 * 3600:
-        return f"{s // 60}m"
-    if s < 48 * 3600:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"
 
 
 def _short_build(b: str) -> str:
@@ -304,7 +293,7 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
             ("stage", stage)]
     end = run.clock if stage in TERMINAL_STAGES or now is None else now
     if run.start and end:
-        rows.append(("elapsed", human_duration((end - run.start).total_seconds())))
+        rows.append(("elapsed", duration(coarse=True, s=(end - run.start).total_seconds())))
     v = report.verdict
     if v is not None:
         rows.append(("verdict", f"{v.label} · {v.confidence}" + (f" @{v.concurrency}" if v.concurrency else "")))

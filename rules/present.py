@@ -1,0 +1,82 @@
+"""How diag writes a figure, a duration, a time and a severity, once for every output: finding
+messages (rules), the terminal text, the TUI and the HTML report. No other module formats a number.
+
+It sits in the rules layer because finding messages are composed there; everything above imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+
+MISSING = "-"
+
+
+def number(x: float | int | None, nd: int = 0) -> str:
+    """A figure with thousands separators, ``-`` for none: ``152,608``, ``96.4`` (nd=1)."""
+    return MISSING if x is None else f"{x:,.{nd}f}"
+
+
+def compact(x: float | int | None) -> str:
+    """A figure in at most five characters for narrow cells and axis ticks: ``999``, ``15.2k``, ``152k``,
+    ``1.4M``; whole, never cut."""
+    if x is None:
+        return MISSING
+    a = abs(x)
+    for limit, div, unit in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e3, 1e3, "k")):
+        if a >= limit:
+            v = x / div
+            return f"{v:.1f}{unit}" if abs(v) < 100 else f"{v:.0f}{unit}"
+    return f"{x:.0f}" if a >= 10 or float(x).is_integer() else f"{x:.1f}"
+
+
+def seconds(x: float | None) -> str:
+    """A latency in seconds, three significant digits: ``0.0213``, ``4.52``, ``118``."""
+    return MISSING if x is None else f"{x:.3g}"
+
+
+def duration(s: float | None, *, coarse: bool = False) -> str:
+    """A time span: ``45s``, ``4m05s``, ``1h12m``; ``coarse`` gives one unit, rounded down, for ages in
+    narrow cells: ``12s``, ``4m``, ``3h``, ``9d``."""
+    if s is None:
+        return MISSING
+    sec = max(0, round(s) if not coarse else int(s))
+    if coarse:
+        if sec < 120:
+            return f"{sec}s"
+        if sec < 2 * 3600:
+            return f"{sec // 60}m"
+        return f"{sec // 3600}h" if sec < 48 * 3600 else f"{sec // 86400}d"
+    if sec < 60:
+        return f"{sec}s"
+    if sec < 3600:
+        return f"{sec // 60}m{sec % 60:02d}s"
+    return f"{sec // 3600}h{sec % 3600 // 60:02d}m"
+
+
+def clock(t: datetime | None) -> str:
+    """A log time without the year: ``03-14 09:12:05``."""
+    return t.strftime("%m-%d %H:%M:%S") if t else MISSING
+
+
+# ------------------------------------------------------------------ one style table
+# Terminal styles (rich) for text and the TUI; HTML colours for the report. Keyed by the closed
+# vocabularies: severity, health, verdict class.
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "CRIT": "bold red", "DOWN": "bold white on red",
+                "STALE": "magenta", "NO STATS": "dim"}
+VERDICT_STYLE = {"healthy": "green", "under-loaded": "cyan", "prefill-bound": "yellow", "decode-bound": "magenta",
+                 "transfer-bound": "bold yellow", "startup-stuck": "bold red", "invalid": "bold red",
+                 "unknown": "dim"}
+VERDICT_COLOUR = {"healthy": "#2ca02c", "under-loaded": "#17becf", "prefill-bound": "#ff7f0e",
+                  "decode-bound": "#9467bd", "transfer-bound": "#d62728", "startup-stuck": "#8c564b",
+                  "invalid": "#7f7f7f", "unknown": "#bbbbbb"}
+SEVERITY_FILL = {"error": "rgba(214,39,40,0.16)", "warning": "rgba(255,127,14,0.14)", "info": "rgba(31,119,180,0.08)"}
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22")
+TERMINAL_PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "white")
+
+
+def colour_of(name: str, palette: tuple[str, ...] = PALETTE) -> str:
+    """A series' colour from its name alone (an endpoint keeps its colour across runs and reloads)."""
+    return palette[int.from_bytes(hashlib.blake2s(name.encode(), digest_size=4).digest(), "big") % len(palette)]
