@@ -8,6 +8,7 @@ a finding several jobs share is reported once. Exit status: 0 clean, 1 findings 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .options import EXIT_USAGE, CheckFormat, FailOn, fail, quiet_pipe
+from .options import EXIT_USAGE, CheckFormat, FailOn, console_for, fail, quiet_pipe
 
 if TYPE_CHECKING:
     from diag.rules.catalog import Rule
@@ -153,8 +154,6 @@ def check(
     """Lint srt-slurm recipes (v1, override, sweep and schema-2 files) for P/D pitfalls."""
     from diag.rules.settings import SettingsError, resolve
 
-    from .reports import render
-
     try:
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
                            fail_on=fail_on.value if fail_on is not None else None, exit_zero=exit_zero)
@@ -171,8 +170,33 @@ def check(
     if result.errors and not result.files and format is CheckFormat.text:
         raise typer.Exit(EXIT_USAGE)  # nothing was checked: no "All checks passed" line under the errors
     with quiet_pipe():
-        typer.echo(render(format.value, result.findings, files=result.files, suppressed=result.suppressed,
-                          notes=result.notes), nl=False)
+        emit_check(format, result)
     if result.errors:
         raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(1 if settings.fails(result.findings) else 0)
+
+
+def emit_check(fmt: CheckFormat, result: CheckResult) -> None:
+    """Write the findings to stdout in ``fmt`` (one order: :func:`diag.rules.engine.sort_findings`)."""
+    from diag.rules.engine import sort_findings
+
+    found = sort_findings(result.findings)
+    if fmt is CheckFormat.text:
+        from .emit.text import render_check
+
+        render_check(found, console_for(), files=result.files, suppressed=result.suppressed)
+        return
+    if fmt is CheckFormat.json:
+        from .emit.jsondoc import check_document
+
+        out = check_document(found, files=result.files, suppressed=result.suppressed, notes=result.notes)
+    elif fmt is CheckFormat.sarif:
+        from .emit.sarif import render_sarif
+
+        out = render_sarif(found)
+    else:
+        from .emit.github import render_github
+
+        out = render_github(found)
+    sys.stdout.write(out)
+    sys.stdout.flush()

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
+from .emit import FORMATS
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -31,17 +33,9 @@ class FailOn(StrEnum):
     never = "never"
 
 
-class TailFormat(StrEnum):
-    text = "text"
-    json = "json"
-    jsonl = "jsonl"
-
-
-class CheckFormat(StrEnum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
-    github = "github"
+TailFormat = StrEnum("TailFormat", {f: f for f in FORMATS["tail"]})     # one emitter family: diag.emit
+CheckFormat = StrEnum("CheckFormat", {f: f for f in FORMATS["check"]})
+ReportFormat = StrEnum("ReportFormat", {f: f for f in FORMATS["report"]})
 
 
 class ListFormat(StrEnum):

@@ -4,19 +4,12 @@ or the JSON table behind every plot) from the same pipeline reports ``diag tail`
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 
 import typer
 
-from .options import EXIT_USAGE, console_for, fail, positive, quiet_pipe
+from .options import EXIT_USAGE, ReportFormat, console_for, fail, positive, quiet_pipe
 from .sla import DEFAULT_SLA
-
-
-class ReportFormat(StrEnum):
-    html = "html"
-    text = "text"
-    json = "json"
 
 
 def report(
@@ -69,7 +62,7 @@ def report(
                     for rf in runs]
     doc = build(reports, target, result_files, min_tok_s_user)
     if fmt is ReportFormat.html:
-        from .html_report import render_html
+        from .emit.html import render_html
 
         out = output or Path("report.html")
         out.write_text(render_html(doc), encoding="utf-8")
@@ -85,12 +78,12 @@ def report(
                 sys.stdout.write(text)
                 sys.stdout.flush()
     else:
-        from .report_text import render_text
+        from .emit.report_text import render_report
 
         if output:
             with output.open("w", encoding="utf-8") as fh:
-                render_text(doc, console_for(fh))
+                render_report(doc, console_for(fh))
         else:
             with quiet_pipe():
-                render_text(doc, console_for())
+                render_report(doc, console_for())
     raise typer.Exit(EXIT_USAGE if any(rep.run.errors for rep in reports) else 0)

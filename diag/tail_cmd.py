@@ -216,14 +216,22 @@ def _nothing_read(paths: list[str], reports: list[Report]) -> None:
 
 def emit(reports: list[Report], fmt: TailFormat) -> None:
     """Write the reports to stdout in ``fmt``."""
-    from .emit import document, dumps, jsonl_lines, render_text
+    from .emit import JSONL_SCHEMA, dumps, envelope
+    from .emit.jsondoc import document, jsonl_lines
+    from .emit.text import render_tail
 
     out = sys.stdout
     if fmt is TailFormat.json:
         out.write(dumps(document(reports)) + "\n")
-    elif fmt is TailFormat.jsonl:
-        from .emit import JSONL_SCHEMA, envelope
+    elif fmt in (TailFormat.sarif, TailFormat.github):
+        from diag.rules.engine import sort_findings
 
+        from .emit.github import render_github
+        from .emit.sarif import render_sarif
+
+        found = sort_findings(f for r in reports for f in r.findings)
+        out.write(render_sarif(found) if fmt is TailFormat.sarif else render_github(found))
+    elif fmt is TailFormat.jsonl:
         out.write(dumps({"type": "stream", **envelope(JSONL_SCHEMA)}) + "\n")
         for rep in reports:
             for obj in jsonl_lines(rep):
@@ -233,7 +241,7 @@ def emit(reports: list[Report], fmt: TailFormat) -> None:
         for i, rep in enumerate(reports):
             if len(reports) > 1:
                 console.rule(f"run {rep.run.root or i}", style="dim")
-            render_text(rep, console)
+            render_tail(rep, console)
     out.flush()
 
 
@@ -288,17 +296,9 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
     prints the events and the final report. Exit status by fail-on, like a batch read."""
     import time
 
-    from .emit import (
-        JSONL_SCHEMA,
-        document,
-        dumps,
-        envelope,
-        finding_event,
-        heartbeat_line,
-        record_dict,
-        render_text,
-        summary_line,
-    )
+    from .emit import JSONL_SCHEMA, dumps, envelope
+    from .emit.jsondoc import document, record_dict, summary_line
+    from .emit.text import finding_event, heartbeat_line, render_tail
     from .pipeline import Pipeline
     from .sources import FollowSource
 
@@ -347,5 +347,5 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
         elif fmt is TailFormat.json:
             emit_obj(document([final]))
         else:
-            render_text(final, console)
+            render_tail(final, console)
     return exit_status([final], settings)

@@ -38,6 +38,7 @@ class Rule:
     health: str | None = None                # endpoint health a finding of this rule implies
     consequence_of: tuple[str, ...] = ()     # rules whose earlier finding elsewhere explains this one
     caused_by: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # config causes
+    fix: str = ""                            # one line a finding prints as its fix, when it has no own fix
 
     def with_params(self, overrides: dict[str, Any]) -> Rule:
         """A copy with thresholds overridden (``for``/``keep_firing_for`` included)."""
@@ -76,7 +77,7 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
         for_s=float(entry.get("for", 0)), keep_firing_for_s=float(entry.get("keep_firing_for", 0)),
         examples=tuple(entry.get("examples", ())), docs=entry.get("docs", ""),
         health=_health(entry, source), consequence_of=tuple(entry.get("consequence_of", ())),
-        caused_by=tuple(entry.get("caused_by", ())),
+        caused_by=tuple(entry.get("caused_by", ())), fix=entry.get("fix", "").strip(),
     )
 
 

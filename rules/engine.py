@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 from . import runtime
 from .catalog import Rule, by_scope, catalog
@@ -54,9 +55,13 @@ def evaluate(run: Run, rules: Iterable[Rule] | None = None) -> list[Finding]:
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Most severe first, then by time and code."""
-    return sorted(findings, key=lambda f: (-severity_rank(f.severity), f.first_ts is None,
-                                           f.first_ts.isoformat() if f.first_ts else "", f.code, f.endpoint or ""))
+    """The one order of findings in every output: most severe first, then by time, code, endpoint, file, line."""
+    def order(f: Finding) -> tuple[Any, ...]:
+        loc = f.location
+        return (-severity_rank(f.severity), f.first_ts is None, f.first_ts.isoformat() if f.first_ts else "",
+                f.code, f.endpoint or "", loc.path if loc else "", (loc.line or 0) if loc else 0,
+                (loc.col or 0) if loc else 0, f.message)
+    return sorted(findings, key=order)
 
 
 def key(f: Finding) -> tuple[str, str | None, str]:

@@ -130,7 +130,8 @@ def async_scheduling_race(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         else:
             sev = str(rule.params.get("unknown_severity", "warning"))
             msg = (f"async scheduling ({why}) with a KV consumer ({kv_role}) on {build.label}: cannot verify "
-                   f"it has {', '.join('#' + f for f in unknown)}; add the build to rules/data/versions.toml")
+                   f"it has {', '.join('#' + f for f in unknown)} (a build diag does not know: pin a release it knows, "
+                   f"vLLM >= v0.26.0, to have it checked)")
         if assumed:
             sev = at_most(sev, "warning")
         yield finding(rule, recipe, msg, flag_mark(recipe, role, "async-scheduling"), role=role, fix=fix,

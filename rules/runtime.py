@@ -298,7 +298,7 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
                 kv_by_ts = ep.stats.group_by("ts").agg(pl.col("kv_usage").max()).sort("ts")
             fc = kv_trend.forecast(kv_by_ts, w.start, int(p.get("forecast_samples", 6)))
             msg = (f"KV cache at {ev['kv_pct_min']:.1f}-{ev['kv_pct_max']:.1f} % for {w.seconds:.0f} s with up to "
-                   f"{ev['waiting_max']} waiting and {ev['preemptions']} preemptions")
+                   f"{number(ev['waiting_max'])} waiting and {number(ev['preemptions'])} preemptions")
             if fc:
                 ev["forecast"] = fc
                 msg += (f"; it had risen {fc['from_pct']:.0f}->{fc['to_pct']:.0f} % at "
@@ -386,7 +386,7 @@ def presence(rule: Rule, run: Run) -> list[Finding]:
             continue
         stamps = [t for t in (_when(i)[0] for _, i in items) if t is not None]
         file, first = items[0]
-        what = ", ".join(f"{n} {_LABELS.get(k, k.replace('_', ' '))}" for k, n in counts.most_common())
+        what = ", ".join(f"{number(n)} {_LABELS.get(k, k.replace('_', ' '))}" for k, n in counts.most_common())
         msg = f"{ep.id}: {what}"
         ev: dict[str, Any] = {"counts": dict(counts), "total": total}
         if p["signal"] == "kv_expiry" and run.async_scheduling(ep) and counts.get("invalid"):
@@ -460,8 +460,8 @@ def capacity(rule: Rule, run: Run) -> list[Finding]:
             if cap * rule.params.get("margin", 1.0) < share:
                 where = ep.fact_lines.get("max_concurrency")
                 out.append(_finding(
-                    rule, f"{ep.id} holds {cap:,.0f} full-length requests ({per_engine:g}x x {len(ep.engines)} engines) "
-                    f"but receives up to {share:,.0f} (concurrency {conc})", endpoint=ep.id,
+                    rule, f"{ep.id} holds {number(cap)} full-length requests ({number(per_engine, 1)} per engine x "
+                    f"{len(ep.engines)} engines) but receives up to {number(share)} (concurrency {number(conc)})", endpoint=ep.id,
                     location=_loc(*where) if where else None,
                     evidence={"capacity": round(cap, 1), "share": round(share, 1), "per_engine": per_engine,
                               "engines": len(ep.engines), "concurrency": conc}))
@@ -487,7 +487,7 @@ def noise_ratio(rule: Rule, run: Run) -> list[Finding]:
     for c in counts:
         kinds.update({k: v for k, v in c.noise.items() if v})
     exact = all(s.counts.exact for s in logs)
-    return [_finding(rule, f"{nr:.0%} of {lines:,} log lines are noise and {ar:.0%} carry ANSI escapes"
+    return [_finding(rule, f"{nr:.0%} of {number(lines)} log lines are noise and {ar:.0%} carry ANSI escapes"
                      + ("" if exact else " (estimated from a sample of lines)"),
                      evidence={"lines": lines, "noise_lines": noise, "ansi_lines": ansi, "noise": dict(kinds),
                                "exact": exact})]

@@ -17,6 +17,8 @@ Template = Callable[[Rule, Run], list[Finding]]
 
 
 def _finding(rule: Rule, message: str, **kw: Any) -> Finding:
+    """A finding of ``rule``; its fix is the catalog's one-line fix unless the rule gives its own."""
+    kw.setdefault("fix", rule.fix or None)
     return Finding(rule.code, rule.name, rule.severity, message, **kw)
 
 

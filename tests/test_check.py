@@ -319,11 +319,32 @@ def test_cli_exit_codes_and_thresholds(real_recipes: Path) -> None:
     assert _cli(str(real_recipes / OVERRIDE), "--select", "C0", "--ignore", "C013").exit_code == 0
 
 
-def test_cli_text_output_is_ruff_like(real_recipes: Path) -> None:
+def test_cli_text_output_groups_by_file(real_recipes: Path) -> None:
     res = _cli(str(real_recipes / MEGAMOE), "--select", "C002")
-    first, fix, summary = res.stdout.splitlines()
-    assert first.startswith(f"{real_recipes / MEGAMOE}:99:5: DIAG-C002 [warning] decode: async scheduling")
-    assert fix.startswith("    fix: ") and summary == "Found 1 finding (1 warning) in 1 file."
+    path, first, fix, blank, summary = res.stdout.splitlines()
+    assert path == str(real_recipes / MEGAMOE) and blank == ""
+    assert first.startswith("  99:5    DIAG-C002 warning decode: async scheduling")
+    assert fix.startswith("          fix: ") and summary == "Found 1 finding (1 warning) in 1 file."
+
+
+def test_cli_text_worst_first_and_path_once(real_recipes: Path) -> None:
+    """Across a directory: each file's path once, its findings under it by severity (errors first)."""
+    res = _cli(str(real_recipes))
+    lines = res.stdout.splitlines()
+    rank = {"error": 2, "warning": 1, "info": 0}
+    groups: dict[str, list[int]] = {}
+    current = None
+    for line in lines[:-1]:
+        if line and not line.startswith(" "):
+            assert line not in groups, line            # a file's path is written once
+            current = line
+            groups[current] = []
+        elif line.startswith("  ") and "DIAG-" in line and not line.lstrip().startswith("fix:"):
+            sev = line.split("DIAG-", 1)[1].split()[1]
+            groups[current].append(rank[sev])
+    assert len(groups) > 5 and all(g == sorted(g, reverse=True) for g in groups.values())
+    worst = [max(g) for g in groups.values() if g]
+    assert worst == sorted(worst, reverse=True)        # the file with the worst finding first
 
 
 def test_cli_scans_directories_and_notes_non_recipes(real_recipes: Path, tmp_path: Path) -> None:

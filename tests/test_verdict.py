@@ -14,7 +14,7 @@ from conftest import ROOT
 from loading import report_of
 from rich.console import Console
 
-from diag.emit import render_text
+from diag.emit.text import render_tail
 from diag.pipeline import analyze
 from diag.report import Report
 from diag.rules.examples import build_example_run
@@ -119,7 +119,7 @@ def test_sample_never_unlimited_beside_a_bottleneck(reports, name: str) -> None:
     report = reports[name]
     assert_no_limit_beside_bottleneck(report)
     console = Console(record=True, width=200, color_system=None)
-    render_text(report, console)
+    render_tail(report, console)
     assert "balanced" not in console.export_text()
 
 
@@ -149,11 +149,11 @@ def test_prefill_bound_table_carries_its_queue(reports) -> None:
     assert dec.kv_mean is not None and 15 < dec.kv_mean < 30
     assert report.balance is not None and report.balance["limiting"] == "prefill"
     console = Console(record=True, width=220, color_system=None)
-    render_text(report, console)
+    render_tail(report, console)
     text = console.export_text()
     assert "verdict     prefill-bound (high confidence) at concurrency 2048" in text
-    assert "balance: queue on prefill" in text and "prefill limits" in text
-    row = next(line for line in text.splitlines() if line.startswith("│prefill-w0"))
+    assert "balance  queue on prefill" in text and "prefill limits" in text
+    row = next(line for line in text.splitlines() if line.startswith("prefill-w0"))
     assert " 0/0 " not in row   # the post-run zeros are not the headline
 
 

@@ -21,7 +21,7 @@ def _run_verdict(v: dict[str, Any] | None) -> Text:
     return Text(f"{label}, {v['confidence']}", style=VERDICT_STYLE.get(v["class"], ""))
 
 
-def render_text(doc: dict[str, Any], console: Console) -> None:
+def render_report(doc: dict[str, Any], console: Console) -> None:
     console.print(Text(doc["pick"]["sentence"], style="bold"))
     console.print(escape(f"latency target: {doc['sla']['text']} (from {doc['sla']['source']})"))
     runs = Table(title="runs", title_justify="left", pad_edge=False)

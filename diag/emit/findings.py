@@ -1,4 +1,5 @@
-"""Helpers shared by the report writers: ordering and counting findings."""
+"""What the finding emitters share: where a finding is, and the counts of the summary (the order is
+:func:`diag.rules.engine.sort_findings`)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from diag.rules.finding import SEVERITIES, Finding
-
-
-def _key(f: Finding) -> tuple[str, int, int, str, str]:
-    loc = f.location
-    path = loc.path if loc else ""
-    return (path, (loc.line or 0) if loc else 0, (loc.col or 0) if loc else 0, f.code, f.message)
-
-
-def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """By path, line, column, code (findings without a location first, by code)."""
-    return sorted(findings, key=_key)
 
 
 def where(f: Finding) -> str:
