@@ -19,11 +19,12 @@ from diag.rules.finding import Finding
 from diag.rules.present import duration, number
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.verdict import INTERVAL_S, Verdict, Verdicts, active_window, in_window
+from diag.rules.verdict_catalog import verdict_catalog
 
 HEALTH_ORDER = HEALTH_STATES
 STATS_INTERVAL_S = INTERVAL_S   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
 STAGE_SHORT = {s.name: s.short for s in STAGES}
-STALE_S = 60.0      # an endpoint whose last stats line is older than this (as of the report's time) is STALE
+STALE_S = float(verdict_catalog().params["stale_s"])   # the catalog's; a STALE endpoint's last stats line is older
 
 
 @dataclass(frozen=True)

@@ -52,29 +52,13 @@ def rules_list(
         return
     with quiet_pipe():
         if fmt is RulesFormat.json:
-            import json
+            from .emit.rules import rules_document
 
-            from .emit import envelope
-
-            doc = {**envelope("diag-rules-1"), "rules": [
-                {"code": r.code, "name": r.name, "severity": r.severity, "scope": r.scope, "summary": r.summary,
-                 "health": r.health} for r in rows]}
-            sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+            sys.stdout.write(rules_document(rows))
             return
-        console = console_for()
-        if not console.is_terminal:
-            w = max(len(r.name) for r in rows) if rows else 10
-            for r in rows:
-                sys.stdout.write(f"{r.code}  {r.name:<{w}}  {r.severity:<7}  {r.scope:<8}  {r.summary}\n")
-            return
-        from rich.table import Table
+        from .emit.rules import render_rules
 
-        t = Table(box=None, pad_edge=False)
-        for col in ("code", "name", "severity", "scope", "summary"):
-            t.add_column(col, no_wrap=col != "summary")
-        for r in rows:
-            t.add_row(r.code, r.name, r.severity, r.scope, r.summary)
-        console.print(t)
+        render_rules(rows, console_for())
 
 
 def explain(code: str = typer.Argument(..., metavar="CODE", help="A rule code: DIAG-K001 or K001.")) -> None:

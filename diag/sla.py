@@ -20,6 +20,7 @@ from typing import Any
 
 from diag.parsers.recipe import Recipe
 from diag.parsers.records import BenchResult
+from diag.rules.present import milliseconds
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2EL"}
 DEFAULT_SLA = "ttft=2s,tpot=50ms"
@@ -64,17 +65,10 @@ class Sla:
     @property
     def text(self) -> str:
         """``median TTFT <= 2 s, median TPOT <= 50 ms``."""
-        return ", ".join(f"{lim.label} <= {latency_text(lim.ms)}" for lim in self.limits)
+        return ", ".join(f"{lim.label} <= {milliseconds(lim.ms)}" for lim in self.limits)
 
     def to_dict(self) -> dict[str, Any]:
         return {"limits": [lim.to_dict() for lim in self.limits], "source": self.source, "text": self.text}
-
-
-def latency_text(ms: float) -> str:
-    """A latency as a person reads it: ``15.6 ms``, ``2 s``, ``38.8 s``."""
-    if ms >= 1000:
-        return f"{ms / 1000:,.1f} s".replace(".0 s", " s")
-    return f"{ms:.1f} ms".replace(".0 ms", " ms")
 
 
 def duration_ms(text: str) -> float:
@@ -206,7 +200,7 @@ class Judgement:
     def summary(self) -> str:
         """``within the target``, ``misses median TTFT (38.8 s)``, ``does not report p90 TTFT``."""
         if self.misses:
-            return "misses " + " and ".join(f"{lim.label} ({latency_text(self.values[lim.label] or 0.0)})"
+            return "misses " + " and ".join(f"{lim.label} ({milliseconds(self.values[lim.label] or 0.0)})"
                                             for lim in self.misses)
         if self.unreported:
             return "does not report " + ", ".join(lim.label for lim in self.unreported)

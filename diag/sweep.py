@@ -22,13 +22,13 @@ from typing import Any
 import polars as pl
 
 from diag.rules.finding import Finding
-from diag.rules.present import number
+from diag.rules.present import milliseconds, number
 from diag.rules.runmodel import Endpoint
 from diag.rules.verdict import Verdict
 from diag.rules.verdict_catalog import verdict_catalog
 
 from . import report as R
-from .sla import Judgement, Sla, judge, latency_text, read_requests
+from .sla import Judgement, Sla, judge, read_requests
 
 DENOMINATORS = ("working", "allocated")
 VERDICTS = verdict_catalog().names
@@ -247,7 +247,7 @@ def _at(p: Point, other: Point | None = None) -> str:
 def _latencies(p: Point) -> str:
     """``median TTFT 1.1 s / median TPOT 45.2 ms`` (the limited quantiles the point reports)."""
     values = p.sla.values if p.sla else {}
-    return " / ".join(f"{label} {latency_text(v)}" for label, v in values.items() if v is not None)
+    return " / ".join(f"{label} {milliseconds(v)}" for label, v in values.items() if v is not None)
 
 
 def _verdict_text(p: Point) -> str:

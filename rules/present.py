@@ -35,6 +35,13 @@ def seconds(x: float | None) -> str:
     return MISSING if x is None else f"{x:.3g}"
 
 
+def milliseconds(ms: float) -> str:
+    """A latency given in ms as a person reads it: ``15.6 ms``, ``2 s``, ``38.8 s``."""
+    if ms >= 1000:
+        return f"{ms / 1000:,.1f} s".replace(".0 s", " s")
+    return f"{ms:.1f} ms".replace(".0 ms", " ms")
+
+
 def duration(s: float | None, *, coarse: bool = False) -> str:
     """A time span: ``45s``, ``4m05s``, ``1h12m``; ``coarse`` gives one unit, rounded down, for ages in
     narrow cells: ``12s``, ``4m``, ``3h``, ``9d``."""

@@ -124,3 +124,79 @@ def test_module_size() -> None:
             if "long because" not in doc.lower():
                 big.append(f"{name}: {text.count(chr(10))} lines")
     assert not big, big
+
+
+# ------------------------------------------------------------------ one presentation layer
+PRESENT = "diag.rules.present"
+# Formatters that are not presentation: a PromQL step is a wire format the server parses.
+NOT_PRESENTATION = {("diag.prom", "_step_str"), ("diag.parsers.prometheus", "_dur")}
+
+
+def _formats_an_argument(fn: ast.FunctionDef) -> bool:
+    """A function returning ``str`` that formats one of its own arguments with a format spec
+    (``f"{x:,.1f}"``) or splits seconds into minutes/hours: a number or duration formatter."""
+    if fn.returns is None or ast.unparse(fn.returns) != "str":
+        return False
+    args = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    returned = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+    for node in (sub for r in returned for sub in ast.walk(r)):
+        if (isinstance(node, ast.FormattedValue) and node.format_spec is not None
+                and isinstance(node.value, ast.Name) and node.value.id in args):
+            return True
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)
+                and isinstance(node.right, ast.Constant) and node.right.value in (60, 3600)):
+            return True
+    return False
+
+
+def test_one_formatter_per_kind() -> None:
+    """Numbers, durations, latencies and times are written by diag.rules.present only (no second ``_num``)."""
+    twins = [f"{name}.{fn.name}" for name, path in ALL.items() if name != PRESENT
+             for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(fn, ast.FunctionDef) and _formats_an_argument(fn) and (name, fn.name) not in NOT_PRESENTATION]
+    assert not twins, twins
+
+
+def test_the_check_itself_catches_a_formatter() -> None:
+    fn = ast.parse('def _num(x: float, nd: int = 0) -> str:\n    return f"{x:,.{nd}f}"\n').body[0]
+    dur = ast.parse('def _h(s: int) -> str:\n    return f"{s // 60}m"\n').body[0]
+    other = ast.parse('def _p(x: float) -> float:\n    raise ValueError(f"{x:g}")\n').body[0]
+    assert _formats_an_argument(fn) and _formats_an_argument(dur) and not _formats_an_argument(other)  # type: ignore[arg-type]
+
+
+def test_one_emitter_family() -> None:
+    """Outputs are rendered in diag/emit (and the TUI): no other module builds rich tables, plotly figures
+    or JSON documents for stdout, and the old emitter modules are gone."""
+    for old in ("diag/emit.py", "diag/reports", "diag/html_report.py", "diag/report_text.py"):
+        assert not (ROOT / old).exists(), old
+    renderers = ("rich.table", "plotly", "plotly.graph_objects")
+    bad = [f"{n} imports {i}" for n, p in ALL.items() for i in imports(p)
+           if i in renderers and not n.startswith(("diag.emit", "diag.tui"))]
+    assert not bad, bad
+    from diag.emit import FORMATS
+    assert set(FORMATS["tail"]) >= {"text", "json", "jsonl", "sarif", "github"}
+
+
+_JUDGED = ("kv", "pct", "wait", "usage", "ratio", "tps", "rate", "preempt", "queue", "util", "frac", "running",
+           "ttft", "itl", "latency", "stale", "health")
+
+
+def test_no_threshold_literal_outside_analyze() -> None:
+    """Outputs present what analyze judged: no module of the app layer outside analyze (pipeline, report,
+    sweep, sla) compares a figure against a number of its own; thresholds live in the catalogs."""
+    analyze = {"diag.pipeline", "diag.report", "diag.sweep", "diag.sla", "diag.report_doc"}
+    bad = []
+    for name, path in ALL.items():
+        if layer(name) != "diag" or name in analyze:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            literal = any(isinstance(c, ast.Constant) and isinstance(c.value, (int, float))
+                          and not isinstance(c.value, bool) and c.value not in (0, 1, -1) for c in sides)
+            figure = any(not isinstance(c, ast.Constant) and any(w in ast.unparse(c).lower() for w in _JUDGED)
+                         for c in sides)
+            if literal and figure:
+                bad.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+    assert not bad, bad

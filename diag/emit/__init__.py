@@ -27,6 +27,7 @@ from diag import __version__
 TAIL_SCHEMA = "diag-tail-1"
 JSONL_SCHEMA = "diag-tail-jsonl-1"
 CHECK_SCHEMA = "diag-check-1"
+RULES_SCHEMA = "diag-rules-1"
 
 FORMATS: dict[str, tuple[str, ...]] = {
     "tail": ("text", "json", "jsonl", "sarif", "github"),

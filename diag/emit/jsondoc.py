@@ -112,3 +112,4 @@ def check_document(findings: Sequence[Finding], *, files: int | None = None, sup
     """The ``diag check --format json`` document."""
     return json.dumps({**envelope(CHECK_SCHEMA), "summary": summarize(findings, files, suppressed).to_dict(),
                        "findings": [f.to_dict() for f in findings], "notes": list(notes)}, indent=2, default=str) + "\n"
+

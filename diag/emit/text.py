@@ -312,3 +312,4 @@ def render_check(findings: Sequence[Finding], console: Console, *, files: int | 
     else:
         parts = ", ".join(_plural(n, sev) for sev, n in s.by_severity.items() if n)
         console.print(Text(f"Found {_plural(s.total, 'finding')} ({parts}){scope}.{hidden}", style="bold"))
+

@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from diag.rules.catalog import HEALTH_STATES
+from diag.rules.catalog import HEALTH_STATES, catalog
 from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, duration, number
 
 from ..report import EndpointSummary, link_lines, stage_text
@@ -119,14 +119,19 @@ def spark(values: Sequence[float | None], width: int = SPARK_W) -> str:
     return "".join(chars).rjust(width)
 
 
+# KV colours at the catalog's thresholds: DIAG-K001 (exhausted) and DIAG-K004 (filling)
+KV_FULL = float(catalog()["DIAG-K001"].params["kv_usage"])
+KV_FILLING = float(catalog()["DIAG-K004"].params["kv_usage"])
+
+
 def kv_bar(pct: float | None, width: int = 5) -> Text:
     if pct is None:
         return Text("-")
     cells = max(0.0, min(100.0, pct)) / 100 * width
     full = int(cells)
     bar = "█" * full + (EIGHTHS[int((cells - full) * 8)] if full < width else "")
-    style = "red" if pct >= 90 else "yellow" if pct >= 75 else "green"
-    t = Text(f"{pct:4.1f} ")
+    style = "red" if pct >= KV_FULL else "yellow" if pct >= KV_FILLING else "green"
+    t = Text(f"{number(pct, 1):>4} ")
     t.append(bar.ljust(width, "·"), style=style)
     return t
 

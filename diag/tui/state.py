@@ -25,7 +25,7 @@ from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
 from diag.rules.engine import key, same
 from diag.rules.finding import Finding, severity_rank
-from diag.rules.present import duration
+from diag.rules.present import duration, number
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
@@ -278,8 +278,6 @@ def _short_build(b: str) -> str:
     return " ".join(p[:12] if len(p) > 16 and all(c in "0123456789abcdef" for c in p) else p for p in parts)
 
 
-def _fig(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.1f}"
 
 
 def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
@@ -307,8 +305,8 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     rows.append(("tok/s", tps + (f" over {window['label']}" if window else "")))
     if report.balance:
         b = report.balance
-        rows.append(("queue", f"P {_fig(b['prefill_waiting_per_engine'])} · D {_fig(b['decode_waiting_per_engine'])}"
-                              f" /eng · D KV {_fig(b['decode_kv_pct'])} %"))
+        rows.append(("queue", f"P {number(b['prefill_waiting_per_engine'], 1)} · D {number(b['decode_waiting_per_engine'], 1)}"
+                              f" /eng · D KV {number(b['decode_kv_pct'], 1)} %"))
     tpg = report.tokens_per_gpu
     if tpg:
         bench = f"{tpg['total_token_throughput']:,.0f} tok/s @{tpg['concurrency']}"

@@ -1,0 +1,38 @@
+"""The rule catalog as ``diag rules`` writes it: a table on a terminal, aligned plain lines when piped, or
+one JSON document (schema ``diag-rules-1``). Light: it imports neither polars nor the report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from diag.rules.catalog import Rule
+from diag.rules.present import SEVERITY_STYLE
+
+from . import RULES_SCHEMA, envelope
+
+
+def rules_document(rules: Sequence[Rule]) -> str:
+    """The ``diag rules --format json`` document (schema ``diag-rules-1``)."""
+    return json.dumps({**envelope(RULES_SCHEMA), "rules": [
+        {"code": r.code, "name": r.name, "severity": r.severity, "scope": r.scope, "summary": r.summary,
+         "health": r.health} for r in rules]}, indent=1) + "\n"
+
+def render_rules(rules: Sequence[Rule], console: Console) -> None:
+    """The catalog, a rule a line: a table on a terminal, aligned plain lines when piped."""
+    if not console.is_terminal:
+        w = max((len(r.name) for r in rules), default=10)
+        for r in rules:
+            console.print(f"{r.code}  {r.name:<{w}}  {r.severity:<7}  {r.scope:<8}  {r.summary}", soft_wrap=True,
+                          markup=False)
+        return
+    t = Table(box=None, pad_edge=False)
+    for col in ("code", "name", "severity", "scope", "summary"):
+        t.add_column(col, no_wrap=col != "summary")
+    for r in rules:
+        t.add_row(r.code, r.name, Text(r.severity, style=SEVERITY_STYLE.get(r.severity, "")), r.scope, r.summary)
+    console.print(t)
