@@ -134,3 +134,27 @@ def test_github_annotations_escape_data_and_properties() -> None:
     assert annotation(weird).startswith("::error file=a%2Cb%3Ac.yaml,") and annotation(weird).endswith("::100%25 broken")
     assert render_github(MIXED).count("\n") == 4
 
+
+
+def test_tail_writes_sarif_and_github_from_the_same_findings() -> None:
+    """``diag tail --format sarif|github``: the run's findings, the same as its JSON document's."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    run = root / "samples" / "runs" / "kv-exhaustion"
+
+    def tail(fmt: str) -> str:
+        res = subprocess.run([sys.executable, "-m", "diag", "tail", str(run), "--format", fmt],
+                             capture_output=True, text=True, cwd=root, timeout=120)
+        assert res.returncode == 1, res.stderr          # K001 is an error
+        return res.stdout
+
+    doc = json.loads(tail("json"))
+    sarif = json.loads(tail("sarif"))
+    _validate(sarif)
+    results = sarif["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == [f["code"] for f in doc["findings"]]
+    assert results[0]["level"] == "error" and results[0]["properties"]["endpoint"] == "decode-w0"
+    lines = tail("github").splitlines()
+    assert len(lines) == len(doc["findings"]) and lines[0].startswith("::error title=DIAG-K001 kv-cache-exhaustion::")

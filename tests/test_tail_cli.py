@@ -63,7 +63,7 @@ def test_text_output_names_endpoints_and_findings() -> None:
         assert eid in res.stdout
     assert "DIAG-B001" in res.stdout and "prefill-bound" in res.stdout
     assert "\x1b[" not in res.stdout  # not a terminal: no colour
-    assert "verdict     prefill-bound" in res.stdout and "balance  queue on prefill" in res.stdout
+    assert "verdict     prefill-bound" in res.stdout and "balance     queue on prefill" in res.stdout
     assert "balanced" not in res.stdout
 
 

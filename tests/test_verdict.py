@@ -151,8 +151,8 @@ def test_prefill_bound_table_carries_its_queue(reports) -> None:
     console = Console(record=True, width=220, color_system=None)
     render_tail(report, console)
     text = console.export_text()
-    assert "verdict     prefill-bound (high confidence) at concurrency 2048" in text
-    assert "balance  queue on prefill" in text and "prefill limits" in text
+    assert "verdict     prefill-bound (high confidence) at concurrency 2,048" in text
+    assert "balance     queue on prefill" in text and "prefill limits" in text
     row = next(line for line in text.splitlines() if line.startswith("prefill-w0"))
     assert " 0/0 " not in row   # the post-run zeros are not the headline
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -169,66 +170,60 @@ def startup_table(summaries: Sequence[EndpointSummary], width: int) -> Group | N
 
 
 # ------------------------------------------------------------------ tail
-def verdict_text(report: Report) -> Text | None:
+def labelled(rows: Sequence[tuple[str, str | Text]]) -> Table:
+    """Label / text rows; a long text wraps under itself (a hanging indent), not under the label."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True, min_width=10)
+    grid.add_column()
+    for k, v in rows:
+        grid.add_row(k, v)
+    return grid
+
+
+def verdict_rows(report: Report) -> list[tuple[str, str | Text]]:
     """The run's verdict: class and confidence, why, the next experiment, what was ruled out."""
     v = report.verdict
     if v is None:
-        return None
-    t = Text()
-    t.append("verdict     ", style="bold")
-    t.append(v.label, style=VERDICT_STYLE.get(v.cls, ""))
-    t.append(f" ({v.confidence} confidence)" + (f" at concurrency {v.concurrency}" if v.concurrency else ""))
-    t.append(f": {v.why}")
+        return []
+    head = Text.assemble((v.label, VERDICT_STYLE.get(v.cls, "")), f" ({v.confidence} confidence)"
+                         + (f" at concurrency {number(v.concurrency)}" if v.concurrency else "") + f": {v.why}")
+    rows: list[tuple[str, str | Text]] = [("verdict", head)]
     if v.experiments:
         e = v.experiments[0]
-        t.append("\nnext        ", style="bold")
-        t.append(f"{e['action']}: {e['expect']}")
+        rows.append(("next", f"{e['action']}: {e['expect']}"))
     if v.ruled_out:
-        t.append("\nruled out   ", style="bold")
-        t.append("; ".join(r["why"] for r in v.ruled_out), style="dim")
-    return t
+        rows.append(("ruled out", Text("; ".join(r["why"] for r in v.ruled_out), style="dim")))
+    return rows
 
 
-def finding_text(f: Finding) -> Text:
-    """A runtime finding: code, severity, name, endpoint and message; its window, location, links, and the
-    fix (or where to read about it)."""
-    t = Text()
-    t.append(f"{f.code} ", style="bold")
-    t.append(f"{f.severity:<7} ", style=SEVERITY_STYLE.get(f.severity, ""))
-    t.append(f"{f.name}", style="bold")
-    if f.endpoint:
-        t.append(f" [{f.endpoint}]")
-    t.append(f": {f.message}")
+def finding_text(f: Finding) -> Group:
+    """A runtime finding: code, severity, name and endpoint on one line; under it, indented, the message,
+    its window, location, links, and the fix (or where to read about it)."""
+    head = Text.assemble((f"{f.code} ", "bold"), (f"{f.severity:<7} ", SEVERITY_STYLE.get(f.severity, "")),
+                         (f.name, "bold"), f" [{f.endpoint}]" if f.endpoint else "")
+    body = Text(f.message)
     if f.first_ts:
-        t.append(f"\n    window {clock(f.first_ts)} .. {clock(f.last_ts)}{' (open)' if f.open else ''}", style="dim")
+        body.append(f"\nwindow {clock(f.first_ts)} .. {clock(f.last_ts)}{' (open)' if f.open else ''}", style="dim")
     if f.location:
-        t.append(f"\n    at {f.location}", style="dim")
+        body.append(f"\nat {f.location}", style="dim")
     for line in link_lines(f):
-        t.append(f"\n    {line}", style="bold magenta")
-    t.append_text(_fix(f))
-    return t
-
-
-def _fix(f: Finding) -> Text:
+        body.append(f"\n{line}", style="bold magenta")
     if f.fix:
-        return Text.assemble("\n    ", ("fix: ", "green"), f.fix)
-    return Text(f"\n    → diag explain {f.code}", style="dim")
+        body.append_text(Text.assemble("\n", ("fix: ", "green"), f.fix))
+    else:
+        body.append(f"\n→ diag explain {f.code}", style="dim")
+    return Group(head, Padding(body, (0, 0, 0, 4)))
 
 
 def render_tail(report: Report, console: Console) -> None:
     """Header, verdict, endpoint table, balance, benchmark points, findings, skipped files."""
     run = report.run
     width = console.width
-    head = Table.grid(padding=(0, 2))
-    head.add_column(style="bold", no_wrap=True)
-    head.add_column()
-    for k, v in report.header:
-        head.add_row(k, v)
-    console.print(head)
+    console.print(labelled(report.header))
     console.print()
-    verdict = verdict_text(report)
-    if verdict is not None:
-        console.print(verdict)
+    verdict = verdict_rows(report)
+    if verdict:
+        console.print(labelled(verdict))
         console.print()
     if report.endpoints:
         limiting = report.balance.get("limiting") if report.balance else None
@@ -240,7 +235,7 @@ def render_tail(report: Report, console: Console) -> None:
     else:
         console.print("no endpoints found in the logs read", style="yellow")
     if report.balance:
-        console.print(Text.assemble(("balance", "bold"), f"  {balance_text(report.balance)}"))
+        console.print(labelled([("balance", balance_text(report.balance))]))
     points = point_table(report, width)
     if points is not None:
         console.print()
