@@ -157,7 +157,8 @@ SERIES_ROWS = (("prompt_tps", "prompt tok/s", 1, "solid"), ("gen_tps", "gen tok/
                ("running", "running", 3, "solid"), ("waiting", "waiting", 3, "dot"), ("kv_usage", "KV %", 4, "solid"))
 # y axes per row: every figure from 0 (a flat series is not zoomed into its noise), tok/s as 150k, KV on 0-100 %
 SERIES_AXES = ({"rangemode": "tozero", "tickformat": "~s"}, {"rangemode": "tozero", "tickformat": "~s"},
-               {"rangemode": "tozero"}, {"range": [0, 102], "tickvals": [0, 25, 50, 75, 100], "ticksuffix": " %"})
+               {"rangemode": "tozero"}, {"range": [0, 102], "tickmode": "array", "tickvals": [0, 25, 50, 75, 100],
+                "ticktext": [f"{v} %" for v in (0, 25, 50, 75, 100)]})
 
 
 def window_labels(windows: list[dict[str, Any]], span: tuple[str, str] | None) -> list[dict[str, Any]]:
