@@ -117,7 +117,7 @@ def pareto_figure(doc: dict[str, Any]) -> go.Figure:
                          {"yaxis.title.text": f"total tok/s per {d} GPU"}]} for i, d in enumerate(dens)]
     fig.update_layout(
         title="Pareto: total tok/s per GPU vs output tok/s per user (1000 / median TPOT)", height=560,
-        xaxis={"title": {"text": "output tok/s per user"}, "rangemode": "tozero"},
+        xaxis={"title": {"text": "output tok/s per user"}},
         yaxis={"title": {"text": f"total tok/s per {dens[0]} GPU"}, "rangemode": "tozero", "tickformat": "~s"},
         template="plotly_white",
         updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons, "x": 1.0, "xanchor": "right",
