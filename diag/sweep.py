@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -383,14 +384,47 @@ def findings_diff(a: RunSweep, b: RunSweep) -> list[dict[str, Any]]:
     return rows
 
 
+DELTA_BASIS = ("at equal output tok/s per user: each run's tok/s per GPU is read off its own frontier of valid "
+               "points (linear between them) at every tok/s/user either run measured within the range both reach")
+
+
+def run_curve(rs: RunSweep) -> list[Point]:
+    """The run's own frontier by tok/s/user: its valid points (no request lost) that no other of its points
+    beats in both tok/s/user and tok/s per working GPU, the latency target aside (it is a capacity curve)."""
+    usable = [p for p in rs.points if p.verdict != "invalid" and not p.failed_requests
+              and p.tok_s_per_user is not None and p.tok_s_per_gpu["working"] is not None]
+    on = pareto_front([(p.tok_s_per_user, p.tok_s_per_gpu["working"]) for p in usable])  # type: ignore[misc]
+    return sorted((p for p, flag in zip(usable, on, strict=True) if flag), key=lambda p: p.tok_s_per_user or 0.0)
+
+
+def interpolate(curve: Sequence[Point], x: float, denominator: str) -> float | None:
+    """The curve's tok/s per ``denominator`` GPU at ``x`` tok/s/user, linear between its points; None
+    outside the curve."""
+    for lo, hi in list(pairwise(curve)) or [(p, p) for p in curve]:
+        x0, x1 = lo.tok_s_per_user or 0.0, hi.tok_s_per_user or 0.0
+        y0, y1 = lo.tok_s_per_gpu[denominator], hi.tok_s_per_gpu[denominator]
+        if y0 is None or y1 is None or not x0 <= x <= x1:
+            continue
+        return y0 if x1 == x0 else y0 + (x - x0) / (x1 - x0) * (y1 - y0)
+    return None
+
+
 def tps_delta(a: RunSweep, b: RunSweep) -> list[dict[str, Any]]:
-    """Total tok/s per GPU (both denominators) per concurrency both runs measured: b - a."""
-    pa, pb = {p.concurrency: p for p in a.points}, {p.concurrency: p for p in b.points}
+    """Total tok/s per GPU (both denominators), b - a, at equal tok/s/user (:data:`DELTA_BASIS`): one row
+    per tok/s/user either run measured on its curve, within the range both curves cover; ``measured``
+    names the point(s) behind the row, the other run's figure is interpolated."""
+    ca, cb = run_curve(a), run_curve(b)
+    if not ca or not cb:
+        return []
+    lo = max(ca[0].tok_s_per_user or 0.0, cb[0].tok_s_per_user or 0.0)
+    hi = min(ca[-1].tok_s_per_user or 0.0, cb[-1].tok_s_per_user or 0.0)
     rows = []
-    for c in sorted(set(pa) & set(pb)):
-        row: dict[str, Any] = {"concurrency": c}
+    measured = (*ca, *cb)
+    for x in sorted({p.tok_s_per_user for p in measured if lo <= (p.tok_s_per_user or 0.0) <= hi}):
+        row: dict[str, Any] = {"tok_s_per_user": x, "measured": [
+            {"run": p.run, "concurrency": p.concurrency} for p in measured if p.tok_s_per_user == x]}
         for d in DENOMINATORS:
-            va, vb = pa[c].tok_s_per_gpu[d], pb[c].tok_s_per_gpu[d]
+            va, vb = _round(interpolate(ca, x, d)), _round(interpolate(cb, x, d))
             delta = _round(vb - va) if va is not None and vb is not None else None
             row[d] = {"a": va, "b": vb, "delta": delta,
                       "delta_pct": _round(100.0 * (vb - va) / va, 1) if delta is not None and va else None}
@@ -404,9 +438,10 @@ def diffs(runs: Sequence[RunSweep]) -> list[dict[str, Any]]:
         return []
     base = runs[0]
     return [{"a": base.label, "b": other.label, "config": config_diff(base, other),
-             "findings": findings_diff(base, other), "tps_per_gpu": tps_delta(base, other)} for other in runs[1:]]
+             "findings": findings_diff(base, other), "delta_basis": DELTA_BASIS,
+             "tps_per_gpu": tps_delta(base, other)} for other in runs[1:]]
 
 
-__all__ = ["DENOMINATORS", "VERDICTS", "Point", "RunSweep", "config_diff", "diffs", "effective_config", "eligible",
-           "endpoint_series", "findings_diff", "judged", "pareto_front", "pick", "point_verdict", "points_of", "sweep",
-           "topology_label", "tps_delta", "with_frontier"]
+__all__ = ["DELTA_BASIS", "DENOMINATORS", "VERDICTS", "Point", "RunSweep", "config_diff", "diffs", "effective_config",
+           "eligible", "endpoint_series", "findings_diff", "interpolate", "judged", "pareto_front", "pick",
+           "point_verdict", "points_of", "run_curve", "sweep", "topology_label", "tps_delta", "with_frontier"]

@@ -19,13 +19,17 @@ from hypothesis import strategies as st
 from loading import report_of
 from schemas import validate
 
+from diag.emit.html import PLOTLY_BUNDLE, series_figure, window_labels
 from diag.report_doc import build
+from diag.rules.present import colour_of
 from diag.sla import parse_sla
 from diag.sweep import pareto_front
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ["samples/runs/sweep-4xdep2", "samples/runs/sweep-5xdep2"]
 SCREENSHOT = ROOT / "samples" / "out" / "report-sweep.png"
+PAGE_BUDGET = 1_500_000   # bytes: the page of the two sweep samples, plotly.js included
+WIDTH = 1400              # px: the page must not scroll sideways at this width
 
 
 def _diag(*args: str) -> subprocess.CompletedProcess[str]:
@@ -134,11 +138,39 @@ def test_run_vs_run_diff(doc: dict) -> None:
     assert not [k for k in config if ".flag." in k]   # the same flags ran on both
     assert {(f["code"], f["only_in"]) for f in diff["findings"]} == {
         ("DIAG-B001", "sweep-4xdep2"), ("DIAG-K001", "sweep-5xdep2"), ("DIAG-K002", "sweep-5xdep2")}
-    pts = {(p["run"], p["concurrency"]): p["tok_s_per_gpu"] for p in doc["points"]}
-    for row in diff["tps_per_gpu"]:
-        c = row["concurrency"]
-        for d in ("working", "allocated"):
-            assert row[d]["delta"] == round(pts["sweep-5xdep2", c][d] - pts["sweep-4xdep2", c][d], 1)
+    assert diff["delta_basis"].startswith("at equal output tok/s per user")
+
+
+def _line(x: float, p: dict, q: dict, d: str) -> float:
+    """tok/s per ``d`` GPU at ``x`` tok/s/user on the straight line between points ``p`` and ``q``."""
+    (x0, y0), (x1, y1) = ((r["tok_s_per_user"], r["tok_s_per_gpu"][d]) for r in (p, q))
+    return round(y0 + (x - x0) / (x1 - x0) * (y1 - y0), 1)
+
+
+def test_run_vs_run_delta_is_at_equal_tok_s_per_user(doc: dict) -> None:
+    """Each run's curve is its own frontier of valid points: 4xDEP2 drops C=1024 (13.94 tok/s/user, 7,004.5
+    tok/s/GPU), which its C=2048 beats on both (19.0, 9,541.0). The rows are every tok/s/user either curve
+    measured inside both ranges (19.0 .. 27.11; 5xDEP2's 27.5 lies outside), the other run interpolated."""
+    (diff,) = doc["diffs"]
+    pts = {(p["run"], p["concurrency"]): p for p in doc["points"]}
+    a, b = "sweep-4xdep2", "sweep-5xdep2"
+    rows = {r["tok_s_per_user"]: r for r in diff["tps_per_gpu"]}
+    assert list(rows) == [19.0, 22.14, 22.39, 27.11]
+    assert [[(m["run"], m["concurrency"]) for m in r["measured"]] for r in rows.values()] == [
+        [(a, 2048)], [(a, 512)], [(b, 512)], [(a, 256)]]
+    assert rows[19.0]["working"] == {"a": 9541.0, "b": 6136.5, "delta": -3404.5, "delta_pct": -35.7}
+    assert rows[22.39]["working"] == {"a": 5546.8, "b": 5162.2, "delta": -384.6, "delta_pct": -6.9}
+    assert rows[27.11]["allocated"] == {"a": 3628.7, "b": 3073.2, "delta": -555.5, "delta_pct": -15.3}
+    for d in ("working", "allocated"):   # the same figures from the points, by hand
+        assert rows[19.0][d]["b"] == _line(19.0, pts[b, 1024], pts[b, 512], d)
+        assert rows[22.14][d]["b"] == _line(22.14, pts[b, 1024], pts[b, 512], d)
+        assert rows[22.39][d]["a"] == _line(22.39, pts[a, 512], pts[a, 256], d)
+        assert rows[27.11][d]["b"] == _line(27.11, pts[b, 512], pts[b, 256], d)
+        for x, r in rows.items():
+            assert r[d]["delta"] == round(r[d]["b"] - r[d]["a"], 1), (x, d)
+    # not at equal concurrency: at C=512 the two runs differ by -486.2, at equal tok/s/user by -414.4
+    assert pts[b, 512]["tok_s_per_gpu"]["working"] - pts[a, 512]["tok_s_per_gpu"]["working"] == pytest.approx(-486.2)
+    assert rows[22.14]["working"]["delta"] == -414.4
 
 
 def test_text_summary() -> None:
@@ -169,12 +201,19 @@ PROBE = """<script>
 window.__diagErrors = [];
 window.addEventListener('error', function (e) { window.__diagErrors.push(String(e.message)); });
 var _err = console.error; console.error = function () { window.__diagErrors.push(Array.from(arguments).join(' ')); _err.apply(console, arguments); };
+function texts(root, sel) { return Array.from(root.querySelectorAll(sel)).map(function (t) { return t.textContent; }); }
 window.addEventListener('load', function () { setTimeout(function () {
-  var out = {errors: window.__diagErrors, plots: {}};
+  var out = {errors: window.__diagErrors, plots: {}, width: window.innerWidth,
+             scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth};
   document.querySelectorAll('.js-plotly-plot').forEach(function (gd) {
     out.plots[gd.id] = {traces: gd.data.map(function (t) { return {name: t.name, n: (t.x || []).length,
-      visible: t.visible !== false}; }), shapes: (gd.layout.shapes || []).length,
-      drawn: gd.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length};
+      visible: t.visible !== false, colour: t.line && t.line.color}; }), shapes: (gd.layout.shapes || []).length,
+      drawn: gd.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length,
+      xticks: texts(gd, '.xaxislayer-above text'),
+      yticks: Array.from(gd.querySelectorAll('.yaxislayer-above')).map(function (g) { return texts(g, 'text'); }),
+      labels: Array.from(gd.querySelectorAll('.annotation-text-g')).map(function (a) {
+        var r = a.getBoundingClientRect(); return {text: a.textContent, x0: r.left, x1: r.right, y0: r.top,
+        y1: r.bottom}; })};
   });
   var pre = document.createElement('pre'); pre.id = 'diag-probe'; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
@@ -192,24 +231,41 @@ def _browser(chromium: str, *args: str) -> subprocess.CompletedProcess[str]:
                               text=True, timeout=180)
 
 
-def test_html_report_loads_offline_in_headless_chromium(tmp_path: Path, doc: dict) -> None:
-    chromium = _chromium()
-    page = tmp_path / "report.html"
-    res = _diag("report", *SWEEP, "-o", str(page))
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    return _chromium()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report page of the two sweep samples, written by the command."""
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    res = _diag("report", *SWEEP, "-o", str(out))
     assert res.returncode == 0, res.stderr
-    text = page.read_text(encoding="utf-8")
-    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)\s*=", text), "the page loads something external"
-    probed = tmp_path / "probed.html"
-    probed.write_text(text.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
-    run = _browser(chromium, "--dump-dom", probed.as_uri())
+    return out
+
+
+@pytest.fixture(scope="module")
+def probed(page: Path, chromium: str) -> dict:
+    """The page as headless Chromium at 1400 px draws it, offline: what each plot holds and shows, the
+    console's errors, the page's width."""
+    probe = page.with_name("probed.html")
+    probe.write_text(page.read_text(encoding="utf-8").replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
+    run = _browser(chromium, f"--window-size={WIDTH},1000", "--dump-dom", probe.as_uri())
     m = re.search(r'<pre id="diag-probe">(.*?)</pre>', run.stdout, re.S)
     assert m, f"no probe output; stderr: {run.stderr[-2000:]}"
     import html as html_lib
 
     got = json.loads(html_lib.unescape(m.group(1)))
-    console = [ln for ln in run.stderr.splitlines() if "CONSOLE" in ln and ("rror" in ln or "Uncaught" in ln)]
-    assert got["errors"] == [] and console == [], (got["errors"], console)
-    plots = got["plots"]
+    got["console"] = [ln for ln in run.stderr.splitlines() if "CONSOLE" in ln and ("rror" in ln or "Uncaught" in ln)]
+    return got
+
+
+def test_html_report_loads_offline_in_headless_chromium(page: Path, probed: dict, chromium: str, doc: dict) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)\s*=", text), "the page loads something external"
+    assert probed["errors"] == [] and probed["console"] == [], (probed["errors"], probed["console"])
+    plots = probed["plots"]
     assert set(plots) == {"pareto", "curves", "series-0", "series-1", "delta-0"}
     # Pareto: per denominator one series per run (4 points each) and the frontier; only "working" shown
     pareto = plots["pareto"]["traces"]
@@ -228,5 +284,76 @@ def test_html_report_loads_offline_in_headless_chromium(tmp_path: Path, doc: dic
         assert series["shapes"] == len(windows) + len(steps) and len(steps) == 4
     assert [t["n"] for t in plots["delta-0"]["traces"]] == [4, 4]
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    shot = _browser(chromium, "--window-size=1400,5200", f"--screenshot={SCREENSHOT}", page.as_uri())
+    shot = _browser(chromium, f"--window-size={WIDTH},5200", f"--screenshot={SCREENSHOT}", page.as_uri())
     assert SCREENSHOT.is_file() and SCREENSHOT.stat().st_size > 50_000, shot.stderr[-2000:]
+
+
+def test_page_ships_the_partial_plotly_bundle_and_stays_small(page: Path) -> None:
+    """The basic partial bundle (scatter, bar, pie) inlined once, not the 4.8 MB one with maps; its
+    plotly.js is the major version plotly.py writes figures for."""
+    import plotly.offline
+
+    text = page.read_text(encoding="utf-8")
+    assert page.stat().st_size <= PAGE_BUDGET, page.stat().st_size
+    bundle = PLOTLY_BUNDLE.read_text(encoding="utf-8")
+    m = re.search(r"plotly\.js \(basic - minified\) v(\d+)\.", bundle[:200])
+    assert m and m.group(1) == plotly.offline.get_plotlyjs_version().split(".")[0]
+    assert text.count(bundle) == 1 and text.count("plotly.js (") == 1
+
+
+def test_concurrency_ticks_are_the_sweeps_values(probed: dict) -> None:
+    assert probed["plots"]["curves"]["xticks"] == ["256", "512", "1024", "2048"] * 3
+
+
+def test_no_horizontal_scroll_at_1400_px(probed: dict) -> None:
+    assert probed["width"] == WIDTH   # the window (scroll bar included); the page fits inside it
+    assert probed["scrollWidth"] <= probed["clientWidth"] <= WIDTH, (probed["scrollWidth"], probed["clientWidth"])
+
+
+def test_single_run_charts_start_at_zero_with_round_ticks(probed: dict) -> None:
+    """Each run's endpoint plots: tok/s, running/waiting from 0, KV on 0-100 %, whole tick labels (no
+    '5,658.5 ... 5,660' of a flat series zoomed into its noise)."""
+    for i in (0, 1):
+        prompt, gen, queue, kv = probed["plots"][f"series-{i}"]["yticks"]
+        for ticks in (prompt, gen, queue):
+            assert ticks[0] == "0" and all(re.fullmatch(r"[0-9,]+k?", t) for t in ticks), ticks
+        assert kv == ["0 %", "25 %", "50 %", "75 %", "100 %"]
+    for ticks in probed["plots"]["curves"]["yticks"]:
+        assert ticks[0] == "0", ticks
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return a["x0"] < b["x1"] and b["x0"] < a["x1"] and a["y0"] < b["y1"] and b["y0"] < a["y1"]
+
+
+def test_finding_labels_do_not_collide(probed: dict) -> None:
+    """K001 and K002 of sweep-5xdep2 start 5 s apart: one label for both ('DIAG-K0012' before)."""
+    for i in (0, 1):
+        labels = probed["plots"][f"series-{i}"]["labels"]
+        assert not [(a["text"], b["text"]) for k, a in enumerate(labels) for b in labels[k + 1:] if _overlap(a, b)]
+    assert "DIAG-K001 · DIAG-K002" in [lab["text"] for lab in probed["plots"]["series-1"]["labels"]]
+
+
+def test_window_labels_group_close_starts_and_stagger_neighbours() -> None:
+    w = [{"code": c, "name": c.lower(), "endpoint": None, "message": "m", "first_ts": f"2026-01-01T00:{m:02d}:00"}
+         for c, m in (("A", 0), ("B", 1), ("C", 30), ("D", 31), ("E", 59))]
+    got = window_labels(w, ("2026-01-01T00:00:00", "2026-01-01T01:00:00"))
+    assert [(g["text"], g["level"]) for g in got] == [("A · B", 0), ("C · D", 1), ("E", 0)]
+    assert got[0]["hover"] == "A a: m<br>B b: m"
+
+
+def test_endpoint_colours_follow_the_name_whatever_the_run_order(probed: dict) -> None:
+    first = build([report_of(ROOT / run) for run in SWEEP])
+    second = build([report_of(ROOT / run) for run in reversed(SWEEP)])
+    labels = [r["label"] for r in first["runs"]]
+    assert [r["label"] for r in second["runs"]] == labels[::-1]
+
+    def colours(doc: dict) -> dict[tuple[str, str], str]:
+        return {(run, t.name): t.line.color for run in labels for t in series_figure(doc, run).data}
+
+    assert colours(first) == colours(second)
+    assert {name: colour for (_, name), colour in colours(first).items()} == {
+        name: colour_of(name) for (_, name) in colours(first)}
+    for i in (0, 1):   # and so the browser draws them
+        assert {t["name"]: t["colour"] for t in probed["plots"][f"series-{i}"]["traces"]} == {
+            t["name"]: colour_of(t["name"]) for t in probed["plots"][f"series-{i}"]["traces"]}

@@ -1,41 +1,49 @@
-"""The ``diag report`` HTML: one self-contained file (plotly's JS and the data inlined, nothing
-fetched), drawn from the report document of :mod:`diag.report_doc` only.
+"""The ``diag report`` HTML: one self-contained file (plotly.js and the data inlined, nothing fetched),
+drawn from the report document of :mod:`diag.report_doc` only.
 
 Sections: the pick (which configuration to run under the latency target, and why), the Pareto (total
 tok/s per GPU against output tok/s per user, working/allocated GPUs switchable, every point labelled with
 its concurrency, points that miss the target hollow and faded, invalid ones crossed, the frontier over the
 points within the target, hover with topology, verdict and goodput; clicking a point opens its evidence),
-the verdict table, per-run throughput/TTFT/TPOT against concurrency, per-run endpoint
-time series with the findings' windows shaded and the concurrency steps marked, and run vs run.
+the verdict table, per-run throughput/TTFT/TPOT against concurrency (ticks at the sweep's concurrencies),
+per-run endpoint time series with the findings' windows shaded and the concurrency steps marked, and run vs
+run at equal tok/s per user.
+
+plotly.js is the vendored *basic* partial bundle (``diag/assets``: scatter, bar, pie; about 1.2 MB instead of
+the 4.8 MB full bundle with maps), inlined once. Colours: runs take :data:`PALETTE` in the order given (the
+first, the baseline, is blue); endpoints take :func:`colour_of` their name, the same in every report.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from datetime import datetime
+from importlib.resources import files
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from diag.rules.present import number
+from diag.rules.present import PALETTE, SEVERITY_FILL, VERDICT_COLOUR, colour_of, number
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22")
+PLOTLY_BUNDLE = files("diag") / "assets" / "plotly-basic.min.js"
 VERDICT_SYMBOL = {"healthy": "circle", "under-loaded": "hexagon", "prefill-bound": "triangle-up",
                   "decode-bound": "square", "transfer-bound": "diamond", "startup-stuck": "cross", "invalid": "x",
                   "unknown": "star"}
-VERDICT_COLOUR = {"healthy": "#2ca02c", "under-loaded": "#17becf", "prefill-bound": "#ff7f0e",
-                  "decode-bound": "#9467bd", "transfer-bound": "#d62728", "startup-stuck": "#8c564b",
-                  "invalid": "#7f7f7f", "unknown": "#bbbbbb"}
 MISSED_OPACITY = 0.45
-SEVERITY_FILL = {"error": "rgba(214,39,40,0.16)", "warning": "rgba(255,127,14,0.14)", "info": "rgba(31,119,180,0.08)"}
+ROLE_WIDTH = {"decode": 2.4, "agg": 2.0}   # decode lines wider than prefill ones (1.3): two colours may meet
+LABEL_GAP = 0.08         # findings' windows starting closer than this share of the run's span share one label
+LABEL_CODES = 3          # codes named on one label, the rest as "+N" (all of them in its hover)
 CONFIG = {"displaylogo": False, "responsive": True}
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1400px;color:#222}
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1400px;padding:0 16px;
+color:#222}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}h3{font-size:15px}
+.wide{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
-th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
+td{overflow-wrap:break-word}th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{font-weight:600}details{margin:0}details[open]{background:#fffbe6}summary{cursor:pointer}
 .note{color:#666;font-size:12px}
 .pick{font-size:16px;background:#eef6ee;border-left:4px solid #2ca02c;padding:8px 12px}
@@ -51,7 +59,14 @@ def _e(x: Any) -> str:
 
 
 def _colours(doc: dict[str, Any]) -> dict[str, str]:
+    """Each run's colour: :data:`PALETTE` in the order the runs were given."""
     return {r["label"]: PALETTE[i % len(PALETTE)] for i, r in enumerate(doc["runs"])}
+
+
+def _sweep_axis(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """A log concurrency axis ticked at the sweep's own concurrencies (not 3 4 5 ... 1000 2)."""
+    values = sorted({p["concurrency"] for p in points})
+    return {"type": "log", "tickmode": "array", "tickvals": values, "ticktext": [str(c) for c in values]}
 
 
 def point_symbol(p: dict[str, Any]) -> str:
@@ -102,7 +117,9 @@ def pareto_figure(doc: dict[str, Any]) -> go.Figure:
                          {"yaxis.title.text": f"total tok/s per {d} GPU"}]} for i, d in enumerate(dens)]
     fig.update_layout(
         title="Pareto: total tok/s per GPU vs output tok/s per user (1000 / median TPOT)", height=560,
-        xaxis_title="output tok/s per user", yaxis_title=f"total tok/s per {dens[0]} GPU", template="plotly_white",
+        xaxis={"title": {"text": "output tok/s per user"}},
+        yaxis={"title": {"text": f"total tok/s per {dens[0]} GPU"}, "rangemode": "tozero", "tickformat": "~s"},
+        template="plotly_white",
         updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons, "x": 1.0, "xanchor": "right",
                       "y": 1.12, "yanchor": "top", "showactive": True}],
         legend={"orientation": "h", "y": -0.18}, margin={"t": 90})
@@ -129,8 +146,8 @@ def curves_figure(doc: dict[str, Any]) -> go.Figure:
                 line={"color": colours[run["label"]]}, customdata=[[p["verdict"]] for p in xs],
                 hovertemplate=f"C=%{{x}}<br>{title}: %{{y:,.1f}}<br>%{{customdata[0]}}"
                               f"<extra>{html.escape(run['label'])}</extra>"), row=1, col=col)
-        for col in (1, 2, 3):
-            fig.update_xaxes(type="log", title_text="concurrency", row=1, col=col)
+    fig.update_xaxes(title_text="concurrency", **_sweep_axis(doc["points"]))
+    fig.update_yaxes(rangemode="tozero", tickformat="~s")
     fig.update_layout(height=380, template="plotly_white", legend={"orientation": "h", "y": -0.25},
                       title="throughput and latency against concurrency")
     return fig
@@ -138,49 +155,100 @@ def curves_figure(doc: dict[str, Any]) -> go.Figure:
 
 SERIES_ROWS = (("prompt_tps", "prompt tok/s", 1, "solid"), ("gen_tps", "gen tok/s", 2, "solid"),
                ("running", "running", 3, "solid"), ("waiting", "waiting", 3, "dot"), ("kv_usage", "KV %", 4, "solid"))
+# y axes per row: every figure from 0 (a flat series is not zoomed into its noise), tok/s as 150k, KV on 0-100 %
+SERIES_AXES = ({"rangemode": "tozero", "tickformat": "~s"}, {"rangemode": "tozero", "tickformat": "~s"},
+               {"rangemode": "tozero"}, {"range": [0, 102], "tickmode": "array", "tickvals": [0, 25, 50, 75, 100],
+                "ticktext": [f"{v} %" for v in (0, 25, 50, 75, 100)]})
+
+
+def window_labels(windows: list[dict[str, Any]], span: tuple[str, str] | None) -> list[dict[str, Any]]:
+    """One label per group of findings' windows that start within :data:`LABEL_GAP` of the run's span of
+    each other (K001 and K002 of one episode share one), alternating two heights so neighbours do not
+    collide: ``x`` (the group's first start), ``text`` (its codes), ``hover`` (code, name, message),
+    ``level`` (0 or 1)."""
+    if not windows:
+        return []
+    t = [datetime.fromisoformat(w["first_ts"]).timestamp() for w in windows]
+    lo, hi = ((datetime.fromisoformat(span[0]).timestamp(), datetime.fromisoformat(span[1]).timestamp())
+              if span else (min(t), max(t)))
+    gap = LABEL_GAP * max(hi - lo, 1.0)
+    groups: list[list[int]] = []
+    for i in sorted(range(len(windows)), key=lambda i: t[i]):
+        if groups and t[i] - t[groups[-1][0]] <= gap:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    out = []
+    for k, group in enumerate(groups):
+        codes = list(dict.fromkeys(windows[i]["code"] for i in group))
+        text = " · ".join(codes[:LABEL_CODES]) + (f" +{len(codes) - LABEL_CODES}" if len(codes) > LABEL_CODES else "")
+        hover = "<br>".join(html.escape(f"{windows[i]['code']} {windows[i]['name']}"
+                                        f"{' [' + windows[i]['endpoint'] + ']' if windows[i]['endpoint'] else ''}: "
+                                        f"{windows[i]['message']}") for i in group)
+        out.append({"x": windows[group[0]]["first_ts"], "text": text, "hover": hover, "level": k % 2})
+    return out
 
 
 def series_figure(doc: dict[str, Any], run: str) -> go.Figure:
-    """One run's endpoints over time: prompt and gen tok/s, running/waiting, KV %; findings' windows
-    shaded, each concurrency's measured window marked at its start."""
+    """One run's endpoints over time: prompt and gen tok/s, running/waiting, KV %; each endpoint in the
+    colour of its name; findings' windows shaded and labelled without overlap, each concurrency's measured
+    window marked at its start."""
     fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.05,
                         subplot_titles=("prompt tok/s", "generation tok/s", "running (solid) / waiting (dotted)",
                                         "KV cache %"))
     rows = [r for r in doc["series"] if r["run"] == run]
-    endpoints = list(dict.fromkeys(r["endpoint"] for r in rows))
-    for i, ep in enumerate(endpoints):
+    endpoints = list(dict.fromkeys((r["endpoint"], r["role"]) for r in rows))
+    for ep, role in endpoints:
         mine = [r for r in rows if r["endpoint"] == ep]
-        colour = PALETTE[i % len(PALETTE)]
+        colour = colour_of(ep)
         for key, title, row, dash in SERIES_ROWS:
             fig.add_trace(go.Scatter(
                 x=[r["ts"] for r in mine], y=[r[key] for r in mine], mode="lines", name=ep, legendgroup=ep,
-                showlegend=key == "prompt_tps", line={"color": colour, "width": 1.3, "dash": dash},
+                showlegend=key == "prompt_tps",
+                line={"color": colour, "width": ROLE_WIDTH.get(role, 1.3), "dash": dash},
                 hovertemplate=f"{ep} {title}: %{{y:,.1f}}<extra></extra>"), row=row, col=1)
-    for w in (w for w in doc["windows"] if w["run"] == run):
+    for row, axis in enumerate(SERIES_AXES, 1):
+        fig.update_yaxes(row=row, col=1, **axis)
+    windows = [w for w in doc["windows"] if w["run"] == run]
+    for w in windows:
         fig.add_shape(type="rect", xref="x", yref="paper", x0=w["first_ts"], x1=w["last_ts"], y0=0, y1=1,
                       fillcolor=SEVERITY_FILL.get(w["severity"], SEVERITY_FILL["info"]), line={"width": 0},
                       layer="below")
-        fig.add_annotation(x=w["first_ts"], y=1.0, xref="x", yref="paper", text=w["code"], showarrow=False,
-                           xanchor="left", yanchor="bottom", font={"size": 10, "color": "#a33"})
+    span = (min(r["ts"] for r in rows), max(r["ts"] for r in rows)) if rows else None
+    for label in window_labels(windows, span):
+        fig.add_annotation(x=label["x"], y=1.0, xref="x", yref="paper", text=label["text"], showarrow=False,
+                           xanchor="left", yanchor="bottom", yshift=2 + 14 * label["level"],
+                           hovertext=label["hover"], font={"size": 10, "color": "#a33"})
     for s in (s for s in doc["steps"] if s["run"] == run):
         fig.add_shape(type="line", xref="x", yref="paper", x0=s["started"], x1=s["started"], y0=0, y1=1,
                       line={"color": "#555", "width": 1, "dash": "dot"})
         fig.add_annotation(x=s["started"], y=-0.04, xref="x", yref="paper", text=f"C={s['concurrency']}",
                            showarrow=False, xanchor="left", yanchor="top", font={"size": 10})
-    fig.update_layout(height=760, template="plotly_white", title=f"{run}: endpoints over time",
-                      legend={"orientation": "h", "y": -0.08}, margin={"b": 90}, hovermode="x unified")
+    days = sorted({ts[:10] for ts in span}) if span else []
+    fig.update_xaxes(tickformat="%H:%M" if len(days) == 1 else "%m-%d %H:%M")   # one line: the steps' labels fit
+    fig.update_layout(height=760, template="plotly_white",
+                      title=f"{run}: endpoints over time (as logged{', ' + ' to '.join(days) if days else ''})",
+                      legend={"orientation": "h", "y": -0.08}, margin={"t": 100, "b": 90}, hovermode="x unified")
     return fig
 
 
 def delta_figure(diff: dict[str, Any]) -> go.Figure:
+    """b - a in tok/s per GPU against output tok/s per user (both denominators), hover with both runs'
+    figures and the measured point behind each."""
     rows = diff["tps_per_gpu"]
-    fig = go.Figure([go.Bar(x=[str(r["concurrency"]) for r in rows], y=[r[d]["delta"] for r in rows],
-                            name=f"per {d} GPU", customdata=[[r[d]["delta_pct"]] for r in rows],
-                            hovertemplate="C=%{x}: %{y:+,.0f} tok/s/GPU (%{customdata[0]:+.1f} %)<extra></extra>")
-                     for d in ("working", "allocated")])
-    fig.update_layout(barmode="group", height=320, template="plotly_white", xaxis_title="concurrency",
-                      yaxis_title=f"tok/s per GPU: {diff['b']} - {diff['a']}",
-                      title=f"TPS/GPU delta: {diff['b']} against {diff['a']}")
+    measured = [", ".join(f"{m['run']} C={m['concurrency']}" for m in r["measured"]) for r in rows]
+    fig = go.Figure([go.Scatter(
+        x=[r["tok_s_per_user"] for r in rows], y=[r[d]["delta"] for r in rows], mode="lines+markers",
+        name=f"per {d} GPU", line={"color": PALETTE[i]},
+        customdata=[[r[d]["delta_pct"], r[d]["a"], r[d]["b"], m] for r, m in zip(rows, measured, strict=True)],
+        hovertemplate=(f"%{{x:.1f}} tok/s/user: %{{y:+,.0f}} tok/s per {d} GPU (%{{customdata[0]:+.1f}} %)<br>"
+                       f"{html.escape(diff['a'])} %{{customdata[1]:,.0f}}, {html.escape(diff['b'])} "
+                       "%{customdata[2]:,.0f}<br>measured: %{customdata[3]}<extra></extra>"))
+        for i, d in enumerate(("working", "allocated"))])
+    fig.update_layout(height=340, template="plotly_white", xaxis_title="output tok/s per user",
+                      yaxis={"title": {"text": "b - a, tok/s per GPU"}, "tickformat": "~s",
+                             "zeroline": True, "zerolinecolor": "#888"},
+                      title=f"TPS/GPU delta at equal tok/s/user: b = {diff['b']} against a = {diff['a']}")
     return fig
 
 
@@ -188,7 +256,7 @@ def _points_table(doc: dict[str, Any]) -> str:
     head = ("run", "topology", "C", "verdict", "latency target", "goodput req/s", "tok/s/user", "tok/s/GPU working",
             "tok/s/GPU allocated", "total tok/s", "median TTFT ms", "median TPOT ms", "frontier",
             "why (click for evidence)")
-    out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    out = ["<div class=wide><table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for p in doc["points"]:
         front = ", ".join(d for d, on in p["frontier"].items() if on) or "-"
         ev = "".join(f"<li>{_evidence(e)}</li>" for e in p["evidence"]) or "<li>no finding, no stats in window</li>"
@@ -203,7 +271,7 @@ def _points_table(doc: dict[str, Any]) -> str:
             f"<td class=num>{number(p['median_tpot_ms'], 2)}</td><td>{front}</td>"
             f"<td><details id='{_anchor(p['run'], p['concurrency'])}'><summary>{_e(p['reason'])}</summary>"
             f"<div class=note>window {_e(p['started'])} .. {_e(p['ended'])}</div><ul>{ev}</ul></details></td></tr>")
-    return "\n".join([*out, "</table>"])
+    return "\n".join([*out, "</table></div>"])
 
 
 def _goodput(p: dict[str, Any]) -> str:
@@ -230,7 +298,8 @@ def _evidence(e: dict[str, Any]) -> str:
 
 def _rows(head: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
     body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return "<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + f"</tr>{body}</table>"
+    return ("<div class=wide><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
+            + f"</tr>{body}</table></div>")
 
 
 def _runs_table(doc: dict[str, Any]) -> str:
@@ -277,9 +346,9 @@ def _undrawn_html(doc: dict[str, Any]) -> str:
         f"{_e(p['run'])} C={p['concurrency']} {_e(p['verdict'])}: {_e(p['reason'])}" for p in missing) + "</p>")
 
 
-def _figure_html(fig: go.Figure, div_id: str, first: bool) -> str:
-    return fig.to_html(full_html=False, include_plotlyjs=first, div_id=div_id, config=CONFIG,
-                       include_mathjax=False)
+def _figure_html(fig: go.Figure, div_id: str) -> str:
+    """The figure's div and its newPlot call; plotly.js itself is inlined once in the head."""
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=CONFIG, include_mathjax=False)
 
 
 CLICK_JS = """
@@ -307,13 +376,15 @@ def render_html(doc: dict[str, Any]) -> str:
              "<p class=note>Markers: ● healthy ⬢ under-loaded ▲ prefill-bound ■ decode-bound ◆ transfer-bound ✕ invalid; "
              "hollow and "
              "faded: misses the latency target. The frontier holds only valid points within the target. "
-             "Click a point for its evidence.</p>",
-             _figure_html(pareto_figure(doc), "pareto", True), _undrawn_html(doc),
+             "Click a point for its evidence. Runs take their colours in the order given (the first, the "
+             "baseline, blue); endpoints over time one colour per name, the same in every report (decode lines "
+             "wider).</p>",
+             _figure_html(pareto_figure(doc), "pareto"), _undrawn_html(doc),
              "<h2>Verdict per sweep point</h2>", _points_table(doc),
              "<h2>Per run: throughput and latency against concurrency</h2>",
-             _figure_html(curves_figure(doc), "curves", False), "<h2>Per endpoint over time</h2>"]
+             _figure_html(curves_figure(doc), "curves"), "<h2>Per endpoint over time</h2>"]
     for i, run in enumerate(doc["runs"]):
-        parts.append(_figure_html(series_figure(doc, run["label"]), f"series-{i}", False))
+        parts.append(_figure_html(series_figure(doc, run["label"]), f"series-{i}"))
     if doc["diffs"]:
         parts.append("<h2>Run vs run</h2>")
     for i, diff in enumerate(doc["diffs"]):
@@ -326,7 +397,9 @@ def render_html(doc: dict[str, Any]) -> str:
                   _rows(("code", "name", "severity", "endpoint", "only in", "message"),
                         [(f["code"], f["name"], f["severity"], f["endpoint"], f["only_in"], f["message"])
                          for f in diff["findings"]]) if diff["findings"] else "<p>none</p>",
-                  _figure_html(delta_figure(diff), f"delta-{i}", False)]
+                  f"<b>tok/s per GPU</b> <span class=note>{_e(diff['delta_basis'])}.</span>",
+                  _figure_html(delta_figure(diff), f"delta-{i}")]
     body = "\n".join(parts)
     return (f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>diag report</title>"
-            f"<style>{CSS}</style></head><body>\n{body}\n{CLICK_JS}</body></html>\n")
+            f"<style>{CSS}</style><script>{PLOTLY_BUNDLE.read_text(encoding='utf-8')}</script></head><body>\n"
+            f"{body}\n{CLICK_JS}</body></html>\n")

@@ -71,6 +71,6 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         for f in diff["findings"]:
             console.print(escape(f"  {f['code']} {f['name']}{' [' + f['endpoint'] + ']' if f['endpoint'] else ''}: "
                                  f"only in {f['only_in']}"))
-        console.print("  TPS/GPU delta: " + ", ".join(
-            f"C={r['concurrency']} {number(r['working']['delta'], 0)} ({number(r['working']['delta_pct'], 1)} %)"
-            for r in diff["tps_per_gpu"]))
+        console.print("  TPS/GPU delta at equal tok/s/user: " + (", ".join(
+            f"{number(r['tok_s_per_user'], 1)}: {number(r['working']['delta'], 0)} ({number(r['working']['delta_pct'], 1)} %)"
+            for r in diff["tps_per_gpu"]) or "no common tok/s/user range"))
