@@ -115,7 +115,7 @@ class DiagGroup(_Help, TyperGroup):
                 raise
             sys.stderr.write(usage_error(e) + "\n")
             status = EXIT_USAGE
-        except _click.exceptions.Abort:
+        except typer.Abort:
             sys.stderr.write("diag: aborted\n")
             status = 1
         if not standalone_mode:
