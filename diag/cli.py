@@ -82,8 +82,8 @@ class _Help:
             return
         if not HAS_RICH or getattr(self, "rich_markup_mode", None) is None:
             with formatter.section("Examples"):
-                for what, line in self.examples:
-                    formatter.write_text(f"{what}:\n  {line}")
+                pad = " " * formatter.current_indent
+                formatter.write("".join(f"{pad}{what}:\n{pad}  {line}\n" for what, line in self.examples))
             return
         from rich.panel import Panel
         from rich.text import Text
@@ -108,12 +108,11 @@ class DiagGroup(_Help, TyperGroup):
         on stderr and exit 2, not a usage block and a boxed message."""
         try:
             status = super().main(args, prog_name or "diag", complete_var, standalone_mode=False, **extra)
-        except _click.exceptions.NoArgsIsHelpError:
-            status = EXIT_USAGE  # the help is already printed
         except _click.ClickException as e:
             if not standalone_mode:
                 raise
-            sys.stderr.write(usage_error(e) + "\n")
+            if not isinstance(e, _click.exceptions.NoArgsIsHelpError):  # (that one has printed the help)
+                sys.stderr.write(usage_error(e) + "\n")
             status = EXIT_USAGE
         except typer.Abort:
             sys.stderr.write("diag: aborted\n")
