@@ -16,7 +16,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .options import EXIT_USAGE, CheckFormat, FailOn, console_for, fail, quiet_pipe
+from .options import (
+    EXIT_USAGE,
+    CheckFormat,
+    ConfigFile,
+    Example,
+    ExitZero,
+    FailOnOption,
+    Ignore,
+    Select,
+    console_for,
+    fail,
+    quiet_pipe,
+)
 
 if TYPE_CHECKING:
     from diag.rules.catalog import Rule
@@ -135,21 +147,28 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     return result
 
 
+EXAMPLES: tuple[Example, ...] = (
+    ("One recipe", "diag check recipe.yaml"),
+    ("Every *.yaml under a directory, only the config rules (C)", "diag check recipes/ --select C"),
+    ("What ran: a run directory's recipe with the flags its logs show", "diag check outputs/5010467"),
+    ("Annotations for a GitHub Actions job", "diag check recipes/ --format github"),
+)
+
+
 def check(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Recipe files or directories (searched for *.yaml/*.yml).")],
-    format: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
-    select: Annotated[list[str] | None, typer.Option(
-        "--select", metavar="CODE", help="Only these codes or prefixes (comma-separated or repeated); replaces the config.")] = None,
-    ignore: Annotated[list[str] | None, typer.Option(
-        "--ignore", metavar="CODE", help="Skip these codes or prefixes; adds to the config.")] = None,
-    fail_on: Annotated[FailOn | None, typer.Option(
-        "--fail-on", help="Exit 1 when a finding is at or above this severity "
-                          "(default: the config's fail-on, else error).")] = None,
-    exit_zero: Annotated[bool, typer.Option("--exit-zero", metavar="", help="Exit 0 even when findings fail the run.")] = False,
-    config: Annotated[Path | None, typer.Option(
-        "--config", metavar="FILE", help="Config file (diag.toml or pyproject.toml); default: nearest one upward.")] = None,
+    paths: Annotated[list[Path], typer.Argument(
+        metavar="PATH...", help="Recipe files, directories (searched for *.yaml/*.yml) or run directories.")],
+    format: Annotated[CheckFormat, typer.Option(
+        "--format", help="Output format: text, json, sarif (code scanning) or github (workflow annotations).")
+    ] = CheckFormat.text,
+    select: Select = None,
+    ignore: Ignore = None,
+    fail_on: FailOnOption = None,
+    exit_zero: ExitZero = False,
+    config: ConfigFile = None,
     allow_empty: Annotated[bool, typer.Option(
-        "--allow-empty", help="Exit 0 when no recipe is found (default: exit 2, a mistyped path must not pass).")] = False,
+        "--allow-empty", help="Exit 0 when no recipe is found (default: exit 2, a mistyped path must not pass).")
+    ] = False,
 ) -> None:
     """Lint srt-slurm recipes (v1, override, sweep and schema-2 files) for P/D pitfalls."""
     from diag.rules.settings import SettingsError, resolve

@@ -13,7 +13,8 @@ import os
 import sys
 from collections.abc import Iterator
 from enum import StrEnum
-from typing import TYPE_CHECKING, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -41,6 +42,28 @@ ReportFormat = StrEnum("ReportFormat", {f: f for f in FORMATS["report"]})
 class ListFormat(StrEnum):
     text = "text"
     json = "json"
+
+
+Example = tuple[str, str]  # (what it shows, the command line): a row of a command's Examples panel
+
+# The options several commands share, each defined once so its wording is one (``x: Select = None``).
+CODES = "codes or prefixes (K001, K, DIAG-E); repeat the option or separate with commas"
+Select = Annotated[list[str] | None, typer.Option(
+    "--select", metavar="CODE", help=f"Only the rules with these {CODES}. Replaces the config's select.")]
+Ignore = Annotated[list[str] | None, typer.Option(
+    "--ignore", metavar="CODE", help=f"Skip the rules with these {CODES}. Adds to the config's ignore.")]
+FailOnOption = Annotated[FailOn | None, typer.Option(
+    "--fail-on", help="Exit 1 when a finding is at least this severe (default: the config's fail-on, else error).")]
+ExitZero = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings are at or above --fail-on.")]
+ConfigFile = Annotated[Path | None, typer.Option(
+    "--config", metavar="FILE", help="Settings file (diag.toml, or pyproject.toml with a tool.diag table) to use "
+                                     "instead of the nearest one upward from the current directory.")]
+Scrape = Annotated[list[str] | None, typer.Option(
+    "--scrape", metavar="URL", help="Also read an engine's Prometheus /metrics URL (ROLE-wN=URL names its "
+                                    "endpoint, as in decode-w0=http://host:8081/metrics); repeatable.")]
+Prom = Annotated[str | None, typer.Option(
+    "--prom", metavar="URL", help="Also query this Prometheus server for the engines' vLLM metrics; "
+                                  "with no PATH, read the server alone.")]
 
 
 def printable(text: str, limit: int = 300) -> str:

@@ -8,8 +8,15 @@ from pathlib import Path
 
 import typer
 
-from .options import EXIT_USAGE, ReportFormat, console_for, fail, positive, quiet_pipe
+from .options import EXIT_USAGE, ConfigFile, Example, ReportFormat, console_for, fail, positive, quiet_pipe
 from .sla import DEFAULT_SLA
+
+EXAMPLES: tuple[Example, ...] = (
+    ("A sweep as one offline HTML page (report.html)", "diag report outputs/5131402 outputs/5131417"),
+    ("The same judged by your latency target, as text",
+     "diag report outputs/5131402 outputs/5131417 --sla ttft=1s --format text"),
+    ("The table behind every plot, for a notebook", "diag report outputs/5131402 --format json -o sweep.json"),
+)
 
 
 def report(
@@ -17,8 +24,9 @@ def report(
                                       "the first is the baseline of the run-vs-run diff."),
     output: Path | None = typer.Option(None, "--output", "-o", metavar="FILE",
                                        help="Write here (default: report.html for html, stdout otherwise)."),
-    fmt: ReportFormat = typer.Option(ReportFormat.html, "--format", help="html (one offline file), text or json."),
-    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="diag.toml to use instead of the one found."),
+    fmt: ReportFormat = typer.Option(ReportFormat.html, "--format",
+                                     help="Output format: html (one offline file), text or json."),
+    config: ConfigFile = None,
     sla: str | None = typer.Option(
         None, "--sla", metavar="TARGET",
         help=f"Latency target the points are judged by: METRIC[.QUANTILE]=DURATION,... with metrics ttft, tpot, "
@@ -30,8 +38,9 @@ def report(
         help="Pick the best point at N output tok/s per user or more (default: the most tok/s/GPU within "
              "the target)."),
 ) -> None:
-    """The sweep as pictures: which configuration to pick under a latency target and why, Pareto frontier,
-    the verdict behind every point, run vs run."""
+    """The sweep as pictures: which configuration to pick under a latency target and why.
+
+    One page: the Pareto frontier, the verdict behind every point, run vs run."""
     from diag.rules.settings import SettingsError, resolve
 
     from .files import InputError, find_runs

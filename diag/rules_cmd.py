@@ -1,13 +1,18 @@
-"""`diag rules` lists the catalog; `diag explain CODE` prints one rule in full."""
+"""`diag rules` lists the catalog, `diag rules export` writes it for Prometheus; `diag explain CODE` prints
+one rule in full."""
 
 from __future__ import annotations
 
 import sys
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import typer
 
-from .options import console_for, fail, quiet_pipe
+from .options import CODES, Example, console_for, fail, quiet_pipe
+
+if TYPE_CHECKING:
+    from diag.rules.catalog import Rule
 
 SCOPES = ("run", "endpoint", "engine", "recipe")
 
@@ -21,35 +26,52 @@ def _scope(value: str | None) -> str | None:
 class RulesFormat(StrEnum):
     text = "text"
     json = "json"
+
+
+class ExportFormat(StrEnum):
     prometheus = "prometheus"
 
 
-def rules_list(
-    action: str | None = typer.Argument(None, metavar="[export]", help="export: write the runtime rules as a "
-                                        "Prometheus rule file (--format prometheus) to stdout."),
-    select: list[str] | None = typer.Option(None, "--select", metavar="CODE", help="export: only these codes or prefixes."),
-    scope: str | None = typer.Option(None, "--scope", metavar="SCOPE", callback=_scope, help="run, endpoint, engine or recipe."),
-    fmt: RulesFormat = typer.Option(RulesFormat.text, "--format", help="text or json; prometheus with export."),
-) -> None:
-    """List every rule: code, name, severity, scope and what it means in one line."""
+EXAMPLES: tuple[Example, ...] = (
+    ("Every rule, one line each", "diag rules"),
+    ("The rules judging single engines", "diag rules --scope engine"),
+    ("The catalog as JSON, for scripts", "diag rules --format json"),
+)
+EXPORT_EXAMPLES: tuple[Example, ...] = (
+    ("Alerting and recording rules for a Prometheus server", "diag rules export > diag-rules.yml"),
+    ("Only the KV-cache rules", "diag rules export --select K"),
+)
+EXPLAIN_EXAMPLES: tuple[Example, ...] = (
+    ("Why a rule fires, what to change, its thresholds", "diag explain K001"),
+    ("The full code works too", "diag explain DIAG-E001"),
+)
+CATALOG_SELECT = f"Only the rules with these {CODES}."
+
+
+def _rows(command: str, scope: str | None, select: list[str] | None) -> list[Rule]:
+    """The catalog's rules of a scope whose codes start with one of ``select`` (a usage error when none)."""
     from diag.rules.catalog import catalog
 
-    if action not in (None, "export"):
-        fail("rules", f"unknown action {action!r} (give none, or export)")
-    if (action == "export") != (fmt is RulesFormat.prometheus):
-        fail("rules", "export writes --format prometheus; listing is --format text or json")
     rows = [r for r in catalog().values() if scope is None or r.scope == scope]
     if select:
-        wanted = [s.upper().removeprefix("DIAG-") for s in select]
+        wanted = [w.strip().upper().removeprefix("DIAG-") for s in select for w in s.split(",") if w.strip()]
         rows = [r for r in rows if any(r.code.removeprefix("DIAG-").startswith(w) for w in wanted)]
         if not rows:
-            fail("rules", f"--select {' '.join(select)}: matches no rule")
-    if action == "export":
-        from diag.rules.promrules import export
+            fail(command, f"--select {' '.join(select)}: matches no rule")
+    return rows
 
-        with quiet_pipe():
-            sys.stdout.write(export(rows))
+
+def rules_list(
+    ctx: typer.Context,
+    select: list[str] | None = typer.Option(None, "--select", metavar="CODE", help=CATALOG_SELECT),
+    scope: str | None = typer.Option(None, "--scope", metavar="SCOPE", callback=_scope,
+                                     help="Only the rules of this scope: run, endpoint, engine or recipe."),
+    fmt: RulesFormat = typer.Option(RulesFormat.text, "--format", help="Output format: text or json."),
+) -> None:
+    """List every rule: code, name, severity, scope and what it means in one line."""
+    if ctx.invoked_subcommand is not None:
         return
+    rows = _rows("rules", scope, select)
     with quiet_pipe():
         if fmt is RulesFormat.json:
             from .emit.rules import rules_document
@@ -59,6 +81,21 @@ def rules_list(
         from .emit.rules import render_rules
 
         render_rules(rows, console_for())
+
+
+def rules_export(
+    select: list[str] | None = typer.Option(None, "--select", metavar="CODE", help=CATALOG_SELECT),
+    fmt: ExportFormat = typer.Option(ExportFormat.prometheus, "--format",
+                                     help="Output format: prometheus (a rule file for promtool and Prometheus)."),
+) -> None:
+    """Write the runtime rules as a Prometheus rule file (alerts and recording rules) to stdout.
+
+    The thresholds are the catalog's; check the file with promtool check rules."""
+    from diag.rules.promrules import export
+
+    rows = _rows("rules export", None, select)
+    with quiet_pipe():
+        sys.stdout.write(export(rows))
 
 
 def explain(code: str = typer.Argument(..., metavar="CODE", help="A rule code: DIAG-K001 or K001.")) -> None:

@@ -16,7 +16,23 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .options import EXIT_USAGE, FailOn, TailFormat, console_for, fail, positive, printable, quiet_pipe
+from .options import (
+    EXIT_USAGE,
+    ConfigFile,
+    Example,
+    ExitZero,
+    FailOnOption,
+    Ignore,
+    Prom,
+    Scrape,
+    Select,
+    TailFormat,
+    console_for,
+    fail,
+    positive,
+    printable,
+    quiet_pipe,
+)
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -30,29 +46,38 @@ class ExportFmt(StrEnum):
     csv = "csv"
 
 
+EXAMPLES: tuple[Example, ...] = (
+    ("A run directory (srt-slurm's outputs/<jobid>): every endpoint's health and the findings",
+     "diag tail outputs/5010467"),
+    ("The same from a job's Slurm output files", "diag tail slurm-*.out"),
+    ("One JSON document, for scripts and CI", "diag tail outputs/5010467 --format json"),
+    ("Follow a running job's logs (Ctrl-C stops; the exit status is by --fail-on)",
+     "diag tail -f 'outputs/5010467/logs/*.out'"),
+)
+
+
 def tail(
-    paths: list[str] = typer.Argument(None, metavar="[PATH]...", help="Run directories, log files or globs (slurm-*.out, "
+    paths: list[str] = typer.Argument(None, metavar="PATH...", help="Run directories, log files or globs (slurm-*.out, "
                                       "*_decode_w0.out); none with --prom: the server alone."),
-    fmt: TailFormat = typer.Option(TailFormat.text, "--format", help="text, json (one document) or jsonl (a stream)."),
-    fail_on: FailOn | None = typer.Option(None, "--fail-on", help="Exit 1 when a finding is at least this severe "
-                                          "(default: the config's fail-on, else error)."),
-    select: list[str] | None = typer.Option(None, "--select", metavar="CODE", help="Only these rule codes or prefixes; "
-                                            "replaces the config."),
-    ignore: list[str] | None = typer.Option(None, "--ignore", metavar="CODE", help="Skip these codes or prefixes; adds to the config."),
-    exit_zero: bool = typer.Option(False, "--exit-zero", metavar="", help="Exit 0 even when findings fail the run."),
-    follow: bool = typer.Option(False, "--follow", "-f", metavar="", help="Keep reading as the logs grow (like tail -F)."),
-    heartbeat: float = typer.Option(30.0, "--heartbeat", callback=positive("--heartbeat"),
+    fmt: TailFormat = typer.Option(TailFormat.text, "--format",
+                                   help="Output format: text, json (one document) or jsonl (a stream)."),
+    fail_on: FailOnOption = None,
+    select: Select = None,
+    ignore: Ignore = None,
+    exit_zero: ExitZero = False,
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep reading as the logs grow (like tail -F)."),
+    heartbeat: float = typer.Option(30.0, "--heartbeat", metavar="SECONDS", callback=positive("--heartbeat"),
                                     help="Follow mode: seconds between endpoint heartbeats."),
     poll: float = typer.Option(0.25, "--poll", callback=positive("--poll", hi=60), hidden=True,
                                help="Follow mode: seconds between reads."),
-    export: Path | None = typer.Option(None, "--export", metavar="DIR", help="Write the time series to this directory."),
-    export_format: ExportFmt = typer.Option(ExportFmt.parquet, "--export-format"),
-    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="diag.toml to use instead of the one found."),
-    scrape: list[str] = typer.Option([], "--scrape", metavar="URL",
-                                     help="Also scrape this /metrics URL now (twice, 1 s apart); URL or "
-                                          "ROLE-wN=URL to name its endpoint. Repeatable."),
-    prom: str | None = typer.Option(None, "--prom", metavar="URL",
-                                    help="Also query this Prometheus server for the engines' vLLM metrics."),
+    export: Path | None = typer.Option(None, "--export", metavar="DIR",
+                                       help="Also write the time series (stats and KV-transfer tables) to this "
+                                            "directory."),
+    export_format: ExportFmt = typer.Option(ExportFmt.parquet, "--export-format",
+                                            help="File format of --export: parquet or csv."),
+    config: ConfigFile = None,
+    scrape: Scrape = None,
+    prom: Prom = None,
     prom_start: str | None = typer.Option(None, "--prom-start", metavar="TIME",
                                           help="--prom from this ISO time (default: run start)."),
     prom_end: str | None = typer.Option(None, "--prom-end", metavar="TIME",
@@ -70,7 +95,7 @@ def tail(
                            fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
     except SettingsError as e:
         fail("tail", f"config error: {e}")
-    paths = list(paths or [])
+    paths, scrape = list(paths or []), list(scrape or [])
     try:
         window = _when(prom_start, "--prom-start"), _when(prom_end, "--prom-end")
         if since is not None:

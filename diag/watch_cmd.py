@@ -16,7 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .options import EXIT_USAGE, FailOn, console_for, fail, positive, printable, quiet_pipe
+from .options import (
+    EXIT_USAGE,
+    ConfigFile,
+    Example,
+    ExitZero,
+    FailOnOption,
+    Ignore,
+    Prom,
+    Scrape,
+    Select,
+    console_for,
+    fail,
+    positive,
+    printable,
+    quiet_pipe,
+)
 from .tui import WINDOWS
 
 if TYPE_CHECKING:
@@ -51,24 +66,33 @@ def clock_for(now: str | None) -> Callable[[Run], datetime | None] | None:
     return lambda _run: t
 
 
+EXAMPLES: tuple[Example, ...] = (
+    ("The live screen over a running job (q quits, ? lists the keys)", "diag watch outputs/5010467"),
+    ("Replay a finished run through the screen at 60x its speed", "diag watch --replay outputs/5010467"),
+    ("One snapshot printed to stdout: no terminal needed", "diag watch outputs/5010467 --once"),
+)
+
+
 def watch(
-    paths: list[str] = typer.Argument(None, metavar="[PATH]...", help="Run directories, log files or globs (as for diag tail)."),
+    paths: list[str] = typer.Argument(None, metavar="[PATH]...", help="Run directories, log files or globs "
+                                      "(as for diag tail); none with --replay or --prom."),
     replay: Path | None = typer.Option(None, "--replay", metavar="RUN_DIR", help="Replay this finished run through the screen."),
-    speed: float = typer.Option(60.0, "--speed", callback=positive("--speed"), help="Replay speed (× real time)."),
-    once: bool = typer.Option(False, "--once", metavar="", help="Print one rendered snapshot to stdout and exit."),
-    scrape: list[str] = typer.Option([], "--scrape", metavar="URL", help="Prometheus /metrics URL of an engine (repeatable)."),
-    prom: str | None = typer.Option(None, "--prom", metavar="URL", help="Prometheus server URL to query."),
-    interval: float = typer.Option(1.0, "--interval", callback=positive("--interval", lo=0.19, hi=60),
+    speed: float = typer.Option(60.0, "--speed", metavar="FACTOR", callback=positive("--speed"),
+                                help="Replay speed (× real time)."),
+    once: bool = typer.Option(False, "--once", help="Print one rendered snapshot to stdout and exit."),
+    scrape: Scrape = None,
+    prom: Prom = None,
+    interval: float = typer.Option(1.0, "--interval", metavar="SECONDS", callback=positive("--interval", lo=0.19, hi=60),
                                    help="Seconds between polls (0.2-60)."),
-    window: int = typer.Option(5, "--window", callback=_window, help="Sparkline window in minutes: 1, 5, 15 or 60."),
-    retain: float = typer.Option(60.0, "--retain", callback=_retain,
+    window: int = typer.Option(5, "--window", metavar="MINUTES", callback=_window,
+                               help="Sparkline window in minutes: 1, 5, 15 or 60."),
+    retain: float = typer.Option(60.0, "--retain", metavar="MINUTES", callback=_retain,
                                  help="Minutes of periodic samples kept in the model (0: all)."),
-    fail_on: FailOn | None = typer.Option(None, "--fail-on", help="Exit 1 when a finding is at least this severe "
-                                          "(default: the config's fail-on, else error)."),
-    select: list[str] | None = typer.Option(None, "--select", metavar="CODE", help="Only these rule codes or prefixes."),
-    ignore: list[str] | None = typer.Option(None, "--ignore", metavar="CODE", help="Skip these codes or prefixes."),
-    exit_zero: bool = typer.Option(False, "--exit-zero", metavar="", help="Exit 0 even when findings fail the run."),
-    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="diag.toml to use instead of the one found."),
+    fail_on: FailOnOption = None,
+    select: Select = None,
+    ignore: Ignore = None,
+    exit_zero: ExitZero = False,
+    config: ConfigFile = None,
     now: str | None = typer.Option(None, "--now", hidden=True, help="'end' or an ISO time: pin the clock."),
 ) -> None:
     """Live per-endpoint health of a run: endpoints, sparklines, findings, engines, log records."""
@@ -76,7 +100,7 @@ def watch(
 
     from .files import InputError
 
-    paths = list(paths or [])
+    paths, scrape = list(paths or []), list(scrape or [])
     try:
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
                            fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)

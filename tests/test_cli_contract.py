@@ -19,8 +19,11 @@ CRASH = "samples/runs/engine-crash"         # errors
 RECIPES = ROOT / "rules" / "catalog"        # not recipes: used where only a path is needed
 
 
-def diag(*args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def diag(*args: str, cwd: Path | None = None, stdin: str | None = None,
+         columns: int | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    if columns is not None:  # the width rich lays help out for
+        env["COLUMNS"] = str(columns)
     return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=cwd or ROOT,
                           timeout=120, env=env, input=stdin)
 

@@ -61,7 +61,7 @@ def test_a_catalog_threshold_changes_the_export() -> None:
     assert "diag:vllm_waiting:role_avg{diag_role=\"prefill\"} >= 12" in export([b001.with_params({"waiting_high": 12})])
     one = _diag("rules", "export", "--format", "prometheus", "--select", "K002")
     assert one.returncode == 0 and one.stdout.count("alert:") == 1
-    for args in (("rules", "export"), ("rules", "--format", "prometheus"), ("rules", "nope"),
+    for args in (("rules", "--format", "prometheus"), ("rules", "nope"), ("rules", "export", "--format", "text"),
                  ("rules", "export", "--format", "prometheus", "--select", "Z9")):
         bad = _diag(*args)
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
