@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from loading import replay
-from textual.widgets import DataTable, Input, Markdown, OptionList, Static
+from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Static
 
 from diag.sources import FollowSource
 from diag.tui.app import WatchApp
@@ -117,6 +117,7 @@ async def test_finding_appears_while_the_run_grows_and_pause_holds_it(tmp_path: 
     app = make_app(run, interval=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
+        assert status(app).startswith("● live"), "the run is still benchmarking"
         assert "DIAG-E001" not in finding_codes(app)
         assert rows(app)["decode-w0"]["health"] == "OK"
         await pilot.press("space")
@@ -129,11 +130,12 @@ async def test_finding_appears_while_the_run_grows_and_pause_holds_it(tmp_path: 
         assert app.polls == polls, "paused: nothing is collected"
         assert "DIAG-E001" not in finding_codes(app)
         await pilot.press("space")
-        assert not app.paused and "live" in status(app)
+        assert not app.paused and "paused" not in status(app)
         await until(pilot, lambda: "DIAG-E001" in finding_codes(app))
         await until(pilot, lambda: rows(app)["decode-w0"]["health"] == "DOWN")
         assert app.polls > polls
-        assert any("DIAG-E001" in str(n.message) for n in app._notifications), "a toast announces it"
+        assert any("DIAG-E001" in t.text for t in app.toasts.values()), "a toast announces it"
+        await until(pilot, lambda: status(app).startswith("■ finished"))  # the run failed: its logs are final
 
 
 @sync
@@ -248,7 +250,10 @@ async def test_replay_plays_a_finished_run_through_the_same_screen() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         assert "replay" in status(app)
+        assert status(app).startswith("▶ replay") or app.snapshot.done, "a replay is never live"
         await until(pilot, lambda: app.snapshot is not None and app.snapshot.done, timeout=30)
+        await until(pilot, lambda: status(app).startswith("■ replay ended"))
+        assert "● live" not in status(app)
         await until(pilot, lambda: "DIAG-K001" in finding_codes(app))
         assert rows(app)["decode-w0"]["health"] == "CRIT"
         await pilot.press("space")
@@ -432,36 +437,42 @@ def _overlaps(a, b) -> bool:
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
 @sync
-async def test_toasts_coalesce_per_code_and_never_cover_the_table(size: tuple[int, int]) -> None:
+async def test_toasts_coalesce_per_code_cover_nothing_and_expire(size: tuple[int, int],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import diag.tui.app as app_mod
     from diag.rules.finding import Finding
 
+    monkeypatch.setattr(app_mod, "TOAST_S", 1.5)
     app = make_app(RUNS / "kv-exhaustion")
-    async with app.run_test(size=size, notifications=True) as pilot:
+    async with app.run_test(size=size) as pilot:
         await ready(pilot)
+        findings = app.screen.query_one("#findings", OptionList)
+        pane = findings.region
         burst = tuple(Finding("DIAG-N001", "nixl-transfer-failures", "warning", "m", endpoint=f"decode-w{i}")
                       for i in range(12))
         burst += tuple(Finding("DIAG-K001", "kv-cache-exhaustion", "error", "m", endpoint="decode-w0")
                        for _ in range(3))
         app.toast_findings(burst)
         app.toast_findings(burst[:2])  # the same code again within its toast's window: a counter
-        await pilot.pause(0.3)
-        notes = list(app._notifications)
-        room = app.toast_room()
-        assert len(notes) <= min(2, room) and len({n.title for n in notes}) == len(notes)
-        by_title = {n.title: n.message for n in notes}
-        if room >= 2:
-            assert by_title["14 × DIAG-N001 opened"].endswith("+13 more")
-            assert by_title["3 × DIAG-K001 opened"].endswith("+2 more")
-        else:
-            assert app.unseen > 0 and "new findings (l: log)" in status(app)
-        table = app.screen.query_one("#endpoints", DataTable)
-        from textual.widgets._toast import Toast, ToastRack
-
-        await pilot.pause(0.2)
-        toasts = list(app.screen.get_child_by_type(ToastRack).query(Toast))
-        assert len(toasts) == len(notes)
-        for toast in toasts:
-            assert not _overlaps(toast.region, table.region), (toast.region, table.region)
+        await pilot.pause(0.1)
+        assert app.toast_room() == (2 if size[1] < 30 else 3)
+        texts = {code: t.text for code, t in app.toasts.items()}
+        assert texts == {"DIAG-N001": "14 × DIAG-N001 opened: nixl-transfer-failures [decode-w1] +13 more",
+                         "DIAG-K001": "3 × DIAG-K001 opened: kv-cache-exhaustion [decode-w0] +2 more"}
+        bar = app.screen.query_one("#toasts", Static)
+        assert bar.display and bar.region.height == 2 and str(bar.render()).count("opened") == 2
+        for other in (findings, app.screen.query_one("#endpoints", DataTable)):
+            assert not _overlaps(bar.region, other.region), (bar.region, other.region)
+        assert findings.region.height == pane.height - 2, "the findings pane gives the toasts its rows"
+        footer = app.screen.query_one(Footer)
+        assert bar.region.bottom <= footer.region.y
+        more = tuple(Finding(f"DIAG-X00{i}", "x", "warning", "m", endpoint="decode-w0") for i in range(1, 4))
+        app.toast_findings(more)  # past the room: the oldest go, the status counts their openings
+        await pilot.pause(0.1)
+        assert len(app.toasts) == app.toast_room() and "DIAG-X003" in app.toasts
+        assert app.unseen > 0 and "new findings (l: log)" in status(app)
+        await until(pilot, lambda: not app.toasts, timeout=5)  # they expire
+        assert not bar.display and findings.region.height == pane.height
 
 
 @sync
@@ -486,7 +497,7 @@ async def test_a_fast_replay_raises_at_most_one_toast_per_code() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 @sync
 async def test_columns_give_way_by_priority(size: tuple[int, int]) -> None:
-    from diag.tui.render import COLUMNS
+    from diag.tui.render import COLUMNS, OPTIONAL
 
     app = make_app(RUNS / "prefill-bound")
     async with app.run_test(size=size) as pilot:
@@ -497,7 +508,7 @@ async def test_columns_give_way_by_priority(size: tuple[int, int]) -> None:
         assert {"endpoint", "health", "prompt", "gen", "kv"} <= set(cols)
         assert table.virtual_size.width <= size[0], "no column is cut off at the right"
         if size == (200, 50):
-            assert cols == [c.key for c in COLUMNS]
+            assert cols == [c.key for c in COLUMNS if c.key not in OPTIONAL], "TTFT/ITL: no histograms here"
         else:
             dropped = {c.key for c in COLUMNS} - set(cols)
             kept_priorities = [c.priority for c in COLUMNS if c.key in cols]

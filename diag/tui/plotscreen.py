@@ -169,7 +169,7 @@ class PlotScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "back", key_display="esc"),
         Binding("space", "app.toggle_pause", "pause", key_display="space"),
-        Binding("1", "app.window(1)", "window", key_display="1/5/15/60"),
+        Binding("1", "app.window(1)", "min", key_display="1-60"),
         Binding("5", "app.window(5)", "5 min", show=False),
         Binding("6", "app.window(60)", "60 min", show=False),
     ]
@@ -187,6 +187,7 @@ class PlotScreen(LiveScreen):
         with Grid(id="plots"):
             for key in ("rate", "queues", "kv", "preempt"):
                 yield ChartPlot(key)
+        yield Static(id="toasts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, NamedTuple, Protocol, cast
 
 from rich.text import Text
 from textual import work
@@ -14,12 +14,15 @@ from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Stat
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from diag.rules.present import SEVERITY_STYLE
+
 from .render import (
     COLUMN,
     COLUMNS,
     ENGINE_COLUMNS,
     age_text,
     badge,
+    empty_columns,
     engine_cells,
     evidence_text,
     finding_text,
@@ -57,8 +60,25 @@ class WatchHost(Protocol):
     def copy_finding(self, row: FindingRow | None) -> None: ...
 
 
+class Toast(NamedTuple):
+    """A toast line: a finding code's openings (``count``) or a notification (count 0), until ``expiry``
+    (monotonic seconds)."""
+
+    text: str
+    severity: str
+    count: int
+    expiry: float
+
+
+def toast_text(toasts: tuple[Toast, ...]) -> Text:
+    lines = [Text(("▲ " if t.count else "· ") + t.text, style=SEVERITY_STYLE.get(t.severity, ""),
+                  no_wrap=True, overflow="ellipsis") for t in toasts]
+    return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
+
 class LiveScreen(Screen[None]):
-    """A screen that redraws from each new snapshot."""
+    """A screen that redraws from each new snapshot; its toasts take a line each above its footer
+    (its main pane gives them the room: they never cover it)."""
 
     @property
     def wapp(self) -> WatchHost:
@@ -77,6 +97,16 @@ class LiveScreen(Screen[None]):
 
     def _status(self) -> None:
         self.set_static("#status", self.wapp.status())
+
+    def show_toasts(self, toasts: tuple[Toast, ...]) -> None:
+        bar = self.query("#toasts").results(Static)
+        widget = next(bar, None)
+        if widget is not None:
+            widget.display = bool(toasts)
+            self.set_static("#toasts", toast_text(toasts))
+
+    def on_screen_resume(self) -> None:
+        self.show_toasts(tuple(getattr(self.app, "toasts", {}).values()))
 
 
 def _fill(table: LiveTable, rows: list[tuple[str, list[Any]]], keys: list[str], keep: str | None = None
@@ -113,18 +143,18 @@ SORT_KEYS = "".join(c.sort for c in COLUMNS)
 
 class MainScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("H", "sort('health')", "sort", key_display="⇧H/K/W/P/G…"),
+        Binding("H", "sort('health')", "sort", key_display="⇧A-Z"),
         *(Binding(c.sort, f"sort('{c.key}')", f"sort by {c.label}", show=False) for c in COLUMNS
           if c.key != "health"),
         Binding("g", "plots", "plots"),
-        Binding("p", "app.plots(None)", "run plots"),
+        Binding("p", "app.plots(None)", "run plots", show=False),
         Binding("l", "app.findings_log", "log"),
         Binding("f", "app.filter", "filter"),
         Binding("e", "explain", "explain", show=False),
         Binding("c", "copy", "copy", show=False),
         Binding("slash", "search", "search", key_display="/"),
         Binding("space", "app.toggle_pause", "pause", key_display="space"),
-        Binding("1", "app.window(1)", "window", key_display="1/5/15/60"),
+        Binding("1", "app.window(1)", "min", key_display="1-60"),
         Binding("5", "app.window(5)", "5 min", show=False),
         Binding("6", "app.window(60)", "60 min", show=False),
         Binding("escape", "focus_table", "table", show=False),
@@ -137,6 +167,7 @@ class MainScreen(LiveScreen):
         yield LiveTable(id="endpoints", cursor_type="row")
         yield Static(id="findings-title")
         yield OptionList(id="findings")
+        yield Static(id="toasts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -200,7 +231,7 @@ class MainScreen(LiveScreen):
         available = self.app.size.width
         if len(ordered) + 1 > self.app.size.height // 2:  # the table's max-height is 50 %: it scrolls
             available -= SCROLLBAR
-        visible = fit_columns(widths, available)
+        visible = fit_columns(widths, available, empty_columns(snap))
         signature = (tuple(visible), self.sort_key, self.sort_desc)
         keep = self.selected_endpoint()
         if signature != self._signature:
@@ -286,6 +317,7 @@ class EndpointScreen(LiveScreen):
         yield Input(placeholder="search records (/), esc clears", id="search", compact=True)
         with ScrollableContainer(id="records-scroll"):
             yield Static(id="records")
+        yield Static(id="toasts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -319,7 +351,7 @@ class EndpointScreen(LiveScreen):
                      f" · nodes {', '.join(s.nodes) or '-'}")
             title.update(t)
             rows = [(r.engine, [Text(str(c), justify="left" if i in (0, 6) else "right") if not isinstance(c, Text)
-                                else c for i, c in enumerate(engine_cells(r))])
+                                else c for i, c in enumerate(engine_cells(r, snap.limits))])
                     for r in snap.engines.get(self.endpoint, ())]
             self._keys = _fill(self.query_one("#engines", LiveTable), rows, self._keys)
             recs = snap.records.get(self.endpoint, ())
@@ -451,7 +483,7 @@ HELP = """\
   ⇧+letter   sort the endpoints (again: reverse), or click a header:
              N endpoint  H health  O role  P prompt/s  G gen/s
              R run  W wait  K KV %  T tok/s ~  V KV ~  A age
-             X preemptions  E engines  D nodes
+             X preemptions  E engines  D nodes  F TTFT  I ITL
   g          plots of the highlighted endpoint;  p  plots of the run
   f          filter endpoints by role, findings by severity
   e          explain the highlighted finding (why, what to change)
@@ -460,6 +492,7 @@ HELP = """\
   enter      open the highlighted endpoint (or click it twice):
              its engines (DP ranks) and recent log records
   /          search log records;  tab  table <-> findings
+  s          save the screen as an SVG file (its path in a toast)
   esc        back / close; on the main screen: focus the table
   ?  help;  q  quit
 
@@ -471,8 +504,13 @@ HELP = """\
   prompt/s gen/s run wait KV %: latest stats, engines summed
   (KV averaged); tok/s ~ and KV ~: sparklines over the window;
   age: time since the endpoint's last sample (12s, 4m, 3h, 9d);
-  pre: preemptions. A narrow terminal drops the low-priority
-  columns first; endpoint, health, prompt/s, gen/s, KV % stay.
+  pre: preemptions; TTFT/ITL p90: latency histograms' last
+  interval (Prometheus captures). tok/s ~ share one scale across
+  rows, KV ~ is 0-100 %. wait, KV % and pre take the colour of
+  their rule past its threshold (DIAG-B001 waiting_high per
+  engine, K004/K001 kv_usage, K002 min_count). A narrow terminal
+  drops the low-priority columns first; endpoint, health,
+  prompt/s, gen/s, KV % stay.
 """
 
 

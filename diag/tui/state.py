@@ -32,6 +32,7 @@ from diag.rules.settings import Settings
 from .. import report as S
 from ..pipeline import Pipeline
 from ..report import Report
+from ..sources import MultiSource, ReplaySource
 from . import WINDOWS
 from .records import RecordLine, record_line, stats_line
 
@@ -98,6 +99,8 @@ class FindingRow:
     f: Finding
     state: str          # open | closed
     role: str | None    # role of the finding's endpoint (None: the whole run)
+    consequences: tuple[Finding, ...] = ()   # findings on other endpoints this one caused (folded under it)
+    roles: frozenset[str | None] = frozenset()  # its own role and its consequences' (the role filter)
 
     @property
     def key(self) -> tuple[str, str | None, str]:
@@ -112,6 +115,27 @@ class LogEntry:
     at: datetime | None
     event: str          # open | close | start
     f: Finding
+
+
+class Limit(NamedTuple):
+    """A rule's threshold, as configured: a cell past it takes the rule's severity style."""
+
+    value: float
+    severity: str
+    code: str
+
+
+# cell -> (rule, parameter): the thresholds the endpoint table highlights against (catalog, settings)
+LIMIT_PARAMS = {"kv": ("DIAG-K001", "kv_usage"), "kv_rising": ("DIAG-K004", "kv_usage"),
+                "wait": ("DIAG-B001", "waiting_high"), "pre": ("DIAG-K002", "min_count")}
+
+
+def limits_of(settings: Settings) -> Mapping[str, Limit]:
+    out = {}
+    for cell, (code, param) in LIMIT_PARAMS.items():
+        rule = settings.rule(code)
+        out[cell] = Limit(float(rule.params[param]), rule.severity, code)
+    return MappingProxyType(out)
 
 
 @dataclass(frozen=True)
@@ -140,6 +164,9 @@ class Snapshot:
     errors: tuple[str, ...] = ()
     done: bool = False
     kv_threshold: float = 95.0          # DIAG-K001's kv_usage, as configured
+    limits: Mapping[str, Limit] = field(default_factory=lambda: MappingProxyType({}))  # LIMIT_PARAMS, as configured
+    mode: str = "live"                  # live | replay | finished (a finished run's logs will not grow)
+    isl_osl: tuple[int | None, int | None] = (None, None)  # the benchmark's lengths: tok/s -> req/s
     limiting: str | None = None         # the role the run's verdict names as the limit (its rows stand out)
     log: tuple[LogEntry, ...] = ()      # findings opened and closed this session, oldest first
     table: TableCells | None = field(default=None, compare=False)  # the endpoint table's cells, made
@@ -339,7 +366,8 @@ class WatchState:
         self.last_step_s = 0.0
         self.log: deque[LogEntry] = deque(maxlen=LOG_KEEP)
         self._log_seq = 0
-        self.kv_threshold = float(self.pipeline.settings.rule("DIAG-K001").params["kv_usage"])
+        self.limits = limits_of(self.pipeline.settings)
+        self.kv_threshold = self.limits["kv"].value
         self._pending: tuple[list[Finding], list[Finding]] = ([], [])
 
     @property
@@ -418,8 +446,12 @@ class WatchState:
                 return True
             return (ref - f.last_ts).total_seconds() <= RECENT_S
 
-        live = [FindingRow(f, "open" if is_open(f) else "closed", role.get(f.endpoint or "")) for f in self.findings]
-        gone = [FindingRow(f, "closed", role.get(f.endpoint or "")) for f in self.closed.values()]
+        causes, folded = fold_cascades(self.findings)
+        live = [FindingRow(f, "open" if is_open(f) else "closed", role.get(f.endpoint or ""), causes.get(key(f), ()),
+                           frozenset({role.get(f.endpoint or ""), *(role.get(c.endpoint or "") for c in causes.get(key(f), ()))}))
+                for f in self.findings if key(f) not in folded]
+        gone = [FindingRow(f, "closed", role.get(f.endpoint or ""), roles=frozenset({role.get(f.endpoint or "")}))
+                for f in self.closed.values()]
         rows = live + gone
         epoch = datetime.min.replace(tzinfo=UTC)
         rows.sort(key=lambda r: (r.state != "open", -severity_rank(r.f.severity),
@@ -446,8 +478,36 @@ class WatchState:
             endpoints=tuple(rows), findings=self._finding_rows(run), engines=MappingProxyType(engines),
             records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
             errors=(*run.errors, *self.source.errors), done=self.source.finished,
-            kv_threshold=self.kv_threshold, log=tuple(self.log),
+            kv_threshold=self.kv_threshold, limits=self.limits, mode=run_mode(self.source, report.stage),
+            isl_osl=run.isl_osl(), log=tuple(self.log),
             limiting=report.balance.get("limiting") if report.balance else None)
+
+
+def run_mode(source: Any, stage: str) -> str:
+    """``replay`` (``replayed`` once at its end), ``finished`` (a read or followed run whose orchestrator
+    logged its end: its logs will not grow), else ``live``."""
+    first = source.sources[0] if isinstance(source, MultiSource) else source
+    if isinstance(first, ReplaySource):
+        return "replayed" if source.finished else "replay"
+    return "finished" if source.finished or stage in TERMINAL_STAGES else "live"
+
+
+def fold_cascades(findings: Iterable[Finding]
+                  ) -> tuple[dict[tuple[str, str | None, str], tuple[Finding, ...]], set[tuple[str, str | None, str]]]:
+    """The findings the engine marked as likely consequences of another one present (``after_engine_death``:
+    E002/E003 on the peers of a dead engine), by their cause's key; and the keys of those folded."""
+    found = list(findings)
+    present = {key(f) for f in found}
+    causes: dict[tuple[str, str | None, str], list[Finding]] = {}
+    for f in found:
+        after = f.evidence.get("after_engine_death") if f.evidence else None
+        if not isinstance(after, dict):
+            continue
+        cause = (after.get("code"), after.get("endpoint"), after.get("at"))
+        if cause in present and cause != key(f):
+            causes.setdefault(cause, []).append(f)  # type: ignore[arg-type]
+    folded = {key(f) for fs in causes.values() for f in fs}
+    return {k: tuple(v) for k, v in causes.items()}, folded
 
 
 def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
