@@ -16,9 +16,13 @@ from diag.parsers.records import (
     Preemption,
     Record,
     SpecDecode,
+    StageMark,
     StartupFact,
     StatsSample,
 )
+from diag.rules.present import number
+
+from ..report import STAGE_SHORT
 
 MAX_TEXT = 240
 
@@ -34,10 +38,6 @@ class RecordLine:
     tone: str  # fault | warn | info | stats
 
 
-def _n(x: float | int | None, nd: int = 0) -> str:
-    return "-" if x is None else f"{x:,.{nd}f}"
-
-
 def _short(v: Any, n: int = 120) -> str:
     s = str(v).replace("\n", " ")
     return s if len(s) <= n else s[: n - 1] + "…"
@@ -47,8 +47,8 @@ def describe(r: Record) -> tuple[str, str]:
     """(text, tone) of a record; tone is fault, warn, info or stats."""
     if isinstance(r, StatsSample):
         eng = f"engine {r.engine}: " if r.engine is not None else ""
-        return (f"{eng}prompt {_n(r.prompt_tps, 1)} gen {_n(r.gen_tps, 1)} tok/s, run {_n(r.running)} "
-                f"wait {_n(r.waiting)}, KV {_n(r.kv_usage, 1)} %", "stats")
+        return (f"{eng}prompt {number(r.prompt_tps, 1)} gen {number(r.gen_tps, 1)} tok/s, run {number(r.running)} "
+                f"wait {number(r.waiting)}, KV {number(r.kv_usage, 1)} %", "stats")
     if isinstance(r, Fault):
         exc = f" ({_short(r.exception, 100)})" if r.exception else ""
         return f"{r.cause}: {_short(r.message)}{exc}", "fault"
@@ -63,6 +63,9 @@ def describe(r: Record) -> tuple[str, str]:
                 f"({'recovered' if r.recovered else 'not recovered'})", "warn")
     if isinstance(r, Preemption):
         return f"preemption ({r.mode}){'' if r.cumulative is None else f', {r.cumulative} so far'}", "warn"
+    if isinstance(r, StageMark):
+        fields = ", ".join(f"{k}={_short(v, 40)}" for k, v in r.fields[:4])
+        return f"stage {STAGE_SHORT.get(r.stage, r.stage)}: {r.mark}{', ' + fields if fields else ''}", "info"
     if isinstance(r, StartupFact):
         return f"{r.key} = {_short(r.value)}", "info"
     if isinstance(r, Lifecycle):
@@ -72,7 +75,7 @@ def describe(r: Record) -> tuple[str, str]:
         vals = ", ".join(f"{k} {v:g}" for k, v in r.values[:4])
         return f"KV transfer: {vals}", "stats"
     if isinstance(r, SpecDecode):
-        return f"spec decode: acceptance {_n(r.acceptance_rate, 2)}, mean len {_n(r.mean_acceptance_len, 2)}", "stats"
+        return f"spec decode: acceptance {number(r.acceptance_rate, 2)}, mean len {number(r.mean_acceptance_len, 2)}", "stats"
     return r.kind, "info"
 
 
@@ -83,6 +86,6 @@ def record_line(endpoint: str, file: str, r: Record) -> RecordLine:
 
 def stats_line(endpoint: str, row: dict[str, Any]) -> RecordLine:
     """A stats line from a row of the endpoint's stats frame."""
-    text = (f"engine {row['engine']}: prompt {_n(row['prompt_tps'], 1)} gen {_n(row['gen_tps'], 1)} tok/s, "
-            f"run {_n(row['running'])} wait {_n(row['waiting'])}, KV {_n(row['kv_usage'], 1)} %")
+    text = (f"engine {row['engine']}: prompt {number(row['prompt_tps'], 1)} gen {number(row['gen_tps'], 1)} tok/s, "
+            f"run {number(row['running'])} wait {number(row['waiting'])}, KV {number(row['kv_usage'], 1)} %")
     return RecordLine(row["ts"], endpoint, row["file"] or "", row["line"] or 0, "stats", text, "stats")

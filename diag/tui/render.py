@@ -304,7 +304,9 @@ def sort_rows(rows: Sequence[EndpointRow], key: str | None, descending: bool, sn
 
 
 def engine_cells(r: EngineRow, limits: Mapping[str, Limit]) -> tuple[Any, ...]:
-    return (r.engine, str(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running),
+    name = Text(r.engine) if not r.dead else Text(f"{r.engine} dead" + (f" {r.dead_at:%H:%M:%S}" if r.dead_at else ""),
+                                                  style=HEALTH_STYLE["DOWN"])
+    return (name, str(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running),
             Text(number(r.waiting), style=over(r.waiting, limits.get("wait")), justify="right"),
             kv_bar(r.kv, limits), Text(str(r.preemptions), style=over(r.preemptions, limits.get("pre")), justify="right"),
             age_text(r.age_s))

@@ -14,12 +14,13 @@ from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Stat
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from diag.rules.present import SEVERITY_STYLE
+from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE
 
 from .render import (
     COLUMN,
     COLUMNS,
     ENGINE_COLUMNS,
+    OPTIONAL,
     age_text,
     badge,
     empty_columns,
@@ -28,6 +29,7 @@ from .render import (
     finding_text,
     fit_columns,
     header_text,
+    latency_text,
     record_text,
     shown_cells,
     sort_rows,
@@ -36,6 +38,19 @@ from .state import FindingRow, Snapshot
 from .table import LiveTable
 
 RECORDS_SHOWN = 300
+SPARE_MIN = 6  # rows the findings leave empty before the latest events fill them
+
+
+def events_text(snap: Snapshot, lines: int, width: int) -> Text:
+    """A title and the ``lines`` latest timed events of every endpoint (no stats lines), newest first."""
+    recs = [r for r in reversed(snap.all_records()) if r.tone != "stats" and r.ts is not None][:lines]
+    t = Text("latest events, every endpoint (enter: one endpoint's records)", style="bold")
+    for r in recs:
+        line = record_text(r, with_endpoint=True)
+        line.truncate(width, overflow="ellipsis")
+        t.append("\n")
+        t.append_text(line)
+    return t
 SCROLLBAR = 2  # a vertical scrollbar's width, kept free when the table scrolls
 
 
@@ -167,6 +182,7 @@ class MainScreen(LiveScreen):
         yield LiveTable(id="endpoints", cursor_type="row")
         yield Static(id="findings-title")
         yield OptionList(id="findings")
+        yield Static(id="events")
         yield Static(id="toasts")
         yield Footer(compact=True)
 
@@ -218,6 +234,24 @@ class MainScreen(LiveScreen):
             if keep in keys:
                 ol.highlighted = keys.index(keep)
         self._rows = vis
+        self.call_after_refresh(self._use_spare_rows)
+
+    def _use_spare_rows(self) -> None:
+        """A tall terminal's rows the findings leave empty show the run's latest events (every endpoint,
+        newest first); the findings take them back as they grow."""
+        snap = self.wapp.snapshot
+        ol = self.query_one("#findings", OptionList)
+        events = self.query_one("#events", Static)
+        need = ol.virtual_size.height
+        spare = ol.size.height + (events.size.height if events.display else 0) - need
+        if snap is None or spare < SPARE_MIN or not ol.size.height:
+            if events.display:
+                events.display = False
+                ol.styles.height = "1fr"
+            return
+        ol.styles.height = need
+        events.display = True
+        self.set_static("#events", events_text(snap, spare - 1, self.app.size.width - 2))
 
     def _show_table(self, snap: Snapshot) -> None:
         """Rows in the chosen order; the columns that fit the width by priority (none cut off)."""
@@ -347,8 +381,15 @@ class EndpointScreen(LiveScreen):
             t = Text()
             t.append(f"{s.id} ", style="bold")
             t.append_text(badge(s.health))
-            t.append(f"  {s.role} · {s.engines} engines · {s.samples} samples · last sample {age_text(row.age_s)} ago"
-                     f" · nodes {', '.join(s.nodes) or '-'}")
+            engines = snap.engines.get(self.endpoint, ())
+            dead = [r.engine for r in engines if r.dead]
+            t.append(f"  {s.role} · {s.engines} engines")
+            if dead:
+                t.append(f" ({len(dead)} dead: DP{', DP'.join(dead)})", style=HEALTH_STYLE["DOWN"])
+            t.append(f" · {s.samples} samples · last sample {age_text(row.age_s)} ago · nodes {', '.join(s.nodes) or '-'}")
+            latency = " · ".join(f"{k.upper()} p90 {latency_text(s, k)}" for k in OPTIONAL if s.latency.get(k))
+            if latency:
+                t.append(f"\n{latency} (last interval, slowest engine)")
             title.update(t)
             rows = [(r.engine, [Text(str(c), justify="left" if i in (0, 6) else "right") if not isinstance(c, Text)
                                 else c for i, c in enumerate(engine_cells(r, snap.limits))])
@@ -359,7 +400,7 @@ class EndpointScreen(LiveScreen):
         if q:
             recs = tuple(r for r in recs if q in r.text.lower() or q in r.kind or q in r.file.lower())
         shown = list(reversed(recs))[:RECORDS_SHOWN]
-        body = Text("\n", no_wrap=True).join(record_text(r, self.endpoint is None) for r in shown) if shown \
+        body = Text("\n").join(record_text(r, self.endpoint is None) for r in shown) if shown \
             else Text("no records" + (f" matching {self.query_text!r}" if q else ""), style="dim")
         self.query_one("#records", Static).update(body)
 

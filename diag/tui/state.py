@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -22,10 +22,12 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from diag.parsers.ingest import ParsedLog
-from diag.parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
+from diag.parsers.records import Fault, KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
 from diag.rules.engine import key, same
 from diag.rules.finding import Finding, severity_rank
+from diag.rules.incidents import DEATH, FATAL
 from diag.rules.present import duration
+from diag.rules.runmodel import _DP_PROC as DP_PROC  # the engine (DP rank) a process prefix names
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
@@ -76,6 +78,8 @@ class EngineRow:
     kv: float | None
     preemptions: int
     age_s: float | None
+    dead: bool = False                  # its process logged a fatal fault or a death (rules.incidents)...
+    dead_at: datetime | None = None     # ... first at this time
 
 
 @dataclass(frozen=True)
@@ -245,20 +249,21 @@ class Ring:
                                      tuple(kvs.get(e) for e in self.engines)))
 
 
-def compact(logs: list[ParsedLog], horizon: datetime | None, cap: int | None = None) -> int:
-    """Drop periodic samples older than ``horizon`` and all but the last ``cap`` other records of
-    each log (startup facts and lifecycle events always stay). In place; returns records dropped."""
+def compact(logs: Iterable[ParsedLog], horizon: datetime | None, cap: int | None = None) -> dict[str, ParsedLog]:
+    """Trimmed copies (by path) of the logs that hold periodic samples older than ``horizon`` or more than
+    ``cap`` other records (startup facts and lifecycle events always stay). The logs themselves are not
+    touched: the runs built from them earlier keep them whole (the source adopts the copies)."""
     cap = EVENTS_CAP if cap is None else cap
-    dropped = 0
+    out: dict[str, ParsedLog] = {}
     for log in logs:
+        cols = {}
         if horizon is not None:  # extracted stats/KV rows: the same horizon
             for name in ("stats", "kv"):
-                cols = getattr(log, name)
-                if cols.height:
-                    kept = cols.filter(pl.col("ts").is_null() | (pl.col("ts") >= horizon))
-                    if kept.height != cols.height:
-                        dropped += cols.height - kept.height
-                        setattr(log, name, kept)
+                frame = getattr(log, name)
+                if frame.height:
+                    kept = frame.filter(pl.col("ts").is_null() | (pl.col("ts") >= horizon))
+                    if kept.height != frame.height:
+                        cols[name] = kept
         recs = log.records
         keep = [r for r in recs if not (horizon is not None and isinstance(r, PERIODIC) and r.ts is not None
                                         and r.ts < horizon)]
@@ -266,31 +271,47 @@ def compact(logs: list[ParsedLog], horizon: datetime | None, cap: int | None = N
         if len(events) > cap:
             gone = set(events[: len(events) - cap])
             keep = [r for i, r in enumerate(keep) if i not in gone]
-        if len(keep) != len(recs):
-            dropped += len(recs) - len(keep)
-            recs[:] = keep  # the follower appends to this same list
-    return dropped
+        if cols or len(keep) != len(recs):
+            out[log.path] = replace(log, records=keep, **cols)
+    return out
+
+
+def dropped(before: Iterable[ParsedLog], after: Mapping[str, ParsedLog]) -> int:
+    """How many records and rows the copies of :func:`compact` left out."""
+    return sum(lg.n_records - after[lg.path].n_records for lg in before if lg.path in after)
+
+
+def dead_engines(ep: Endpoint) -> dict[str, datetime | None]:
+    """The engines (DP ranks) whose process logged a fatal fault or its death, with the first such time."""
+    out: dict[str, datetime | None] = {}
+    for _, r in ep.of(Fault):
+        m = DP_PROC.match(r.proc or "")  # type: ignore[attr-defined]
+        if m and r.cause in DEATH | FATAL:  # type: ignore[attr-defined]
+            out.setdefault(str(int(m.group(1))), r.ts)
+    return out
 
 
 def _engines(ep: Endpoint) -> list[EngineRow]:
     rows: dict[str, EngineRow] = {}
+    dead = dead_engines(ep)
     if ep.stats.height:
         last = (ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True)
                 .agg(pl.len().alias("n"), pl.col("preemptions").fill_null(0).sum().alias("pre"),
                      pl.col("ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").last()))
         for e, n, pre, ts, p, g, run, wait, kv in last.select(
                 "engine", "n", "pre", "ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").iter_rows():
-            rows[e] = EngineRow(e, n, ts, p, g, run, wait, kv, int(pre), None)
-    for e in ep.engines:
-        rows.setdefault(e, EngineRow(e, 0, None, None, None, None, None, None, 0, None))
+            rows[e] = EngineRow(e, n, ts, p, g, run, wait, kv, int(pre), None, e in dead, dead.get(e))
+    for e in [*ep.engines, *dead]:
+        rows.setdefault(e, EngineRow(e, 0, None, None, None, None, None, None, 0, None, e in dead, dead.get(e)))
     return [rows[e] for e in sorted(rows, key=lambda e: (len(e), e))]
 
 
 def recent_records(ep: Endpoint) -> tuple[RecordLine, ...]:
-    """The endpoint's last events and stats lines in time order (noise lines never become records)."""
+    """The endpoint's last timed events and stats lines in time order (noise lines never become records;
+    an untimed line, a startup stage's progress, is in the log, not here)."""
     events: list[RecordLine] = []
     for file, r in reversed(ep.records):
-        if not isinstance(r, PERIODIC):
+        if r.ts is not None and not isinstance(r, PERIODIC):
             events.append(record_line(ep.id, file, r))
             if len(events) >= EVENTS_KEEP:
                 break
@@ -390,7 +411,9 @@ class WatchState:
                         self.latest = t  # type: ignore[assignment]
             if changes and self.retain_s is not None and self.latest is not None:
                 now = self.source.now() or datetime.now(tz=UTC)
-                compact(self.source.logs(), min(self.latest, now) - timedelta(seconds=self.retain_s))
+                trimmed = compact(self.source.logs(), min(self.latest, now) - timedelta(seconds=self.retain_s))
+                if trimmed:
+                    self.source.adopt(trimmed)
             update = self.pipeline.consume(changes)
             if update.report is not None:
                 self._apply(update.report, update.opened, update.closed)
@@ -521,8 +544,7 @@ def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
 def _aged(r: EngineRow, now: datetime | None) -> EngineRow:
     if now is None or r.last_ts is None:
         return r
-    return EngineRow(r.engine, r.samples, r.last_ts, r.prompt_tps, r.gen_tps, r.running, r.waiting, r.kv,
-                     r.preemptions, max(0.0, (now - r.last_ts).total_seconds()))
+    return replace(r, age_s=max(0.0, (now - r.last_ts).total_seconds()))
 
 
 def memory_footprint(state: WatchState) -> dict[str, int]:
@@ -535,4 +557,4 @@ def memory_footprint(state: WatchState) -> dict[str, int]:
 
 
 __all__ = ["WINDOWS", "EndpointRow", "EngineRow", "FindingRow", "LogEntry", "Point", "RecordLine", "Ring", "Snapshot",
-           "WatchState", "compact", "memory_footprint"]
+           "WatchState", "compact", "dropped", "memory_footprint"]
