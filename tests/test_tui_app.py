@@ -19,7 +19,8 @@ from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Stat
 
 from diag.sources import FollowSource
 from diag.tui.app import WatchApp
-from diag.tui.screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, MainScreen
+from diag.tui.dialogs import ExplainScreen, FilterScreen, HelpScreen
+from diag.tui.screens import EndpointScreen, MainScreen
 from diag.tui.state import WatchState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -634,3 +635,139 @@ async def test_the_first_poll_is_frozen_and_full_collections_wait_for_the_collec
         app._collect()
         await until(pilot, lambda: app.full_gc_at > ran)
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold, "the collector's own rhythm back"
+
+
+# ------------------------------------------------------------------ issue 22: the TUI's presentation
+def screen_text(app: WatchApp) -> str:
+    """The screen as a user sees it (the compositor's lines)."""
+    return "\n".join(line.text for line in app.screen._compositor.render_update(full=True).strips) \
+        if hasattr(app.screen._compositor.render_update(full=True), "strips") else app.export_screenshot()
+
+
+@sync
+async def test_cascaded_findings_fold_under_the_engine_death_that_caused_them() -> None:
+    app = make_app(RUNS / "engine-crash")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        codes = finding_codes(app)
+        assert codes.count("DIAG-E001") == 1 and "DIAG-E002" not in codes and "DIAG-E003" not in codes
+        ol = app.screen.query_one("#findings", OptionList)
+        cause = ol.get_option_at_index(codes.index("DIAG-E001")).prompt.plain
+        assert "↳ caused 4 × DIAG-E002 kv-transfer-failure (error) on prefill-w0, prefill-w1, prefill-w2, " \
+               "prefill-w3" in cause
+        assert "↳ caused 4 × DIAG-E003 kv-lease-expired (warning) on prefill-w0" in cause
+        await pilot.press("f")  # a role filter keeps the cause of a prefill row's findings
+        await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+        ol = app.screen.query_one(OptionList)
+        ol.highlighted = [ol.get_option_at_index(i).id for i in range(ol.option_count)].index("role:prefill")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert "DIAG-E001" in finding_codes(app)
+
+
+@sync
+async def test_endpoint_detail_shows_timed_records_marks_the_dead_engine_and_wraps() -> None:
+    app = make_app(RUNS / "engine-crash")
+    async with app.run_test(size=(100, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("down", "down", "down", "down", "enter")
+        await until(pilot, lambda: isinstance(app.screen, EndpointScreen))
+        screen = app.screen
+        title = str(screen.query_one("#ep-title", Static).render())
+        assert "8 engines (1 dead: DP5)" in title
+        engines = screen.query_one("#engines", DataTable)
+        names = [engines.get_row_at(i)[0].plain for i in range(engines.row_count)]
+        assert names[5] == "5 dead 04:03:01" and all("dead" not in n for i, n in enumerate(names) if i != 5)
+        recs = app.snapshot.records["decode-w0"]
+        assert recs and all(r.ts is not None for r in recs), "timed records only"
+        body = screen.query_one("#records", Static)
+        text = str(body.render())
+        assert text.startswith("09-03 04:03:03 fault") and "-------------- stage" not in text
+        assert "stage CUDA graphs: done" in str(body.render()) or "stage " in text
+        await pilot.pause()
+        assert body.size.width <= 100 and body.virtual_size.width <= 100, "long lines wrap, no sideways scroll"
+        assert body.size.height > len(text.splitlines()[:5]), "wrapped lines take more rows"
+
+
+@sync
+async def test_latency_quantiles_in_the_table_and_the_detail() -> None:
+    app = make_app(ROOT / "samples" / "telemetry" / "prefill-bound-tachometer")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)
+        got = rows(app)
+        assert got["prefill-w0"]["ttft"] == "149 s" and got["decode-w0"]["itl"] == "0.0433 s"
+        assert got["decode-w0"]["ttft"] == "-"
+        await pilot.press("down", "down", "down", "down", "enter")
+        await until(pilot, lambda: isinstance(app.screen, EndpointScreen))
+        assert "ITL p90 0.0433 s" in str(app.screen.query_one("#ep-title", Static).render())
+
+
+@sync
+async def test_s_saves_an_svg_screenshot_and_toasts_its_path(tmp_path: Path) -> None:
+    app = make_app(RUNS / "prefill-bound")
+    app.screenshot_dir = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("s")
+        await until(pilot, lambda: any(tmp_path.glob("*.svg")))
+        (svg,) = tmp_path.glob("*.svg")
+        assert svg.read_text().startswith("<svg") and "prefill-w0" in svg.read_text()
+        toast = next(t for t in app.toasts.values())
+        assert toast.text == f"screenshot saved to {svg}"
+        assert str(svg) in str(app.screen.query_one("#toasts", Static).render())[:200] or "screenshot saved" in \
+            str(app.screen.query_one("#toasts", Static).render())
+
+
+@sync
+async def test_the_80_column_footer_keeps_quit_and_help() -> None:
+    app = make_app(RUNS / "prefill-bound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        footer = app.screen.query_one(Footer)
+        keys = [w for w in footer.children]
+        assert keys, "the footer shows keys"
+        assert all(w.region.right <= 80 for w in keys), [(str(w.render()), w.region) for w in keys]
+        shown = " ".join(str(w.render()) for w in keys)
+        assert "quit" in shown and "help" in shown and "sort" in shown
+
+
+@sync
+async def test_a_tall_screen_fills_the_rows_the_findings_leave() -> None:
+    app = make_app(RUNS / "prefill-bound")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)
+        events = app.screen.query_one("#events", Static)
+        await until(pilot, lambda: events.display)
+        findings = app.screen.query_one("#findings", OptionList)
+        assert findings.region.height == findings.virtual_size.height, "the findings whole, no empty rows"
+        assert events.region.y == findings.region.bottom and events.region.bottom == app.screen.query_one(
+            Footer).region.y
+        lines = str(events.render()).splitlines()
+        assert lines[0].startswith("latest events") and len(lines) == events.region.height
+        assert all(re.match(r"\d\d-\d\d \d\d:\d\d:\d\d \S+", line) for line in lines[1:])
+    small = make_app(RUNS / "prefill-bound")
+    async with small.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.pause(0.2)
+        assert not small.screen.query_one("#events", Static).display, "no room: the findings keep it all"
+
+
+@sync
+async def test_plot_legends_sit_below_the_axes_and_ticks_are_round() -> None:
+    from diag.tui.plotscreen import ChartPlot, PlotScreen
+
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, PlotScreen)
+                    and all(c.drawn for c in app.screen.query(ChartPlot)))
+        for chart in app.screen.query(ChartPlot):
+            lines = chart.plain.splitlines()
+            axis = max(i for i, line in enumerate(lines) if "└" in line)
+            labels = [s.label for s in chart.chart.series]
+            below = " ".join(lines[axis + 1:])
+            above = "\n".join(lines[: axis + 1])
+            assert labels[0].split()[0] in below, (chart.key, lines)
+            assert "━━" not in above and "⢕⢕" not in above, "no legend over the data"
+            assert not re.search(r"\d\.\d{2,}|\d{5,}", above.replace("DIAG-K001", "")), "round ticks"

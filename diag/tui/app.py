@@ -21,10 +21,11 @@ from textual.worker import WorkerState
 
 from diag.rules.finding import Finding, severity_rank
 
+from .dialogs import ExplainScreen, FilterScreen, HelpScreen
 from .logscreen import LogScreen
 from .plotscreen import PlotScreen
 from .render import finding_clip, with_table
-from .screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, LiveScreen, MainScreen, Toast
+from .screens import EndpointScreen, LiveScreen, MainScreen, Toast
 from .state import WINDOWS, FindingRow, Snapshot, WatchState, by_code
 
 COMBO_S = 1.0    # "1" then "5" within this many seconds is the 15-minute window
@@ -178,7 +179,7 @@ class WatchApp(App[None]):
             self.unseen += gone.count
         lines = tuple(self.toasts.values())
         for screen in self.screen_stack:
-            if isinstance(screen, LiveScreen):
+            if isinstance(screen, LiveScreen) and screen.is_mounted:
                 screen.show_toasts(lines)
                 screen._status()  # the count of findings no toast showed
         if self._toast_timer is not None:
@@ -192,7 +193,7 @@ class WatchApp(App[None]):
         if self.snapshot is None:
             return
         for screen in self.screen_stack:
-            if isinstance(screen, LiveScreen):
+            if isinstance(screen, LiveScreen) and screen.is_mounted:  # composed: its widgets are there
                 screen.show(self.snapshot)
 
     # ------------------------------------------------------------------ view state

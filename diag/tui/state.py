@@ -26,7 +26,7 @@ from diag.parsers.records import Fault, KVTransfer, Lifecycle, SpecDecode, Start
 from diag.rules.engine import key, same
 from diag.rules.finding import Finding, severity_rank
 from diag.rules.incidents import DEATH, FATAL
-from diag.rules.present import duration
+from diag.rules.present import duration, number
 from diag.rules.runmodel import _DP_PROC as DP_PROC  # the engine (DP rank) a process prefix names
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
@@ -37,9 +37,8 @@ from ..report import Report
 from ..sources import MultiSource, ReplaySource
 from . import WINDOWS
 from .records import RecordLine, record_line, stats_line
+from .ring import SERIES_POINTS, STEP_S, Point, Ring
 
-STEP_S = 10                         # one sparkline point per 10 s
-SERIES_POINTS = 60 * 60 // STEP_S   # 60 min of points per endpoint
 EVENTS_KEEP = 150                   # recent non-periodic records per endpoint in a snapshot
 STATS_KEEP = 24                     # recent stats lines per endpoint in a snapshot
 CLOSED_KEEP = 100                   # findings that closed during the session
@@ -50,20 +49,6 @@ TERMINAL_STAGES = ("completed", "failed", "killed", "timeout")
 RECENT_S = 120.0                    # a window that ended this close to the latest data is still open
 
 LOG_KEEP = 500                      # findings-log entries (openings and closings) kept in a session
-
-
-class Point(NamedTuple):
-    """One 10 s slot of an endpoint: its engines' latest values summed (KV averaged), the
-    preemptions logged in the slot, and each engine's KV % in the order of :attr:`Ring.engines`."""
-
-    t: float                        # epoch s, the end of the slot
-    prompt: float | None            # prompt tok/s
-    gen: float | None               # generation tok/s
-    kv: float | None                # KV % (engines' mean)
-    running: float | None = None
-    waiting: float | None = None
-    preempt: int = 0
-    engine_kv: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,64 +176,6 @@ def _ts_key(r: RecordLine) -> tuple[bool, datetime, int]:
     return r.ts is None, r.ts or datetime.min.replace(tzinfo=UTC), r.line
 
 
-class Ring:
-    """One endpoint's plotted series: 10 s points (engines' latest values summed, KV averaged,
-    preemptions counted per slot, and each engine's KV), bounded to ``maxlen`` points."""
-
-    def __init__(self, maxlen: int = SERIES_POINTS) -> None:
-        self.points: deque[Point] = deque(maxlen=maxlen)
-        self.engines: list[str] = []
-
-    def update(self, stats: pl.DataFrame) -> None:
-        df = stats.filter(pl.col("ts").is_not_null())
-        if self.points:  # the last few points may have been partial: recompute them
-            since = datetime.fromtimestamp(self.points[-1][0] - 3 * STEP_S, tz=UTC)
-            df = df.filter(pl.col("ts") > since - timedelta(seconds=2 * STEP_S))
-        else:
-            since = None
-        if df.is_empty():
-            return
-        lo = df["ts"].min().replace(microsecond=0)  # type: ignore[union-attr]
-        hi = df["ts"].max()
-        start = datetime.fromtimestamp((lo.timestamp() // STEP_S + 1) * STEP_S, tz=UTC)  # type: ignore[union-attr]
-        if since is not None:
-            start = max(start, since)
-        end = datetime.fromtimestamp((hi.timestamp() // STEP_S + 1) * STEP_S, tz=UTC)  # type: ignore[union-attr]
-        grid = pl.DataFrame({"b": pl.datetime_range(start, end, f"{STEP_S}s", time_zone="UTC", time_unit="us",
-                                                    eager=True)})
-        engines = df.select(pl.col("engine").cast(pl.String)).unique()
-        for e in sorted(engines["engine"].drop_nulls(), key=lambda e: (len(e), e)):
-            if e not in self.engines:
-                self.engines.append(e)
-        cols = ["ts", "engine", "prompt_tps", "gen_tps", "kv_usage", "running", "waiting"]
-        joined = (grid.join(engines, how="cross").sort("b")
-                  .join_asof(df.select(cols).with_columns(pl.col("engine").cast(pl.String)).sort("ts"),
-                             left_on="b", right_on="ts", by="engine", strategy="backward",
-                             tolerance=f"{2 * STEP_S}s", check_sortedness=False))
-        agg = (joined.group_by("b").agg(pl.col("ts").count().alias("n"), pl.col("prompt_tps").sum(),
-                                        pl.col("gen_tps").sum(), pl.col("kv_usage").mean(),
-                                        pl.col("running").sum(), pl.col("waiting").sum()).sort("b"))
-        step_us = STEP_S * 1_000_000
-        preempt = dict(df.select(((pl.col("ts").dt.epoch("us") + step_us - 1) // step_us * STEP_S).alias("b"),
-                                 pl.col("preemptions").fill_null(0))
-                       .group_by("b").agg(pl.col("preemptions").sum()).iter_rows())
-        per_engine: dict[float, dict[str, float]] = {}
-        for b, e, kv in joined.filter(pl.col("kv_usage").is_not_null()).select("b", "engine", "kv_usage").iter_rows():
-            per_engine.setdefault(b.timestamp(), {})[e] = kv
-        first = agg["b"][0].timestamp() if agg.height else None
-        while self.points and first is not None and self.points[-1][0] >= first:
-            self.points.pop()
-        for b, n, p, g, kv, run, wait in agg.select("b", "n", "prompt_tps", "gen_tps", "kv_usage", "running",
-                                                    "waiting").iter_rows():
-            t = b.timestamp()
-            if not n:
-                self.points.append(Point(t, None, None, None, preempt=int(preempt.get(int(t), 0))))
-                continue
-            kvs = per_engine.get(t, {})
-            self.points.append(Point(t, p, g, kv, run, wait, int(preempt.get(int(t), 0)),
-                                     tuple(kvs.get(e) for e in self.engines)))
-
-
 def compact(logs: Iterable[ParsedLog], horizon: datetime | None, cap: int | None = None) -> dict[str, ParsedLog]:
     """Trimmed copies (by path) of the logs that hold periodic samples older than ``horizon`` or more than
     ``cap`` other records (startup facts and lifecycle events always stay). The logs themselves are not
@@ -326,10 +253,6 @@ def _short_build(b: str) -> str:
     return " ".join(p[:12] if len(p) > 16 and all(c in "0123456789abcdef" for c in p) else p for p in parts)
 
 
-def _fig(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.1f}"
-
-
 def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     """Job, model, topology, build, stage, elapsed, the verdict, tok/s (and per GPU) over the verdict's
     steady window, where the queue stands, benchmark."""
@@ -355,8 +278,8 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     rows.append(("tok/s", tps + (f" over {window['label']}" if window else "")))
     if report.balance:
         b = report.balance
-        rows.append(("queue", f"P {_fig(b['prefill_waiting_per_engine'])} · D {_fig(b['decode_waiting_per_engine'])}"
-                              f" /eng · D KV {_fig(b['decode_kv_pct'])} %"))
+        rows.append(("queue", f"P {number(b['prefill_waiting_per_engine'], 1)} · D {number(b['decode_waiting_per_engine'], 1)}"
+                              f" /eng · D KV {number(b['decode_kv_pct'], 1)} %"))
     tpg = report.tokens_per_gpu
     if tpg:
         bench = f"{tpg['total_token_throughput']:,.0f} tok/s @{tpg['concurrency']}"
@@ -556,5 +479,5 @@ def memory_footprint(state: WatchState) -> dict[str, int]:
             "closed": len(state.closed)}
 
 
-__all__ = ["WINDOWS", "EndpointRow", "EngineRow", "FindingRow", "LogEntry", "Point", "RecordLine", "Ring", "Snapshot",
+__all__ = ["SERIES_POINTS", "STEP_S", "WINDOWS", "EndpointRow", "EngineRow", "FindingRow", "LogEntry", "Point", "RecordLine", "Ring", "Snapshot",
            "WatchState", "compact", "dropped", "memory_footprint"]
