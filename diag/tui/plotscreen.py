@@ -38,7 +38,7 @@ from .state import Snapshot
 _CONSOLE = Console(file=StringIO(), width=1000, color_system="truecolor", legacy_windows=False)
 
 
-def plot_chart(plt: Plot, chart: Chart, window_min: int) -> None:
+def plot_chart(plt: Plot, chart: Chart, window_min: int, rows: int = 0) -> None:
     """The plotext calls of one chart: findings' windows shaded first, then the lines, the threshold on
     top; round ticks (``present.compact``); no legend inside the data (:func:`legend` draws it below)."""
     plt.clear_figure()
@@ -48,8 +48,9 @@ def plot_chart(plt: Plot, chart: Chart, window_min: int) -> None:
     plt.xticks(list(xt), [compact(x) for x in xt])
     top = chart.ymax or 1.0
     plt.ylim(0, top)
-    if chart.yticks:
-        plt.yticks(list(chart.yticks), [compact(y) for y in chart.yticks])
+    yt = chart.yticks if rows >= 3 * len(chart.yticks) else chart.yticks[::2]  # a short chart: every other
+    if yt:
+        plt.yticks(list(yt), [compact(y) for y in yt])
     for span in chart.spans:
         plt.plot([span.x0, span.x1], [top, top], fillx=True, marker="░",
                  color="red" if span.severity == "error" else "orange" if span.severity == "warning" else "gray")
@@ -108,7 +109,7 @@ def draw_chart(chart: Chart, window_min: int, size: Size, theme: str) -> Drawn:
     key = legend(chart, size.width)
     height = max(1, size.height - len(key))
     plt = Plot()
-    plot_chart(plt, chart, window_min)
+    plot_chart(plt, chart, window_min, height)
     plt.plotsize(size.width, height)
     plt._set_size(size.width, height)  # as textual-plotext's widget does: plotsize alone may not stick
     plt.theme(theme)
