@@ -3,13 +3,13 @@ defaults every source shares."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
 import polars as pl
 
-from diag.parsers.ingest import merged_records
+from diag.parsers.ingest import ParsedLog, merged_records
 from diag.parsers.records import Record
 
 
@@ -57,6 +57,11 @@ class SourceBase:
         return NO_CHANGES
 
     def pause(self) -> None:
+        return None
+
+    def adopt(self, logs: Mapping[str, ParsedLog]) -> None:
+        """Hold ``logs`` (by path) instead of the logs of those paths from now on: a trimmed copy replaces a
+        log (``diag watch``'s retention) so the runs built earlier keep theirs as they were."""
         return None
 
     def resume(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -204,4 +205,10 @@ class Follower:
 
     def logs(self) -> list[ParsedLog]:
         return [f.log for f in self.files.values()]
+
+    def adopt(self, logs: Mapping[str, ParsedLog]) -> None:
+        """Append to these logs (by path) from now on (see ``SourceBase.adopt``)."""
+        for path, log in logs.items():
+            if (f := self.files.get(path)) is not None:
+                f.log = log
 

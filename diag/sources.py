@@ -15,7 +15,7 @@ more (a batch read, a replay that reached its end); ``now()`` is its clock (None
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -61,6 +61,7 @@ class Source(Protocol):
     def now(self) -> datetime | None: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
+    def adopt(self, logs: Mapping[str, ParsedLog]) -> None: ...
 
 
 def orchestrator_view(log: ParsedLog) -> ParsedLog:
@@ -173,6 +174,9 @@ class FollowSource(SourceBase):
         logs = self.follower.logs()  # the batch order: orchestrators first (they date the workers)
         return ([orchestrator_view(lg) for lg in logs if lg.kind == "orchestrator"]
                 + [lg for lg in logs if lg.kind != "orchestrator"] + self._metrics)
+
+    def adopt(self, logs: Mapping[str, ParsedLog]) -> None:
+        self.follower.adopt(logs)
 
     def side(self) -> Side:
         self._refresh()
@@ -301,6 +305,9 @@ class ReplaySource(SourceBase):
     def logs(self) -> list[ParsedLog]:
         return list(self._shells.values())
 
+    def adopt(self, logs: Mapping[str, ParsedLog]) -> None:
+        self._shells.update((p, lg) for p, lg in logs.items() if p in self._shells)
+
     def side(self) -> Side:
         return self.side_facts
 
@@ -389,6 +396,10 @@ class MultiSource(SourceBase):
 
     def logs(self) -> list[ParsedLog]:
         return [log for s in self.sources for log in s.logs()]
+
+    def adopt(self, logs: Mapping[str, ParsedLog]) -> None:
+        for s in self.sources:
+            s.adopt(logs)
 
     def side(self) -> Side:
         return self.sources[0].side()

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 from loading import replay
-from textual.widgets import DataTable, Input, Markdown, OptionList, Static
+from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Static
 
 from diag.sources import FollowSource
 from diag.tui.app import WatchApp
-from diag.tui.screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, MainScreen
+from diag.tui.dialogs import ExplainScreen, FilterScreen, HelpScreen
+from diag.tui.screens import EndpointScreen, MainScreen
 from diag.tui.state import WatchState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,6 +118,7 @@ async def test_finding_appears_while_the_run_grows_and_pause_holds_it(tmp_path: 
     app = make_app(run, interval=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
+        assert status(app).startswith("● live"), "the run is still benchmarking"
         assert "DIAG-E001" not in finding_codes(app)
         assert rows(app)["decode-w0"]["health"] == "OK"
         await pilot.press("space")
@@ -129,11 +131,12 @@ async def test_finding_appears_while_the_run_grows_and_pause_holds_it(tmp_path: 
         assert app.polls == polls, "paused: nothing is collected"
         assert "DIAG-E001" not in finding_codes(app)
         await pilot.press("space")
-        assert not app.paused and "live" in status(app)
+        assert not app.paused and "paused" not in status(app)
         await until(pilot, lambda: "DIAG-E001" in finding_codes(app))
         await until(pilot, lambda: rows(app)["decode-w0"]["health"] == "DOWN")
         assert app.polls > polls
-        assert any("DIAG-E001" in str(n.message) for n in app._notifications), "a toast announces it"
+        assert any("DIAG-E001" in t.text for t in app.toasts.values()), "a toast announces it"
+        await until(pilot, lambda: status(app).startswith("■ finished"))  # the run failed: its logs are final
 
 
 @sync
@@ -248,7 +251,10 @@ async def test_replay_plays_a_finished_run_through_the_same_screen() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         assert "replay" in status(app)
+        assert status(app).startswith("▶ replay") or app.snapshot.done, "a replay is never live"
         await until(pilot, lambda: app.snapshot is not None and app.snapshot.done, timeout=30)
+        await until(pilot, lambda: status(app).startswith("■ replay ended"))
+        assert "● live" not in status(app)
         await until(pilot, lambda: "DIAG-K001" in finding_codes(app))
         assert rows(app)["decode-w0"]["health"] == "CRIT"
         await pilot.press("space")
@@ -432,36 +438,42 @@ def _overlaps(a, b) -> bool:
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
 @sync
-async def test_toasts_coalesce_per_code_and_never_cover_the_table(size: tuple[int, int]) -> None:
+async def test_toasts_coalesce_per_code_cover_nothing_and_expire(size: tuple[int, int],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import diag.tui.app as app_mod
     from diag.rules.finding import Finding
 
+    monkeypatch.setattr(app_mod, "TOAST_S", 1.5)
     app = make_app(RUNS / "kv-exhaustion")
-    async with app.run_test(size=size, notifications=True) as pilot:
+    async with app.run_test(size=size) as pilot:
         await ready(pilot)
+        findings = app.screen.query_one("#findings", OptionList)
+        pane = findings.region
         burst = tuple(Finding("DIAG-N001", "nixl-transfer-failures", "warning", "m", endpoint=f"decode-w{i}")
                       for i in range(12))
         burst += tuple(Finding("DIAG-K001", "kv-cache-exhaustion", "error", "m", endpoint="decode-w0")
                        for _ in range(3))
         app.toast_findings(burst)
         app.toast_findings(burst[:2])  # the same code again within its toast's window: a counter
-        await pilot.pause(0.3)
-        notes = list(app._notifications)
-        room = app.toast_room()
-        assert len(notes) <= min(2, room) and len({n.title for n in notes}) == len(notes)
-        by_title = {n.title: n.message for n in notes}
-        if room >= 2:
-            assert by_title["14 × DIAG-N001 opened"].endswith("+13 more")
-            assert by_title["3 × DIAG-K001 opened"].endswith("+2 more")
-        else:
-            assert app.unseen > 0 and "new findings (l: log)" in status(app)
-        table = app.screen.query_one("#endpoints", DataTable)
-        from textual.widgets._toast import Toast, ToastRack
-
-        await pilot.pause(0.2)
-        toasts = list(app.screen.get_child_by_type(ToastRack).query(Toast))
-        assert len(toasts) == len(notes)
-        for toast in toasts:
-            assert not _overlaps(toast.region, table.region), (toast.region, table.region)
+        await pilot.pause(0.1)
+        assert app.toast_room() == (2 if size[1] < 30 else 3)
+        texts = {code: t.text for code, t in app.toasts.items()}
+        assert texts == {"DIAG-N001": "14 × DIAG-N001 opened: nixl-transfer-failures [decode-w1] +13 more",
+                         "DIAG-K001": "3 × DIAG-K001 opened: kv-cache-exhaustion [decode-w0] +2 more"}
+        bar = app.screen.query_one("#toasts", Static)
+        assert bar.display and bar.region.height == 2 and str(bar.render()).count("opened") == 2
+        for other in (findings, app.screen.query_one("#endpoints", DataTable)):
+            assert not _overlaps(bar.region, other.region), (bar.region, other.region)
+        assert findings.region.height == pane.height - 2, "the findings pane gives the toasts its rows"
+        footer = app.screen.query_one(Footer)
+        assert bar.region.bottom <= footer.region.y
+        more = tuple(Finding(f"DIAG-X00{i}", "x", "warning", "m", endpoint="decode-w0") for i in range(1, 4))
+        app.toast_findings(more)  # past the room: the oldest go, the status counts their openings
+        await pilot.pause(0.1)
+        assert len(app.toasts) == app.toast_room() and "DIAG-X003" in app.toasts
+        assert app.unseen > 0 and "new findings (l: log)" in status(app)
+        await until(pilot, lambda: not app.toasts, timeout=5)  # they expire
+        assert not bar.display and findings.region.height == pane.height
 
 
 @sync
@@ -486,7 +498,7 @@ async def test_a_fast_replay_raises_at_most_one_toast_per_code() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 @sync
 async def test_columns_give_way_by_priority(size: tuple[int, int]) -> None:
-    from diag.tui.render import COLUMNS
+    from diag.tui.render import COLUMNS, OPTIONAL
 
     app = make_app(RUNS / "prefill-bound")
     async with app.run_test(size=size) as pilot:
@@ -497,7 +509,7 @@ async def test_columns_give_way_by_priority(size: tuple[int, int]) -> None:
         assert {"endpoint", "health", "prompt", "gen", "kv"} <= set(cols)
         assert table.virtual_size.width <= size[0], "no column is cut off at the right"
         if size == (200, 50):
-            assert cols == [c.key for c in COLUMNS]
+            assert cols == [c.key for c in COLUMNS if c.key not in OPTIONAL], "TTFT/ITL: no histograms here"
         else:
             dropped = {c.key for c in COLUMNS} - set(cols)
             kept_priorities = [c.priority for c in COLUMNS if c.key in cols]
@@ -623,3 +635,132 @@ async def test_the_first_poll_is_frozen_and_full_collections_wait_for_the_collec
         app._collect()
         await until(pilot, lambda: app.full_gc_at > ran)
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold, "the collector's own rhythm back"
+
+
+# ------------------------------------------------------------------ issue 22: the TUI's presentation
+@sync
+async def test_cascaded_findings_fold_under_the_engine_death_that_caused_them() -> None:
+    app = make_app(RUNS / "engine-crash")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        codes = finding_codes(app)
+        assert codes.count("DIAG-E001") == 1 and "DIAG-E002" not in codes and "DIAG-E003" not in codes
+        ol = app.screen.query_one("#findings", OptionList)
+        cause = ol.get_option_at_index(codes.index("DIAG-E001")).prompt.plain
+        assert "↳ caused 4 × DIAG-E002 kv-transfer-failure (error) on prefill-w0, prefill-w1, prefill-w2, " \
+               "prefill-w3" in cause
+        assert "↳ caused 4 × DIAG-E003 kv-lease-expired (warning) on prefill-w0" in cause
+        await pilot.press("f")  # a role filter keeps the cause of a prefill row's findings
+        await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+        ol = app.screen.query_one(OptionList)
+        ol.highlighted = [ol.get_option_at_index(i).id for i in range(ol.option_count)].index("role:prefill")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert "DIAG-E001" in finding_codes(app)
+
+
+@sync
+async def test_endpoint_detail_shows_timed_records_marks_the_dead_engine_and_wraps() -> None:
+    app = make_app(RUNS / "engine-crash")
+    async with app.run_test(size=(100, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("down", "down", "down", "down", "enter")
+        await until(pilot, lambda: isinstance(app.screen, EndpointScreen))
+        screen = app.screen
+        title = str(screen.query_one("#ep-title", Static).render())
+        assert "8 engines (1 dead: DP5)" in title
+        engines = screen.query_one("#engines", DataTable)
+        names = [engines.get_row_at(i)[0].plain for i in range(engines.row_count)]
+        assert names[5] == "5 dead 04:03:01" and all("dead" not in n for i, n in enumerate(names) if i != 5)
+        recs = app.snapshot.records["decode-w0"]
+        assert recs and all(r.ts is not None for r in recs), "timed records only"
+        body = screen.query_one("#records", Static)
+        text = str(body.render())
+        assert text.startswith("09-03 04:03:03 fault") and "-------------- stage" not in text
+        assert any(r.kind == "stage" and r.text.startswith("stage ") for r in recs), "stage marks described"
+        await pilot.pause()
+        assert body.size.width <= 100 and body.virtual_size.width <= 100, "long lines wrap, no sideways scroll"
+        assert body.virtual_size.height > len(recs), "the long fault lines take more than a row each"
+
+
+@sync
+async def test_latency_quantiles_in_the_table_and_the_detail() -> None:
+    app = make_app(ROOT / "samples" / "telemetry" / "prefill-bound-tachometer")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)
+        got = rows(app)
+        assert got["prefill-w0"]["ttft"] == "149 s" and got["decode-w0"]["itl"] == "0.0433 s"
+        assert got["decode-w0"]["ttft"] == "-"
+        await pilot.press("down", "down", "down", "down", "enter")
+        await until(pilot, lambda: isinstance(app.screen, EndpointScreen))
+        assert "ITL p90 0.0433 s" in str(app.screen.query_one("#ep-title", Static).render())
+
+
+@sync
+async def test_s_saves_an_svg_screenshot_and_toasts_its_path(tmp_path: Path) -> None:
+    app = make_app(RUNS / "prefill-bound")
+    app.screenshot_dir = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("s")
+        await until(pilot, lambda: any(tmp_path.glob("*.svg")))
+        (svg,) = tmp_path.glob("*.svg")
+        assert svg.read_text().startswith("<svg") and "prefill-w0" in svg.read_text()
+        toast = next(t for t in app.toasts.values())
+        assert toast.text == f"screenshot saved to {svg}"
+        assert str(app.screen.query_one("#toasts", Static).render()).startswith("· screenshot saved to ")
+
+
+@sync
+async def test_the_80_column_footer_keeps_quit_and_help() -> None:
+    app = make_app(RUNS / "prefill-bound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        footer = app.screen.query_one(Footer)
+        keys = [w for w in footer.children]
+        assert keys, "the footer shows keys"
+        assert all(w.region.right <= 80 for w in keys), [(str(w.render()), w.region) for w in keys]
+        shown = " ".join(str(w.render()) for w in keys)
+        assert "quit" in shown and "help" in shown and "sort" in shown
+
+
+@sync
+async def test_a_tall_screen_fills_the_rows_the_findings_leave() -> None:
+    app = make_app(RUNS / "prefill-bound")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)
+        events = app.screen.query_one("#events", Static)
+        await until(pilot, lambda: events.display)
+        findings = app.screen.query_one("#findings", OptionList)
+        assert findings.region.height == findings.virtual_size.height, "the findings whole, no empty rows"
+        assert events.region.y == findings.region.bottom and events.region.bottom == app.screen.query_one(
+            Footer).region.y
+        lines = str(events.render()).splitlines()
+        assert lines[0].startswith("latest events") and len(lines) == events.region.height
+        assert all(re.match(r"\d\d-\d\d \d\d:\d\d:\d\d \S+", line) for line in lines[1:])
+    small = make_app(RUNS / "prefill-bound")
+    async with small.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.pause(0.2)
+        assert not small.screen.query_one("#events", Static).display, "no room: the findings keep it all"
+
+
+@sync
+async def test_plot_legends_sit_below_the_axes_and_ticks_are_round() -> None:
+    from diag.tui.plotscreen import ChartPlot, PlotScreen
+
+    app = make_app(RUNS / "kv-exhaustion")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, PlotScreen)
+                    and all(c.drawn for c in app.screen.query(ChartPlot)))
+        for chart in app.screen.query(ChartPlot):
+            lines = chart.plain.splitlines()
+            axis = max(i for i, line in enumerate(lines) if "└" in line)
+            labels = [s.label for s in chart.chart.series]
+            below = " ".join(lines[axis + 1:])
+            above = "\n".join(lines[: axis + 1])
+            assert labels[0].split()[0] in below, (chart.key, lines)
+            assert "━━" not in above and "⢕⢕" not in above, "no legend over the data"
+            assert not re.search(r"\d\.\d{2,}|\d{5,}", above.replace("DIAG-K001", "")), "round ticks"

@@ -25,12 +25,14 @@ from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Fault, NixlFailure, StartupFact, StatsSample
 from diag.rules import present
+from diag.rules.catalog import catalog
 from diag.rules.finding import Finding
 from diag.rules.runmodel import STATS_SCHEMA
+from diag.rules.settings import Settings
 from diag.sources import FollowSource
 from diag.tui import state as st
 from diag.tui.records import describe
-from diag.tui.render import header_text, kv_bar, node_prefix, spark, window_values
+from diag.tui.render import BLOCKS, header_text, kv_bar, node_prefix, spark, window_values
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "samples" / "runs"
@@ -44,6 +46,11 @@ def at_end(run):
 @pytest.fixture(scope="module")
 def prefill_snapshot() -> st.Snapshot:
     return st.WatchState(FollowSource([str(RUNS / "prefill-bound")]), clock=at_end).step()
+
+
+@pytest.fixture(scope="module")
+def kv_snapshot() -> st.Snapshot:
+    return st.WatchState(FollowSource([str(RUNS / "kv-exhaustion")]), clock=at_end).step()
 
 
 # ------------------------------------------------------------------ snapshot content
@@ -129,7 +136,41 @@ def test_spark_window_and_bar() -> None:
     vals = window_values(pts, pts[-1][0], 60, lambda p: p[3])
     assert vals == [5.0] * 6
     assert window_values(pts, pts[-1][0] + 3600, 60, lambda p: p[3]) == [None] * 6
-    assert kv_bar(50.0).plain.startswith("50.0 ") and kv_bar(None).plain == "-"
+    limits = st.limits_of(Settings())
+    assert kv_bar(50.0, limits).plain.startswith("50.0 ") and kv_bar(None, limits).plain == "-"
+
+
+def test_sparklines_bin_by_mean_on_a_shared_scale() -> None:
+    """A drop to 0 in the last slots is not hidden by the maximum of its bin; a row on a shared top
+    of twice its values draws half-height blocks; KV is on 0-100 %."""
+    steady_then_drop = [100.0] * 27 + [0.0] * 3  # 30 slots (5 min) in 10 cells: the last cell is the drop
+    assert spark(steady_then_drop, 10) == "█" * 9 + "▁"
+    assert spark([100.0] * 28 + [0.0] * 2, 10)[-1] == "▃", "a partial drop: the bin's mean (33 %)"
+    assert spark([50.0] * 10, 10, top=100.0) == "▅" * 10 and spark([50.0] * 10, 10) == "█" * 10
+    assert spark([4.0] * 10, 10, top=100.0) == "▁" * 10, "prefill's 4 % KV is not a full bar"
+
+
+def test_catalog_limits_style_the_cells(kv_snapshot) -> None:
+    """wait, KV and preemptions take the severity style of their rule past its configured threshold."""
+    from diag.tui.render import all_cells
+
+    rules = catalog()
+    limits = kv_snapshot.limits
+    assert limits["kv"] == st.Limit(rules["DIAG-K001"].params["kv_usage"], "error", "DIAG-K001")
+    assert limits["kv_rising"].value == rules["DIAG-K004"].params["kv_usage"]
+    assert limits["wait"].value == rules["DIAG-B001"].params["waiting_high"]
+    assert limits["pre"].value == rules["DIAG-K002"].params["min_count"]
+    cells = all_cells(kv_snapshot, 5)
+    dec, pre = cells["decode-w0"], cells["prefill-w0"]
+    assert dec["kv"].style == "bold red" and dec["wait"].style == "yellow" and dec["pre"].style == "yellow"
+    assert pre["kv"].style == "" and pre["wait"].style == "" and pre["pre"].style == ""
+    tops = {eid: c["tps_spark"].plain for eid, c in cells.items()}
+    level = {eid: [BLOCKS.index(c) for c in t if c != " "] for eid, t in tops.items()}
+    assert max(level["prefill-w0"]) < 7, "not on its own scale (its own maximum would be a full block)"
+    assert sum(level["decode-w0"]) > sum(level["prefill-w0"]), "one tok/s scale: decode (~30k) above prefill (~24k)"
+    assert set(cells["prefill-w0"]["kv_spark"].plain) <= {"▁", " "}, "KV ~ on 0-100 %: 4 % stays low"
+    strict = st.limits_of(Settings(overrides={"DIAG-K001": {"kv_usage": 99.9}}))
+    assert strict["kv"].value == 99.9, "a configured threshold, not a literal"
 
 
 def test_node_prefix_and_record_descriptions(prefill_snapshot: st.Snapshot) -> None:
@@ -140,18 +181,37 @@ def test_node_prefix_and_record_descriptions(prefill_snapshot: st.Snapshot) -> N
 
 
 # ------------------------------------------------------------------ retention and the 24 h bound
-def test_compact_drops_old_periodic_keeps_pinned_and_caps_events() -> None:
+def test_compact_drops_old_periodic_keeps_pinned_and_caps_events_in_a_copy() -> None:
     log = ParsedLog("x.out", FileInfo(Path("x.out"), "worker", "decode", 0))
     log.records += [StartupFact(line=1, ts=T0, key="version", value="0.26.1")]
     log.records += [StatsSample(line=i, ts=T0 + timedelta(seconds=10 * i), variant="v1") for i in range(100)]
     log.records += [NixlFailure(line=200 + i, ts=T0 + timedelta(seconds=i), ftype="x") for i in range(50)]
-    same = log.records
-    dropped = st.compact([log], T0 + timedelta(seconds=500), cap=20)
-    assert log.records is same, "compacted in place (the follower appends to this list)"
-    assert dropped == 50 + 30
-    assert sum(isinstance(r, StatsSample) for r in log.records) == 50
-    assert sum(isinstance(r, NixlFailure) for r in log.records) == 20
-    assert isinstance(log.records[0], StartupFact)
+    before = list(log.records)
+    out = st.compact([log], T0 + timedelta(seconds=500), cap=20)
+    assert log.records == before and len(log.records) == 151, "the log itself is untouched"
+    new = out["x.out"]
+    assert new is not log and new.records is not log.records and new.path == log.path
+    assert st.dropped([log], out) == 50 + 30
+    assert sum(isinstance(r, StatsSample) for r in new.records) == 50
+    assert sum(isinstance(r, NixlFailure) for r in new.records) == 20
+    assert isinstance(new.records[0], StartupFact)
+    assert st.compact([new], T0 + timedelta(seconds=500), cap=20) == {}, "nothing more to drop: no copy"
+
+
+def test_compacting_leaves_the_logs_of_earlier_runs_whole() -> None:
+    """Retention trims copies the source adopts: a run built earlier keeps every record it had (the
+    source only appends to the logs it holds)."""
+    src = Synthetic(endpoints=3)
+    state = st.WatchState(src, retain_s=1800, clock=lambda run: run.end)
+    state.step()
+    first = state.run
+    held = {lg.path: list(lg.records) for lg in first.sources}
+    for _ in range(3):
+        state.step()
+    assert all(lg.records[: len(held[lg.path])] == held[lg.path] for lg in first.sources), "nothing removed"
+    now = {lg.path: lg for lg in src.logs()}
+    assert all(now[p] is not lg for p, lg in ((lg.path, lg) for lg in first.sources)), "the source adopted copies"
+    assert max(lg.n_records for lg in src.logs()) < 3 * 65 + 1, "and the copies are trimmed"
 
 
 class Synthetic:
@@ -189,6 +249,9 @@ class Synthetic:
 
     def logs(self):
         return self._logs
+
+    def adopt(self, logs):
+        self._logs = [logs.get(lg.path, lg) for lg in self._logs]
 
     def flush(self):
         return Changes([], [])
@@ -337,7 +400,18 @@ def test_plot_set_series_for_the_run_and_one_endpoint() -> None:
     snap = st.WatchState(FollowSource([str(RUNS / "kv-exhaustion")]), clock=at_end).step()
     run = plot_set(snap, None, 15)
     assert [c.key for c in run.charts] == ["rate", "queues", "kv", "preempt"]
-    assert [s.label for s in run.chart("rate").series] == ["prefill prompt tok/s", "decode gen tok/s"]
+    rate = run.chart("rate")
+    assert snap.isl_osl == (8192, 1024) and rate.title == "prefill vs decode req/s"
+    assert [s.label for s in rate.series] == ["prefill prompt/ISL 8,192", "decode gen/OSL 1,024"]
+    pre, dec = (sorted(s.ys)[len(s.ys) // 2] for s in rate.series)  # medians: the steady state
+    assert 10 < pre < 14 and 0.85 < pre / dec < 1.15, "req/s: the two sides' rates are comparable"
+    for chart in run.charts:  # round ticks from 0 to the top, the data below the top
+        assert chart.yticks[0] == 0 and chart.ymax == chart.yticks[-1]
+        labels = [present.compact(t) for t in chart.yticks]
+        assert [float(x[:-1]) * 1000 if x.endswith("k") else float(x) for x in labels] == list(chart.yticks)
+        assert max((max(s.ys) for s in chart.series if s.ys), default=0) <= chart.ymax
+    assert run.chart("kv").yticks == (0, 20, 40, 60, 80, 100)
+    assert [present.compact(t) for t in rate.yticks] == ["0", "5", "10", "15"]
     assert len(run.chart("queues").series) == 4 and len(run.chart("kv").series) == 5
     assert len(run.chart("preempt").series) == 2
     assert run.chart("kv").hlines[0][0] == snap.kv_threshold
@@ -351,6 +425,16 @@ def test_plot_set_series_for_the_run_and_one_endpoint() -> None:
     assert all(len(s.xs) <= 20 for c in narrow.charts for s in c.series), "binned to the plot's columns"
     assert len(plot_set(snap, "decode-w0", 1).chart("rate").series[0].xs) <= 6
     assert KV_SERIES_MAX == 8
+
+
+def test_round_ticks() -> None:
+    from diag.tui.plotdata import ticks
+
+    assert ticks(0, 109885.2) == (0, 50000, 100000, 150000)
+    assert [present.compact(t) for t in ticks(0, 152019.0)] == ["0", "50.0k", "100k", "150k", "200k"]
+    assert [present.compact(t) for t in ticks(-1, 0)] == ["-1", "-0.8", "-0.6", "-0.4", "-0.2", "0"]
+    assert ticks(-5, 0) == (-5, -4, -3, -2, -1, 0) and ticks(-60, 0) == (-60, -40, -20, 0)
+    assert ticks(0, 44) == (0, 10, 20, 30, 40, 50)
 
 
 def test_plot_set_caps_kv_lines_and_reads_only_the_window() -> None:

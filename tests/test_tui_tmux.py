@@ -57,7 +57,8 @@ def test_watch_in_tmux_shows_endpoints_and_quits(tmux) -> None:
     text = screen()
     for ep in ENDPOINTS:
         assert ep in text, text
-    assert "DIAG-B001" in text and "WARN" in text and "quit" in text
+    assert "DIAG-B001" in text and "WARN" in text and "quit" in text and "? help" in text
+    assert text.lstrip().startswith("■ finished"), "a completed run is not live"
 
     tmux("send-keys", "-t", "w", "1")
     assert _wait(lambda: "window 1 min" in screen(), 10), screen()
@@ -81,13 +82,14 @@ def test_replay_in_tmux_through_the_plot_screens(tmux) -> None:
 
     assert _wait(lambda: "decode-w0" in screen()), screen()
     tmux("send-keys", "-t", "p", "p")
-    assert _wait(lambda: "prefill prompt vs decode gen tok/s" in screen() and "run · 5 endpoints" in screen(), 15), screen()
+    assert _wait(lambda: "prefill vs decode req/s" in screen() and "run · 5 endpoints" in screen(), 15), screen()
     assert _wait(lambda: "DIAG-K001 kv_usage 95 %" in screen(), 15), screen()
     text = screen()
     assert "running / waiting per role" in text and "preemptions per 10 s" in text
-    assert _wait(lambda: "decode gen tok/s" in screen() and "prefill prompt tok/s" in screen(), 20), screen()
+    assert _wait(lambda: "decode gen/OSL 1,024" in screen() and "prefill prompt/ISL 8,192" in screen(), 20), screen()
+    assert "■ finished" not in screen() and "● live" not in screen(), "a replay is not live"
     tmux("send-keys", "-t", "p", "Escape")
-    assert _wait(lambda: "prefill prompt vs decode gen tok/s" not in screen() and "findings" in screen(), 10), screen()
+    assert _wait(lambda: "prefill vs decode req/s" not in screen() and "findings" in screen(), 10), screen()
     tmux("send-keys", "-t", "p", "K")  # sort by KV %: the selection stays on the first row's endpoint
     assert _wait(lambda: "sort KV % ▼" in screen(), 10), screen()
     tmux("send-keys", "-t", "p", "g")

@@ -15,22 +15,27 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.notifications import Notification
+from textual.notifications import SeverityLevel
 from textual.timer import Timer
-from textual.widgets import DataTable
 from textual.worker import WorkerState
 
 from diag.rules.finding import Finding, severity_rank
 
+from .dialogs import ExplainScreen, FilterScreen, HelpScreen
 from .logscreen import LogScreen
 from .plotscreen import PlotScreen
 from .render import finding_clip, with_table
-from .screens import EndpointScreen, ExplainScreen, FilterScreen, HelpScreen, LiveScreen, MainScreen
+from .screens import EndpointScreen, LiveScreen, MainScreen, Toast
 from .state import WINDOWS, FindingRow, Snapshot, WatchState, by_code
 
 COMBO_S = 1.0    # "1" then "5" within this many seconds is the 15-minute window
 TOAST_S = 6.0    # a finding code's toast stays this long; openings of the code meanwhile add to its count
-TOAST_LINES = 2  # a toast's height (title, message; see watch.tcss)
+NOTE_S = 4.0     # any other notification's, unless it says
+TOAST_ROOM = 3   # toast lines on a screen (one a toast), taken from the findings pane
+TOAST_ROOM_SMALL = 2   # ... on a terminal under TOAST_TALL rows
+TOAST_TALL = 30
+MODE_BADGE = {"live": "● live", "replay": "▶ replay", "replayed": "■ replay ended", "finished": "■ finished",
+              "reading": "○ reading"}
 FULL_GC_S = 60.0  # the collector's full passes: at most one this often, after a poll
 
 
@@ -43,6 +48,7 @@ class WatchApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help", key_display="?"),
+        Binding("s", "save_svg", "screenshot", show=False),
     ]
 
     def __init__(self, state: WatchState, *, interval: float = 1.0, window: int = 5) -> None:
@@ -58,7 +64,9 @@ class WatchApp(App[None]):
         self._timer: Timer | None = None
         self._last_digit: tuple[str, float] = ("", 0.0)
         self._told_done = False
-        self.toasts: dict[str, tuple[Notification, int, float]] = {}  # code → (toast, openings, expiry)
+        self.screenshot_dir = "."
+        self.toasts: dict[str, Toast] = {}  # finding code (or "note:" text) → its toast, oldest first
+        self._toast_timer: Timer | None = None
         self.unseen = 0  # findings opened that no toast showed (no room): the status line counts them
         self.frozen = 0  # objects of the first poll moved out of the collector's sight (see _collect)
         self.full_gc_at = 0.0
@@ -130,60 +138,69 @@ class WatchApp(App[None]):
             self.toast_findings(snap.opened)
         if snap.done and not self._told_done:
             self._told_done = True
-            self.notify("replay finished", timeout=4)
+            self.notify("replay finished", timeout=NOTE_S)
         self.refresh_views()
 
     def toast_room(self) -> int:
-        """How many toasts fit below the endpoint table (toasts never cover it)."""
-        screen = self.screen
-        tables = screen.query("#endpoints").results(DataTable)
-        table = next(tables, None)
-        if table is None:
-            return 3
-        free = screen.size.height - table.region.bottom - 2  # the footer and the rack's margin
-        return max(0, free // TOAST_LINES)
+        """How many toast lines the screen gives (they take their rows from the findings pane: a toast
+        never covers anything)."""
+        return TOAST_ROOM_SMALL if self.size.height < TOAST_TALL else TOAST_ROOM
 
     def toast_findings(self, opened: tuple[Finding, ...]) -> None:
         """One toast per finding code: further openings of a code while its toast shows replace it
-        with a count; past the room below the table, the oldest toasts go and the status counts."""
+        with a count; past the room, the oldest toasts go and the status counts them."""
         now = time.monotonic()
-        self.toasts = {c: t for c, t in self.toasts.items() if t[2] > now}
         for code, found in by_code(opened).items():
             old = self.toasts.pop(code, None)
-            count = len(found) + (old[1] if old else 0)
-            if old is not None:
-                self._drop_toast(old[0])
+            count = len(found) + (old.count if old else 0)
             f = found[-1]
             where = f.endpoint or "run"
-            more = f" +{count - 1} more" if count > 1 else ""
-            note = Notification(f"{f.code} {f.name} [{where}]{more}",
-                                "finding opened" if count == 1 else f"{count} × {code} opened",
-                                "error" if f.severity == "error" else "warning", TOAST_S, markup=False)
-            self.toasts[code] = (note, count, now + TOAST_S)
-            self._notifications.add(note)  # at once (not via a Notify message): a replacement is final
+            text = (f"opened {f.code} {f.name} [{where}]" if count == 1
+                    else f"{count} × {code} opened: {f.name} [{where}] +{count - 1} more")
+            self.toasts[code] = Toast(text, f.severity, count, now + TOAST_S)
+        self.refresh_toasts()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification (this app's and Textual's) as a toast line, for ``timeout`` seconds."""
+        sev = {"information": "info"}.get(severity, severity)
+        text = f"{title}: {message}" if title else message
+        self.toasts[f"note:{text}"] = Toast(text, sev, 0, time.monotonic() + (timeout or NOTE_S))
+        self.refresh_toasts()
+
+    def refresh_toasts(self) -> None:
+        """Drop the toasts that expired and those past the room (oldest first); show the rest on every
+        live screen; come back when the next one expires."""
+        now = time.monotonic()
+        self.toasts = {k: t for k, t in self.toasts.items() if t.expiry > now}
         room = self.toast_room()
         while len(self.toasts) > room:
-            code = next(iter(self.toasts))
-            note, count, _ = self.toasts.pop(code)
-            self._drop_toast(note)
-            self.unseen += count
-        self._refresh_notifications()
-
-    def _drop_toast(self, note: Notification) -> None:
-        if note in self._notifications:
-            self._unnotify(note, refresh=False)
+            gone = self.toasts.pop(next(iter(self.toasts)))
+            self.unseen += gone.count
+        lines = tuple(self.toasts.values())
+        for screen in self.screen_stack:
+            if isinstance(screen, LiveScreen) and screen.is_mounted:
+                screen.show_toasts(lines)
+                screen._status()  # the count of findings no toast showed
+        if self._toast_timer is not None:
+            self._toast_timer.stop()
+            self._toast_timer = None
+        if lines:
+            wait = min(t.expiry for t in lines) - now
+            self._toast_timer = self.set_timer(max(0.05, wait), self.refresh_toasts, name="toasts")
 
     def refresh_views(self) -> None:
         if self.snapshot is None:
             return
         for screen in self.screen_stack:
-            if isinstance(screen, LiveScreen):
+            if isinstance(screen, LiveScreen) and screen.is_mounted:  # composed: its widgets are there
                 screen.show(self.snapshot)
 
     # ------------------------------------------------------------------ view state
     def status(self, extra: str = "") -> str:
         """The status line, most useful first (the label, longest, goes last: a narrow terminal cuts it)."""
-        parts = ["⏸ paused" if self.paused else "● live", f"window {self.window} min"]
+        mode = self.snapshot.mode if self.snapshot is not None else "reading"
+        parts = ["⏸ paused" if self.paused else MODE_BADGE.get(mode, mode), f"window {self.window} min"]
         filt = [f"role={self.role_filter}"] if self.role_filter else []
         filt += [f"severity≥{self.min_severity}"] if self.min_severity else []
         parts.append("filter " + " ".join(filt) if filt else "no filter")
@@ -201,7 +218,7 @@ class WatchApp(App[None]):
     def visible_findings(self, snap: Snapshot) -> list[FindingRow]:
         out = []
         for fr in snap.findings:
-            if self.role_filter and fr.role not in (None, self.role_filter):
+            if self.role_filter and not fr.roles & {None, self.role_filter}:
                 continue
             if self.min_severity and severity_rank(fr.f.severity) < severity_rank(self.min_severity):
                 continue
@@ -267,6 +284,11 @@ class WatchApp(App[None]):
             return
         self.copy_to_clipboard(finding_clip(row))
         self.notify(f"{row.f.code} copied to the clipboard", timeout=2)
+
+    def action_save_svg(self) -> None:
+        """The screen as an SVG file in ``screenshot_dir`` (the working directory); its path in a toast."""
+        path = self.save_screenshot(path=self.screenshot_dir)
+        self.notify(f"screenshot saved to {path}", timeout=2 * NOTE_S)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

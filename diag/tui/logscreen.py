@@ -34,6 +34,7 @@ class LogScreen(LiveScreen):
         yield Static(Text("findings log: opened and closed this session, newest first", style="bold"),
                      id="log-title")
         yield OptionList(id="log")
+        yield Static(id="toasts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

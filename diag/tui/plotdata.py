@@ -11,9 +11,12 @@ shares one time axis.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+
+from diag.rules.present import number
 
 from .state import STEP_S, EndpointRow, Point, Snapshot
 
@@ -52,7 +55,31 @@ class Chart:
     series: tuple[Series, ...]
     spans: tuple[Span, ...] = ()
     hlines: tuple[tuple[float, str], ...] = ()  # (y, label): the K001 threshold on the KV chart
-    ymax: float | None = None                   # a fixed top (KV: 100)
+    ymax: float | None = None                   # the top of the y axis (KV: 100), its last tick
+    yticks: tuple[float, ...] = ()              # round values from 0 to ymax
+
+
+def nice_step(span: float, n: int) -> float:
+    """The round step (1, 2 or 5 × 10^k) that cuts ``span`` in about ``n`` parts (each tick's
+    ``present.compact`` label is then its exact value)."""
+    raw = span / max(1, n) if span > 0 else 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    return next(m * mag for m in (1, 2, 5, 10) if raw <= m * mag * (1 + 1e-9))
+
+
+def ticks(lo: float, hi: float, n: int = 5) -> tuple[float, ...]:
+    """Round ticks covering ``lo``..``hi`` (the first at or below ``lo``, the last at or above ``hi``)."""
+    step = nice_step(hi - lo, n)
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return tuple(round(i * step, 10) for i in range(first, max(last, first + 1) + 1))
+
+
+def scaled(chart: Chart, top: float | None = None) -> Chart:
+    """The chart with round y ticks from 0 to ``top`` (default: its highest point, or 1)."""
+    if top is None:
+        top = max((max(s.ys) for s in chart.series if s.ys), default=0.0) or 1.0
+    yt = ticks(0.0, top)
+    return replace(chart, ymax=yt[-1], yticks=yt)
 
 
 @dataclass(frozen=True)
@@ -159,6 +186,7 @@ def plot_set(snap: Snapshot, endpoint: str | None, window_min: int, columns: int
     points = {r.id: in_window(r.series, start, end) for r in rows}
     spans = _spans(snap, endpoint, start, end)
     threshold = ((snap.kv_threshold, f"DIAG-K001 kv_usage {snap.kv_threshold:g} %"),)
+    lengths = snap.isl_osl
 
     def line(label: str, values: list[tuple[float, float | None]], agg: Agg, color: str) -> Series:
         return _series(label, values, start, end, columns, agg, color)
@@ -166,9 +194,8 @@ def plot_set(snap: Snapshot, endpoint: str | None, window_min: int, columns: int
     if endpoint is None:
         roles = sorted({r.role for r in rows}, key=lambda r: (r != "prefill", r != "decode", r))
         of_role = {role: [points[r.id] for r in rows if r.role == role] for role in roles}
-        rate = [line(f"{role} {'prompt' if role == 'prefill' else 'gen'} tok/s",
-                     _summed(of_role[role], (lambda p: p.prompt) if role == "prefill" else (lambda p: p.gen)),
-                     _mean, ROLE_COLOR.get(role, "white"))
+        rate = [line(f"{role} {rate_label(role != 'decode', lengths)}",
+                     _summed(of_role[role], rate_pick(role != "decode", lengths)), _mean, ROLE_COLOR.get(role, "white"))
                 for role in roles]
         queues = [line(f"{role} {what}", _summed(of_role[role], pick), _mean, color)
                   for role in roles
@@ -184,8 +211,8 @@ def plot_set(snap: Snapshot, endpoint: str | None, window_min: int, columns: int
         if not rows:
             return PlotSet(f"{endpoint}: no longer in the run", window_min, snap.now, ())
         row, pts = rows[0], points[endpoint]
-        rate = [line("prompt tok/s", [(p.t, p.prompt) for p in pts], _mean, "cyan"),
-                line("gen tok/s", [(p.t, p.gen) for p in pts], _mean, "magenta")]
+        rate = [line(rate_label(prompt, lengths), [(p.t, rate_pick(prompt, lengths)(p)) for p in pts], _mean, color)
+                for prompt, color in ((True, "cyan"), (False, "magenta"))]
         queues = [line("running", [(p.t, p.running) for p in pts], _mean, "green"),
                   line("waiting", [(p.t, p.waiting) for p in pts], _mean, "red")]
         names = row.engine_names
@@ -194,10 +221,30 @@ def plot_set(snap: Snapshot, endpoint: str | None, window_min: int, columns: int
         preempt = [line("preemptions", [(p.t, float(p.preempt)) for p in pts], sum, "red")]
         title = f"{endpoint} · {row.role} · {len(names)} engines · last {window_min} min"
         kv_title = "KV % per engine"
-    return PlotSet(title, window_min, snap.now, (
-        Chart("rate", "prefill prompt vs decode gen tok/s" if endpoint is None
-              else "prompt vs gen tok/s", tuple(rate), spans),
-        Chart("queues", "running / waiting" + (" per role" if endpoint is None else ""), tuple(queues), spans),
-        Chart("kv", kv_title, kv, spans, threshold, 100.0),
-        Chart("preempt", f"preemptions per {STEP_S} s", tuple(preempt), spans),
+    unit = "req/s" if all(lengths) else "tok/s"
+    rate_title = (f"prefill vs decode {unit}" if endpoint is None else f"prompt vs gen {unit}")
+    return PlotSet(title + " · x: minutes before now", window_min, snap.now, (
+        scaled(Chart("rate", rate_title, tuple(rate), spans)),
+        scaled(Chart("queues", "running / waiting" + (" per role" if endpoint is None else ""), tuple(queues), spans)),
+        scaled(Chart("kv", kv_title, kv, spans, threshold), 100.0),
+        scaled(Chart("preempt", f"preemptions per {STEP_S} s", tuple(preempt), spans)),
     ))
+
+
+def rate_pick(prompt: bool, lengths: tuple[int | None, int | None]) -> Callable[[Point], float | None]:
+    """A point's prompt (or generation) rate in requests/s: tok/s over the benchmark's ISL (OSL), so
+    prefill's and decode's rates compare (a closed loop matches them); tok/s when the lengths are unknown."""
+    length = lengths[0] if prompt else lengths[1]
+    div = float(length) if lengths[0] and lengths[1] and length else 1.0
+
+    def pick(p: Point) -> float | None:
+        v = p.prompt if prompt else p.gen
+        return None if v is None else v / div
+
+    return pick
+
+
+def rate_label(prompt: bool, lengths: tuple[int | None, int | None]) -> str:
+    if not all(lengths):
+        return "prompt tok/s" if prompt else "gen tok/s"
+    return f"prompt/ISL {number(lengths[0])}" if prompt else f"gen/OSL {number(lengths[1])}"

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from rich.ansi import AnsiDecoder
 from rich.console import Console
+from rich.segment import Segment
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -28,32 +29,60 @@ from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
-from .plotdata import Chart, PlotSet, plot_set
+from diag.rules.present import compact
+
+from .plotdata import Chart, PlotSet, plot_set, ticks
 from .screens import LiveScreen
 from .state import Snapshot
 
 _CONSOLE = Console(file=StringIO(), width=1000, color_system="truecolor", legacy_windows=False)
 
 
-def plot_chart(plt: Plot, chart: Chart, window_min: int) -> None:
-    """The plotext calls of one chart: findings' windows shaded first, then the lines, the threshold on top."""
+def plot_chart(plt: Plot, chart: Chart, window_min: int, rows: int = 0) -> None:
+    """The plotext calls of one chart: findings' windows shaded first, then the lines, the threshold on
+    top; round ticks (``present.compact``); no legend inside the data (:func:`legend` draws it below)."""
     plt.clear_figure()
     plt.title(chart.title)
     plt.xlim(-window_min, 0)
-    plt.xlabel("minutes before now")
-    top = chart.ymax
-    if top is None:
-        top = max((max(s.ys) for s in chart.series if s.ys), default=0.0) * 1.1 or 1.0
+    xt = ticks(-window_min, 0)
+    plt.xticks(list(xt), [compact(x) for x in xt])
+    top = chart.ymax or 1.0
     plt.ylim(0, top)
+    yt = chart.yticks if rows >= 3 * len(chart.yticks) else chart.yticks[::2]  # a short chart: every other
+    if yt:
+        plt.yticks(list(yt), [compact(y) for y in yt])
     for span in chart.spans:
         plt.plot([span.x0, span.x1], [top, top], fillx=True, marker="░",
                  color="red" if span.severity == "error" else "orange" if span.severity == "warning" else "gray")
     for series in chart.series:
         if series.xs:
-            plt.plot(list(series.xs), list(series.ys), marker="braille", color=series.color, label=series.label)
+            plt.plot(list(series.xs), list(series.ys), marker="braille", color=series.color)
     for y, label in chart.hlines:
         plt.hline(y, "red")
         plt.text(label, x=-window_min, y=y, color="red", alignment="left")
+
+
+RICH_COLOUR = {"orange": "dark_orange", "gray": "grey50"}  # plotext's names rich does not know
+LEGEND_LINES = 2
+
+
+def legend(chart: Chart, width: int) -> list[Strip]:
+    """The chart's key below its axes, at most LEGEND_LINES lines of ``width``: each series' colour and
+    label, and the shading of the findings' windows."""
+    t = Text()
+    for series in chart.series:
+        if t:
+            t.append("  ")
+        t.append("━━ ", style=RICH_COLOUR.get(series.color, series.color))
+        t.append(series.label)
+    if chart.spans:
+        t.append("  ░ findings", style="dim")
+    opts = _CONSOLE.options.update(width=max(1, width))
+    strips = [Strip(line).adjust_cell_length(width) for line in _CONSOLE.render_lines(t, opts, pad=True)]
+    if len(strips) > LEGEND_LINES:  # the rest are cut: an ellipsis says so
+        last = strips[LEGEND_LINES - 1].crop(0, max(0, width - 1))
+        strips = [*strips[: LEGEND_LINES - 1], Strip([*last, Segment("…")]).adjust_cell_length(width)]
+    return strips
 
 
 @dataclass(frozen=True)
@@ -75,15 +104,18 @@ class Drawn:
 
 
 def draw_chart(chart: Chart, window_min: int, size: Size, theme: str) -> Drawn:
-    """Have plotext draw ``chart`` at ``size`` (any thread: a fresh figure, no widget touched)."""
+    """Have plotext draw ``chart`` at ``size`` (any thread: a fresh figure, no widget touched), its legend
+    in the rows below it."""
+    key = legend(chart, size.width)
+    height = max(1, size.height - len(key))
     plt = Plot()
-    plot_chart(plt, chart, window_min)
-    plt.plotsize(size.width, size.height)
-    plt._set_size(size.width, size.height)  # as textual-plotext's widget does: plotsize alone may not stick
+    plot_chart(plt, chart, window_min, height)
+    plt.plotsize(size.width, height)
+    plt._set_size(size.width, height)  # as textual-plotext's widget does: plotsize alone may not stick
     plt.theme(theme)
-    lines = list(AnsiDecoder().decode(plt.build()))[: size.height]  # the build ends with a newline
-    return Drawn(chart, window_min, size, theme,
-                 tuple(Strip(list(line.render(_CONSOLE))).adjust_cell_length(size.width) for line in lines))
+    lines = list(AnsiDecoder().decode(plt.build()))[:height]  # the build ends with a newline
+    drawn = [Strip(list(line.render(_CONSOLE))).adjust_cell_length(size.width) for line in lines]
+    return Drawn(chart, window_min, size, theme, tuple([*drawn, *key][: size.height]))
 
 
 @dataclass(frozen=True)
@@ -169,7 +201,7 @@ class PlotScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "back", key_display="esc"),
         Binding("space", "app.toggle_pause", "pause", key_display="space"),
-        Binding("1", "app.window(1)", "window", key_display="1/5/15/60"),
+        Binding("1", "app.window(1)", "min", key_display="1-60"),
         Binding("5", "app.window(5)", "5 min", show=False),
         Binding("6", "app.window(60)", "60 min", show=False),
     ]
@@ -187,6 +219,7 @@ class PlotScreen(LiveScreen):
         with Grid(id="plots"):
             for key in ("rate", "queues", "kv", "preempt"):
                 yield ChartPlot(key)
+        yield Static(id="toasts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

@@ -16,10 +16,13 @@ from diag.parsers.records import (
     Preemption,
     Record,
     SpecDecode,
+    StageMark,
     StartupFact,
     StatsSample,
 )
 from diag.rules.present import number
+
+from ..report import STAGE_SHORT
 
 MAX_TEXT = 240
 
@@ -33,8 +36,6 @@ class RecordLine:
     kind: str
     text: str
     tone: str  # fault | warn | info | stats
-
-
 
 
 def _short(v: Any, n: int = 120) -> str:
@@ -62,6 +63,9 @@ def describe(r: Record) -> tuple[str, str]:
                 f"({'recovered' if r.recovered else 'not recovered'})", "warn")
     if isinstance(r, Preemption):
         return f"preemption ({r.mode}){'' if r.cumulative is None else f', {r.cumulative} so far'}", "warn"
+    if isinstance(r, StageMark):
+        fields = ", ".join(f"{k}={_short(v, 40)}" for k, v in r.fields[:4])
+        return f"stage {STAGE_SHORT.get(r.stage, r.stage)}: {r.mark}{', ' + fields if fields else ''}", "info"
     if isinstance(r, StartupFact):
         return f"{r.key} = {_short(r.value)}", "info"
     if isinstance(r, Lifecycle):

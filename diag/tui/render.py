@@ -7,7 +7,7 @@ snapshot and the screen agree.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -16,13 +16,13 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from diag.rules.catalog import HEALTH_STATES, catalog
-from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, duration, number
+from diag.rules.catalog import HEALTH_STATES
+from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, duration, number, seconds
 
 from ..report import EndpointSummary, link_lines, stage_text
 from .plotdata import end_epoch
 from .records import RecordLine
-from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Point, Snapshot, TableCells
+from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Limit, Point, Snapshot, TableCells, by_code
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -54,6 +54,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("kv", "KV %", "left", 0, 10, "K", True),
     Column("tps_spark", "tok/s ~", "left", 4, SPARK_W, "T", True),
     Column("kv_spark", "KV ~", "left", 5, SPARK_W, "V", True),
+    Column("ttft", "TTFT p90", "right", 10, 8, "F", True),
+    Column("itl", "ITL p90", "right", 11, 8, "I", True),
     Column("age", "age", "right", 3, 4, "A", True),
     Column("pre", "pre", "right", 6, 3, "X", True),
     Column("eng", "eng", "right", 7, 3, "E", True),
@@ -63,13 +65,17 @@ COLUMN = {c.key: c for c in COLUMNS}
 CELL_PAD = 2  # a DataTable cell's padding, both sides
 
 
-def fit_columns(widths: dict[str, int], available: int) -> list[str]:
+OPTIONAL = ("ttft", "itl")  # columns shown only when some endpoint has a value (Prometheus histograms)
+
+
+def fit_columns(widths: dict[str, int], available: int, empty: frozenset[str] = frozenset()) -> list[str]:
     """The columns that fit in ``available`` cells: every priority-0 column, then the others in
-    priority order until the next one does not fit (each at least its minimum width); display order."""
+    priority order until the next one does not fit (each at least its minimum width); display order.
+    ``empty``: optional columns without a value in any row, left out."""
     need = {c.key: max(c.min_width, widths.get(c.key, 0)) + CELL_PAD for c in COLUMNS}
     chosen = {c.key for c in COLUMNS if c.priority == 0}
     used = sum(need[k] for k in chosen)
-    for c in sorted((c for c in COLUMNS if c.priority), key=lambda c: c.priority):
+    for c in sorted((c for c in COLUMNS if c.priority and c.key not in empty), key=lambda c: c.priority):
         if used + need[c.key] > available:
             break
         chosen.add(c.key)
@@ -103,36 +109,48 @@ def window_values(points: Sequence[Point], end: float, window_s: int, pick: Call
     return [None if p is None else pick(p) for p in window_slots(points, end, window_s)]
 
 
-def spark(values: Sequence[float | None], width: int = SPARK_W) -> str:
-    """Unicode sparkline; gaps (no sample) are blanks, a window of more slots than cells takes maxima."""
-    if len(values) > width:
-        per = len(values) / width
-        bins: list[float | None] = []
-        for i in range(width):
-            chunk = [v for v in values[int(i * per): int((i + 1) * per)] if v is not None]
-            bins.append(max(chunk) if chunk else None)
-        values = bins
-    top = max((v for v in values if v is not None), default=None)
+def bins(values: Sequence[float | None], width: int) -> list[float | None]:
+    """``values`` in ``width`` bins, each the mean of its samples (a drop shows, a lone peak does not
+    hide it); fewer values than cells stay as they are."""
+    if len(values) <= width:
+        return list(values)
+    per = len(values) / width
+    out: list[float | None] = []
+    for i in range(width):
+        chunk = [v for v in values[int(i * per): int((i + 1) * per)] if v is not None]
+        out.append(sum(chunk) / len(chunk) if chunk else None)
+    return out
+
+
+def spark(values: Sequence[float | None], width: int = SPARK_W, top: float | None = None) -> str:
+    """Unicode sparkline on the scale 0..``top`` (None: the values' own maximum), so rows that share a
+    ``top`` compare by height; gaps (no sample) are blanks."""
+    values = bins(values, width)
     if top is None:
+        top = max((v for v in values if v is not None), default=None)
+    if top is None or all(v is None for v in values):
         return " " * width
-    chars = [" " if v is None else BLOCKS[0 if top <= 0 else min(7, round(v / top * 7))] for v in values]
+    chars = [" " if v is None else BLOCKS[0 if top <= 0 else max(0, min(7, round(v / top * 7)))] for v in values]
     return "".join(chars).rjust(width)
 
 
-# KV colours at the catalog's thresholds: DIAG-K001 (exhausted) and DIAG-K004 (filling)
-KV_FULL = float(catalog()["DIAG-K001"].params["kv_usage"])
-KV_FILLING = float(catalog()["DIAG-K004"].params["kv_usage"])
+def over(value: float | None, limit: Limit | None) -> str:
+    """The style of a value at or past a rule's threshold (the rule's severity), else none."""
+    if value is None or limit is None or value < limit.value:
+        return ""
+    return SEVERITY_STYLE.get(limit.severity, "bold")
 
 
-def kv_bar(pct: float | None, width: int = 5) -> Text:
+def kv_bar(pct: float | None, limits: Mapping[str, Limit], width: int = 5) -> Text:
+    """KV % and a bar on 0-100 %, in the style of the highest KV rule it reaches (K001, then K004)."""
     if pct is None:
         return Text("-")
     cells = max(0.0, min(100.0, pct)) / 100 * width
     full = int(cells)
     bar = "█" * full + (EIGHTHS[int((cells - full) * 8)] if full < width else "")
-    style = "red" if pct >= KV_FULL else "yellow" if pct >= KV_FILLING else "green"
-    t = Text(f"{number(pct, 1):>4} ")
-    t.append(bar.ljust(width, "·"), style=style)
+    style = over(pct, limits.get("kv")) or over(pct, limits.get("kv_rising"))
+    t = Text(f"{pct:4.1f} ", style=style)
+    t.append(bar.ljust(width, "·"), style=style or "green")
     return t
 
 
@@ -169,31 +187,73 @@ def node_prefix(snap: Snapshot) -> str:
     return pre[: cut + 1] if cut >= 0 else ""
 
 
-def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: str = "") -> dict[str, Any]:
-    s = row.s
+def row_slots(snap: Snapshot, window_min: int) -> dict[str, list[Point | None]]:
+    """Each endpoint's 10 s slots of the window (one pass over each ring serves every cell and scale)."""
     end = end_epoch(snap)
+    return {} if end is None else {e.id: window_slots(e.series, end, window_min * 60) for e in snap.endpoints}
+
+
+def tps_scale(slots: Mapping[str, Sequence[Point | None]]) -> float | None:
+    """The tok/s sparklines' shared top: the highest slot of any endpoint in the window."""
+    return max((v for ps in slots.values() for p in ps if p is not None and (v := _tps(p)) is not None), default=None)
+
+
+def per_engine(total: float | None, engines: int) -> float | None:
+    return None if total is None else total / max(1, engines)
+
+
+def latency_text(s: EndpointSummary, metric: str) -> str:
+    """A latency histogram's p90 of the last interval (``ttft``, ``itl``), ``-`` without one."""
+    p90 = s.latency.get(metric, {}).get("p90")
+    return "-" if p90 is None else f"{seconds(p90)} s"
+
+
+def empty_columns(snap: Snapshot) -> frozenset[str]:
+    """The optional columns no endpoint has a value for."""
+    return frozenset(k for k in OPTIONAL if not any(e.s.latency.get(k) for e in snap.endpoints))
+
+
+def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: str = "",
+                   slots: Sequence[Point | None] | None = None, top: float | None = None) -> dict[str, Any]:
+    """The row's cells: tok/s sparklines on ``top`` (shared by every row), KV ones on 0-100 %; wait, KV
+    and preemptions styled past their rule's threshold (``snap.limits``)."""
+    s = row.s
+    if slots is None:
+        slots = row_slots(snap, window_min).get(row.id)
+        top = tps_scale({row.id: slots}) if slots is not None else None
     tps = kv = " " * SPARK_W
-    if end is not None:
-        slots = window_slots(row.series, end, window_min * 60)
-        tps = spark([None if p is None else _tps(p) for p in slots])
-        kv = spark([None if p is None else p[3] for p in slots])
+    if slots is not None:
+        tps = spark([None if p is None else _tps(p) for p in slots], top=top)
+        kv = spark([None if p is None else p[3] for p in slots], top=100.0)
     limiting = snap.limiting is not None and s.role == snap.limiting
+    lim = snap.limits
     return {"endpoint": Text(s.id, style="bold reverse yellow" if limiting else "bold"), "health": health_cell(s),
             "role": Text(s.role, style="bold yellow") if limiting else s.role,
             "prompt": number(s.prompt_tps_mean), "gen": number(s.gen_tps_mean), "run": number(s.running_mean),
-            "wait": number(s.waiting_mean), "kv": kv_bar(s.kv_mean), "tps_spark": Text(tps, style="cyan"),
-            "kv_spark": Text(kv, style="magenta"), "age": age_text(row.age_s), "pre": str(s.preemptions),
+            "wait": Text(number(s.waiting_mean), style=over(per_engine(s.waiting_mean, s.engines), lim.get("wait")),
+                         justify="right"),
+            "kv": kv_bar(s.kv_mean, lim), "tps_spark": Text(tps, style="cyan"),
+            "kv_spark": Text(kv, style="magenta"), "ttft": latency_text(s, "ttft"), "itl": latency_text(s, "itl"),
+            "age": age_text(row.age_s),
+            "pre": Text(str(s.preemptions), style=over(s.preemptions, lim.get("pre")), justify="right"),
             "eng": str(s.engines), "nodes": short_nodes(s.nodes, prefix)}
+
+
+def all_cells(snap: Snapshot, window_min: int) -> dict[str, dict[str, Any]]:
+    """Every endpoint's cells, the tok/s sparklines on one scale."""
+    prefix = node_prefix(snap)
+    slots = row_slots(snap, window_min)
+    top = tps_scale(slots)
+    return {e.id: endpoint_cells(e, snap, window_min, prefix, slots.get(e.id), top) for e in snap.endpoints}
 
 
 def table_cells(snap: Snapshot, window_min: int) -> TableCells:
     """The endpoint table's cells of a snapshot: the collecting thread makes them (:func:`with_table`),
     so a frame on the UI thread only compares and shows them (the sparklines' pass over each ring's
     window is most of a frame's own work)."""
-    prefix = node_prefix(snap)
-    return TableCells(window_min, {e.id: {k: v if isinstance(v, Text) else Text(v, justify=COLUMN[k].justify)  # type: ignore[arg-type]
-                                          for k, v in endpoint_cells(e, snap, window_min, prefix).items()}
-                                   for e in snap.endpoints})
+    return TableCells(window_min, {eid: {k: v if isinstance(v, Text) else Text(v, justify=COLUMN[k].justify)  # type: ignore[arg-type]
+                                         for k, v in cells.items()}
+                                   for eid, cells in all_cells(snap, window_min).items()})
 
 
 def with_table(snap: Snapshot, window_min: int) -> Snapshot:
@@ -228,6 +288,7 @@ def sort_value(row: EndpointRow, key: str, snap: Snapshot, window_min: int) -> A
     return {"endpoint": _natural(s.id), "health": HEALTH_RANK.get(s.health, 0), "role": s.role,
             "prompt": s.prompt_tps_mean, "gen": s.gen_tps_mean, "run": s.running_mean, "wait": s.waiting_mean,
             "kv": s.kv_mean, "age": row.age_s, "pre": s.preemptions, "eng": s.engines,
+            "ttft": s.latency.get("ttft", {}).get("p90"), "itl": s.latency.get("itl", {}).get("p90"),
             "nodes": ",".join(s.nodes)}[key]
 
 
@@ -242,9 +303,13 @@ def sort_rows(rows: Sequence[EndpointRow], key: str | None, descending: bool, sn
     return [r for _, _, r in present] + [r for v, _, r in valued if v is None]
 
 
-def engine_cells(r: EngineRow) -> tuple[Any, ...]:
-    return (r.engine, str(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running), number(r.waiting),
-            kv_bar(r.kv), str(r.preemptions), age_text(r.age_s))
+def engine_cells(r: EngineRow, limits: Mapping[str, Limit]) -> tuple[Any, ...]:
+    name = Text(r.engine) if not r.dead else Text(f"{r.engine} dead" + (f" {r.dead_at:%H:%M:%S}" if r.dead_at else ""),
+                                                  style=HEALTH_STYLE["DOWN"])
+    return (name, str(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running),
+            Text(number(r.waiting), style=over(r.waiting, limits.get("wait")), justify="right"),
+            kv_bar(r.kv, limits), Text(str(r.preemptions), style=over(r.preemptions, limits.get("pre")), justify="right"),
+            age_text(r.age_s))
 
 
 ENGINE_COLUMNS = ("engine", "samples", "prompt t/s", "gen t/s", "run", "wait", "KV %", "preempt", "age")
@@ -297,9 +362,18 @@ def finding_text(fr: FindingRow) -> Text:
         t.append("\n  " + " · ".join(where), style="dim")
     for line in link_lines(f):
         t.append(f"\n  {line}", style="bold magenta")
+    for line in consequence_lines(fr):
+        t.append(f"\n  {line}", style="bold magenta")
     if f.evidence:
         t.append("\n  evidence: " + evidence_text(f.evidence), style="dim")
     return t
+
+
+def consequence_lines(fr: FindingRow) -> list[str]:
+    """The findings folded under this one (its likely consequences on other endpoints), one line a code."""
+    return [f"↳ caused {len(fs)} × {code} {fs[0].name} ({fs[0].severity}) on "
+            + ", ".join(sorted({c.endpoint or "run" for c in fs}))
+            for code, fs in by_code(fr.consequences).items()]
 
 
 def finding_clip(fr: FindingRow) -> str:
@@ -315,6 +389,7 @@ def finding_clip(fr: FindingRow) -> str:
         lines.append(f"location: {f.location}")
     if f.fix:
         lines.append(f"fix: {f.fix}")
+    lines += consequence_lines(fr)
     return "\n".join(lines)
 
 
@@ -375,16 +450,17 @@ def render_once(snap: Snapshot, console: Console, window_min: int = 5) -> None:
         head.add_row(k, v)
     console.print(head)
     t = Table(title=f"endpoints (sparklines: last {window_min} min)", title_justify="left", pad_edge=False)
-    prefix = node_prefix(snap)
     widest = max((len(r.id) for r in snap.endpoints), default=8)
     # the endpoint name is never cut; on a narrow terminal the columns the name already implies go first
-    drop = {"role", "nodes", "eng"} if console.width < 120 else set()
+    drop = {"role", "nodes", "eng", "ttft", "itl"} if console.width < 120 else set()
+    drop |= empty_columns(snap)
     cols = [c for c in COLUMNS if c.key not in drop]
     for c in cols:
         t.add_column(c.label, justify=c.justify, no_wrap=True,  # type: ignore[arg-type]
                      min_width=widest if c.key == "endpoint" else None)
+    every = all_cells(snap, window_min)
     for row in snap.endpoints:
-        cells = endpoint_cells(row, snap, window_min, prefix)
+        cells = every[row.id]
         t.add_row(*(cells[c.key] for c in cols))
     console.print(t if snap.endpoints else Text("no endpoints found in the logs read", style="yellow"))
     n_open = sum(fr.state == "open" for fr in snap.findings)

@@ -2,29 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, NamedTuple, Protocol, cast
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import ScrollableContainer, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Static
+from textual.containers import ScrollableContainer
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
+
+from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE
 
 from .render import (
     COLUMN,
     COLUMNS,
     ENGINE_COLUMNS,
+    OPTIONAL,
     age_text,
     badge,
+    empty_columns,
     engine_cells,
-    evidence_text,
     finding_text,
     fit_columns,
     header_text,
+    latency_text,
     record_text,
     shown_cells,
     sort_rows,
@@ -33,6 +35,19 @@ from .state import FindingRow, Snapshot
 from .table import LiveTable
 
 RECORDS_SHOWN = 300
+SPARE_MIN = 6  # rows the findings leave empty before the latest events fill them
+
+
+def events_text(snap: Snapshot, lines: int, width: int) -> Text:
+    """A title and the ``lines`` latest timed events of every endpoint (no stats lines), newest first."""
+    recs = [r for r in reversed(snap.all_records()) if r.tone != "stats" and r.ts is not None][:lines]
+    t = Text("latest events, every endpoint (enter: one endpoint's records)", style="bold")
+    for r in recs:
+        line = record_text(r, with_endpoint=True)
+        line.truncate(width, overflow="ellipsis")
+        t.append("\n")
+        t.append_text(line)
+    return t
 SCROLLBAR = 2  # a vertical scrollbar's width, kept free when the table scrolls
 
 
@@ -57,8 +72,25 @@ class WatchHost(Protocol):
     def copy_finding(self, row: FindingRow | None) -> None: ...
 
 
+class Toast(NamedTuple):
+    """A toast line: a finding code's openings (``count``) or a notification (count 0), until ``expiry``
+    (monotonic seconds)."""
+
+    text: str
+    severity: str
+    count: int
+    expiry: float
+
+
+def toast_text(toasts: tuple[Toast, ...]) -> Text:
+    lines = [Text(("▲ " if t.count else "· ") + t.text, style=SEVERITY_STYLE.get(t.severity, ""),
+                  no_wrap=True, overflow="ellipsis") for t in toasts]
+    return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
+
 class LiveScreen(Screen[None]):
-    """A screen that redraws from each new snapshot."""
+    """A screen that redraws from each new snapshot; its toasts take a line each above its footer
+    (its main pane gives them the room: they never cover it)."""
 
     @property
     def wapp(self) -> WatchHost:
@@ -77,6 +109,16 @@ class LiveScreen(Screen[None]):
 
     def _status(self) -> None:
         self.set_static("#status", self.wapp.status())
+
+    def show_toasts(self, toasts: tuple[Toast, ...]) -> None:
+        bar = self.query("#toasts").results(Static)
+        widget = next(bar, None)
+        if widget is not None:
+            widget.display = bool(toasts)
+            self.set_static("#toasts", toast_text(toasts))
+
+    def on_screen_resume(self) -> None:
+        self.show_toasts(tuple(getattr(self.app, "toasts", {}).values()))
 
 
 def _fill(table: LiveTable, rows: list[tuple[str, list[Any]]], keys: list[str], keep: str | None = None
@@ -113,18 +155,18 @@ SORT_KEYS = "".join(c.sort for c in COLUMNS)
 
 class MainScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("H", "sort('health')", "sort", key_display="⇧H/K/W/P/G…"),
+        Binding("H", "sort('health')", "sort", key_display="⇧A-Z"),
         *(Binding(c.sort, f"sort('{c.key}')", f"sort by {c.label}", show=False) for c in COLUMNS
           if c.key != "health"),
         Binding("g", "plots", "plots"),
-        Binding("p", "app.plots(None)", "run plots"),
+        Binding("p", "app.plots(None)", "run plots", show=False),
         Binding("l", "app.findings_log", "log"),
         Binding("f", "app.filter", "filter"),
         Binding("e", "explain", "explain", show=False),
         Binding("c", "copy", "copy", show=False),
         Binding("slash", "search", "search", key_display="/"),
         Binding("space", "app.toggle_pause", "pause", key_display="space"),
-        Binding("1", "app.window(1)", "window", key_display="1/5/15/60"),
+        Binding("1", "app.window(1)", "min", key_display="1-60"),
         Binding("5", "app.window(5)", "5 min", show=False),
         Binding("6", "app.window(60)", "60 min", show=False),
         Binding("escape", "focus_table", "table", show=False),
@@ -137,6 +179,8 @@ class MainScreen(LiveScreen):
         yield LiveTable(id="endpoints", cursor_type="row")
         yield Static(id="findings-title")
         yield OptionList(id="findings")
+        yield Static(id="events")
+        yield Static(id="toasts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -146,6 +190,7 @@ class MainScreen(LiveScreen):
         self._signature: tuple[Any, ...] = ()
         self._keys: list[str] = []
         self._rows: list[FindingRow] = []
+        self._spare: tuple[int, int] = (0, 0)
         self._status()
         if self.wapp.snapshot is not None:
             self.show(self.wapp.snapshot)
@@ -187,6 +232,29 @@ class MainScreen(LiveScreen):
             if keep in keys:
                 ol.highlighted = keys.index(keep)
         self._rows = vis
+        self.call_after_refresh(self._use_spare_rows)
+
+    def _use_spare_rows(self) -> None:
+        """A tall terminal's rows the findings leave empty show the run's latest events (every endpoint,
+        newest first); the findings take them back as they grow. Again after the layout settles, until
+        the findings' height and the room stay the same."""
+        snap = self.wapp.snapshot
+        ol = self.query_one("#findings", OptionList)
+        events = self.query_one("#events", Static)
+        need = ol.virtual_size.height
+        room = ol.size.height + (events.size.height if events.display else 0)
+        settled = (need, room) == self._spare
+        self._spare = (need, room)
+        if snap is None or room - need < SPARE_MIN or not ol.size.height:
+            if events.display:
+                events.display = False
+                ol.styles.height = "1fr"
+        else:
+            ol.styles.height = need
+            events.display = True
+            self.set_static("#events", events_text(snap, room - need - 1, self.app.size.width - 2))
+        if not settled:
+            self.call_after_refresh(self._use_spare_rows)
 
     def _show_table(self, snap: Snapshot) -> None:
         """Rows in the chosen order; the columns that fit the width by priority (none cut off)."""
@@ -200,7 +268,7 @@ class MainScreen(LiveScreen):
         available = self.app.size.width
         if len(ordered) + 1 > self.app.size.height // 2:  # the table's max-height is 50 %: it scrolls
             available -= SCROLLBAR
-        visible = fit_columns(widths, available)
+        visible = fit_columns(widths, available, empty_columns(snap))
         signature = (tuple(visible), self.sort_key, self.sort_desc)
         keep = self.selected_endpoint()
         if signature != self._signature:
@@ -286,6 +354,7 @@ class EndpointScreen(LiveScreen):
         yield Input(placeholder="search records (/), esc clears", id="search", compact=True)
         with ScrollableContainer(id="records-scroll"):
             yield Static(id="records")
+        yield Static(id="toasts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -315,11 +384,18 @@ class EndpointScreen(LiveScreen):
             t = Text()
             t.append(f"{s.id} ", style="bold")
             t.append_text(badge(s.health))
-            t.append(f"  {s.role} · {s.engines} engines · {s.samples} samples · last sample {age_text(row.age_s)} ago"
-                     f" · nodes {', '.join(s.nodes) or '-'}")
+            engines = snap.engines.get(self.endpoint, ())
+            dead = [r.engine for r in engines if r.dead]
+            t.append(f"  {s.role} · {s.engines} engines")
+            if dead:
+                t.append(f" ({len(dead)} dead: DP{', DP'.join(dead)})", style=HEALTH_STYLE["DOWN"])
+            t.append(f" · {s.samples} samples · last sample {age_text(row.age_s)} ago · nodes {', '.join(s.nodes) or '-'}")
+            latency = " · ".join(f"{k.upper()} p90 {latency_text(s, k)}" for k in OPTIONAL if s.latency.get(k))
+            if latency:
+                t.append(f"\n{latency} (last interval, slowest engine)")
             title.update(t)
             rows = [(r.engine, [Text(str(c), justify="left" if i in (0, 6) else "right") if not isinstance(c, Text)
-                                else c for i, c in enumerate(engine_cells(r))])
+                                else c for i, c in enumerate(engine_cells(r, snap.limits))])
                     for r in snap.engines.get(self.endpoint, ())]
             self._keys = _fill(self.query_one("#engines", LiveTable), rows, self._keys)
             recs = snap.records.get(self.endpoint, ())
@@ -327,7 +403,7 @@ class EndpointScreen(LiveScreen):
         if q:
             recs = tuple(r for r in recs if q in r.text.lower() or q in r.kind or q in r.file.lower())
         shown = list(reversed(recs))[:RECORDS_SHOWN]
-        body = Text("\n", no_wrap=True).join(record_text(r, self.endpoint is None) for r in shown) if shown \
+        body = Text("\n").join(record_text(r, self.endpoint is None) for r in shown) if shown \
             else Text("no records" + (f" matching {self.query_text!r}" if q else ""), style="dim")
         self.query_one("#records", Static).update(body)
 
@@ -354,132 +430,3 @@ class EndpointScreen(LiveScreen):
                 self.query_one("#records-scroll").focus()
             return
         self.app.pop_screen()
-
-
-class FilterScreen(ModalScreen[str | None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "cancel")]
-
-    def __init__(self, roles: list[str], role: str | None, severity: str | None) -> None:
-        super().__init__()
-        self.roles, self.role, self.severity = roles, role, severity
-
-    def compose(self) -> ComposeResult:
-        def mark(on: bool) -> str:
-            return "✓ " if on else "  "
-
-        opts = [Option("  show everything (clear filters)", id="all:")]
-        opts += [Option(mark(self.role is None) + "role: all", id="role:")]
-        opts += [Option(mark(self.role == r) + f"role: {r}", id=f"role:{r}") for r in self.roles]
-        opts += [Option(mark(self.severity is None) + "findings: every severity", id="sev:"),
-                 Option(mark(self.severity == "warning") + "findings: warning and error", id="sev:warning"),
-                 Option(mark(self.severity == "error") + "findings: error only", id="sev:error")]
-        with Vertical(id="dialog"):
-            yield Static(Text("filter endpoints and findings", style="bold"))
-            yield OptionList(*opts, id="filter-options")
-            yield Static(Text("enter apply · esc cancel", style="dim"))
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(event.option.id)
-
-
-class ExplainScreen(ModalScreen[None]):
-    """A rule in full and this finding's figures; the catalog text is read in a worker thread so
-    the dialog opens at once with a placeholder."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "close"), Binding("e", "dismiss", "close", show=False),
-        Binding("q", "dismiss", "close", show=False), Binding("c", "copy", "copy")]
-
-    def __init__(self, row: FindingRow) -> None:
-        super().__init__()
-        self.row = row
-
-    def markdown(self) -> str:
-        from diag.rules.catalog import CatalogError
-
-        from ..explain import explain_text
-        from ..report import link_lines
-
-        f = self.row.f
-        try:
-            md = explain_text(f.code)
-        except CatalogError:
-            md = f"# {f.code} {f.name}\n\n(no catalog entry)"
-        lines = ["", "## This finding", "", f"- **{self.row.state}** · {f.severity} · {f.endpoint or 'whole run'}",
-                 f"- {f.message}"]
-        if f.first_ts:
-            lines.append(f"- window {f.first_ts:%Y-%m-%d %H:%M:%S} .. {f.last_ts:%H:%M:%S}" if f.last_ts else "")
-        if f.location:
-            lines.append(f"- at `{f.location}`")
-        lines += [f"- {line}" for line in link_lines(f)]
-        if f.evidence:
-            lines.append(f"- evidence: {evidence_text(f.evidence, 20)}")
-        if f.fix:
-            lines.append(f"- fix: {f.fix}")
-        return md + "\n" + "\n".join(lines)
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="dialog"):
-            yield Static(Text(f"{self.row.f.code} {self.row.f.name}: loading the rule…", style="dim"),
-                         id="explain-placeholder")
-            yield Static(Text("esc close · c copy", style="dim"))
-
-    def on_mount(self) -> None:
-        self._load()
-
-    @work(thread=True, exclusive=True, group="explain")
-    def _load(self) -> None:
-        md = self.markdown()
-        if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._loaded, md)
-
-    def _loaded(self, md: str) -> None:
-        holder = self.query_one("#explain-placeholder", Static)
-        self.query_one("#dialog").mount(Markdown(md, id="explain"), before=holder)
-        holder.remove()
-
-    def action_copy(self) -> None:
-        cast(WatchHost, self.app).copy_finding(self.row)
-
-
-HELP = """\
-[b]diag watch[/b]  live per-endpoint health of a P/D run
-
-[b]keys[/b]
-  space      pause / resume (a replay's clock stops too)
-  1 5 15 60  sparkline and plot window, minutes (1 then 5: 15; 6: 60)
-  ⇧+letter   sort the endpoints (again: reverse), or click a header:
-             N endpoint  H health  O role  P prompt/s  G gen/s
-             R run  W wait  K KV %  T tok/s ~  V KV ~  A age
-             X preemptions  E engines  D nodes
-  g          plots of the highlighted endpoint;  p  plots of the run
-  f          filter endpoints by role, findings by severity
-  e          explain the highlighted finding (why, what to change)
-  c          copy the highlighted finding to the clipboard (OSC 52)
-  l          findings log: every finding opened and closed
-  enter      open the highlighted endpoint (or click it twice):
-             its engines (DP ranks) and recent log records
-  /          search log records;  tab  table <-> findings
-  esc        back / close; on the main screen: focus the table
-  ?  help;  q  quit
-
-[b]health[/b]
-  OK · WARN warning finding · CRIT error finding · DOWN engine dead
-  STALE no stats line for 60 s · NO STATS never logged stats
-
-[b]columns[/b]
-  prompt/s gen/s run wait KV %: latest stats, engines summed
-  (KV averaged); tok/s ~ and KV ~: sparklines over the window;
-  age: time since the endpoint's last sample (12s, 4m, 3h, 9d);
-  pre: preemptions. A narrow terminal drops the low-priority
-  columns first; endpoint, health, prompt/s, gen/s, KV % stay.
-"""
-
-
-class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "close"), Binding("question_mark", "dismiss", "close", show=False),
-                Binding("q", "dismiss", "close", show=False)]
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="dialog"):
-            yield Static(HELP, id="help")

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -22,21 +22,23 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from diag.parsers.ingest import ParsedLog
-from diag.parsers.records import KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
+from diag.parsers.records import Fault, KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
 from diag.rules.engine import key, same
 from diag.rules.finding import Finding, severity_rank
+from diag.rules.incidents import DEATH, FATAL
 from diag.rules.present import duration, number
+from diag.rules.runmodel import _DP_PROC as DP_PROC  # the engine (DP rank) a process prefix names
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
 from .. import report as S
 from ..pipeline import Pipeline
 from ..report import Report
+from ..sources import MultiSource, ReplaySource
 from . import WINDOWS
 from .records import RecordLine, record_line, stats_line
+from .ring import SERIES_POINTS, STEP_S, Point, Ring
 
-STEP_S = 10                         # one sparkline point per 10 s
-SERIES_POINTS = 60 * 60 // STEP_S   # 60 min of points per endpoint
 EVENTS_KEEP = 150                   # recent non-periodic records per endpoint in a snapshot
 STATS_KEEP = 24                     # recent stats lines per endpoint in a snapshot
 CLOSED_KEEP = 100                   # findings that closed during the session
@@ -47,20 +49,6 @@ TERMINAL_STAGES = ("completed", "failed", "killed", "timeout")
 RECENT_S = 120.0                    # a window that ended this close to the latest data is still open
 
 LOG_KEEP = 500                      # findings-log entries (openings and closings) kept in a session
-
-
-class Point(NamedTuple):
-    """One 10 s slot of an endpoint: its engines' latest values summed (KV averaged), the
-    preemptions logged in the slot, and each engine's KV % in the order of :attr:`Ring.engines`."""
-
-    t: float                        # epoch s, the end of the slot
-    prompt: float | None            # prompt tok/s
-    gen: float | None               # generation tok/s
-    kv: float | None                # KV % (engines' mean)
-    running: float | None = None
-    waiting: float | None = None
-    preempt: int = 0
-    engine_kv: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +63,8 @@ class EngineRow:
     kv: float | None
     preemptions: int
     age_s: float | None
+    dead: bool = False                  # its process logged a fatal fault or a death (rules.incidents)...
+    dead_at: datetime | None = None     # ... first at this time
 
 
 @dataclass(frozen=True)
@@ -98,6 +88,8 @@ class FindingRow:
     f: Finding
     state: str          # open | closed
     role: str | None    # role of the finding's endpoint (None: the whole run)
+    consequences: tuple[Finding, ...] = ()   # findings on other endpoints this one caused (folded under it)
+    roles: frozenset[str | None] = frozenset()  # its own role and its consequences' (the role filter)
 
     @property
     def key(self) -> tuple[str, str | None, str]:
@@ -112,6 +104,27 @@ class LogEntry:
     at: datetime | None
     event: str          # open | close | start
     f: Finding
+
+
+class Limit(NamedTuple):
+    """A rule's threshold, as configured: a cell past it takes the rule's severity style."""
+
+    value: float
+    severity: str
+    code: str
+
+
+# cell -> (rule, parameter): the thresholds the endpoint table highlights against (catalog, settings)
+LIMIT_PARAMS = {"kv": ("DIAG-K001", "kv_usage"), "kv_rising": ("DIAG-K004", "kv_usage"),
+                "wait": ("DIAG-B001", "waiting_high"), "pre": ("DIAG-K002", "min_count")}
+
+
+def limits_of(settings: Settings) -> Mapping[str, Limit]:
+    out = {}
+    for cell, (code, param) in LIMIT_PARAMS.items():
+        rule = settings.rule(code)
+        out[cell] = Limit(float(rule.params[param]), rule.severity, code)
+    return MappingProxyType(out)
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,9 @@ class Snapshot:
     errors: tuple[str, ...] = ()
     done: bool = False
     kv_threshold: float = 95.0          # DIAG-K001's kv_usage, as configured
+    limits: Mapping[str, Limit] = field(default_factory=lambda: MappingProxyType({}))  # LIMIT_PARAMS, as configured
+    mode: str = "live"                  # live | replay | finished (a finished run's logs will not grow)
+    isl_osl: tuple[int | None, int | None] = (None, None)  # the benchmark's lengths: tok/s -> req/s
     limiting: str | None = None         # the role the run's verdict names as the limit (its rows stand out)
     log: tuple[LogEntry, ...] = ()      # findings opened and closed this session, oldest first
     table: TableCells | None = field(default=None, compare=False)  # the endpoint table's cells, made
@@ -160,78 +176,21 @@ def _ts_key(r: RecordLine) -> tuple[bool, datetime, int]:
     return r.ts is None, r.ts or datetime.min.replace(tzinfo=UTC), r.line
 
 
-class Ring:
-    """One endpoint's plotted series: 10 s points (engines' latest values summed, KV averaged,
-    preemptions counted per slot, and each engine's KV), bounded to ``maxlen`` points."""
-
-    def __init__(self, maxlen: int = SERIES_POINTS) -> None:
-        self.points: deque[Point] = deque(maxlen=maxlen)
-        self.engines: list[str] = []
-
-    def update(self, stats: pl.DataFrame) -> None:
-        df = stats.filter(pl.col("ts").is_not_null())
-        if self.points:  # the last few points may have been partial: recompute them
-            since = datetime.fromtimestamp(self.points[-1][0] - 3 * STEP_S, tz=UTC)
-            df = df.filter(pl.col("ts") > since - timedelta(seconds=2 * STEP_S))
-        else:
-            since = None
-        if df.is_empty():
-            return
-        lo = df["ts"].min().replace(microsecond=0)  # type: ignore[union-attr]
-        hi = df["ts"].max()
-        start = datetime.fromtimestamp((lo.timestamp() // STEP_S + 1) * STEP_S, tz=UTC)  # type: ignore[union-attr]
-        if since is not None:
-            start = max(start, since)
-        end = datetime.fromtimestamp((hi.timestamp() // STEP_S + 1) * STEP_S, tz=UTC)  # type: ignore[union-attr]
-        grid = pl.DataFrame({"b": pl.datetime_range(start, end, f"{STEP_S}s", time_zone="UTC", time_unit="us",
-                                                    eager=True)})
-        engines = df.select(pl.col("engine").cast(pl.String)).unique()
-        for e in sorted(engines["engine"].drop_nulls(), key=lambda e: (len(e), e)):
-            if e not in self.engines:
-                self.engines.append(e)
-        cols = ["ts", "engine", "prompt_tps", "gen_tps", "kv_usage", "running", "waiting"]
-        joined = (grid.join(engines, how="cross").sort("b")
-                  .join_asof(df.select(cols).with_columns(pl.col("engine").cast(pl.String)).sort("ts"),
-                             left_on="b", right_on="ts", by="engine", strategy="backward",
-                             tolerance=f"{2 * STEP_S}s", check_sortedness=False))
-        agg = (joined.group_by("b").agg(pl.col("ts").count().alias("n"), pl.col("prompt_tps").sum(),
-                                        pl.col("gen_tps").sum(), pl.col("kv_usage").mean(),
-                                        pl.col("running").sum(), pl.col("waiting").sum()).sort("b"))
-        step_us = STEP_S * 1_000_000
-        preempt = dict(df.select(((pl.col("ts").dt.epoch("us") + step_us - 1) // step_us * STEP_S).alias("b"),
-                                 pl.col("preemptions").fill_null(0))
-                       .group_by("b").agg(pl.col("preemptions").sum()).iter_rows())
-        per_engine: dict[float, dict[str, float]] = {}
-        for b, e, kv in joined.filter(pl.col("kv_usage").is_not_null()).select("b", "engine", "kv_usage").iter_rows():
-            per_engine.setdefault(b.timestamp(), {})[e] = kv
-        first = agg["b"][0].timestamp() if agg.height else None
-        while self.points and first is not None and self.points[-1][0] >= first:
-            self.points.pop()
-        for b, n, p, g, kv, run, wait in agg.select("b", "n", "prompt_tps", "gen_tps", "kv_usage", "running",
-                                                    "waiting").iter_rows():
-            t = b.timestamp()
-            if not n:
-                self.points.append(Point(t, None, None, None, preempt=int(preempt.get(int(t), 0))))
-                continue
-            kvs = per_engine.get(t, {})
-            self.points.append(Point(t, p, g, kv, run, wait, int(preempt.get(int(t), 0)),
-                                     tuple(kvs.get(e) for e in self.engines)))
-
-
-def compact(logs: list[ParsedLog], horizon: datetime | None, cap: int | None = None) -> int:
-    """Drop periodic samples older than ``horizon`` and all but the last ``cap`` other records of
-    each log (startup facts and lifecycle events always stay). In place; returns records dropped."""
+def compact(logs: Iterable[ParsedLog], horizon: datetime | None, cap: int | None = None) -> dict[str, ParsedLog]:
+    """Trimmed copies (by path) of the logs that hold periodic samples older than ``horizon`` or more than
+    ``cap`` other records (startup facts and lifecycle events always stay). The logs themselves are not
+    touched: the runs built from them earlier keep them whole (the source adopts the copies)."""
     cap = EVENTS_CAP if cap is None else cap
-    dropped = 0
+    out: dict[str, ParsedLog] = {}
     for log in logs:
+        cols = {}
         if horizon is not None:  # extracted stats/KV rows: the same horizon
             for name in ("stats", "kv"):
-                cols = getattr(log, name)
-                if cols.height:
-                    kept = cols.filter(pl.col("ts").is_null() | (pl.col("ts") >= horizon))
-                    if kept.height != cols.height:
-                        dropped += cols.height - kept.height
-                        setattr(log, name, kept)
+                frame = getattr(log, name)
+                if frame.height:
+                    kept = frame.filter(pl.col("ts").is_null() | (pl.col("ts") >= horizon))
+                    if kept.height != frame.height:
+                        cols[name] = kept
         recs = log.records
         keep = [r for r in recs if not (horizon is not None and isinstance(r, PERIODIC) and r.ts is not None
                                         and r.ts < horizon)]
@@ -239,31 +198,47 @@ def compact(logs: list[ParsedLog], horizon: datetime | None, cap: int | None = N
         if len(events) > cap:
             gone = set(events[: len(events) - cap])
             keep = [r for i, r in enumerate(keep) if i not in gone]
-        if len(keep) != len(recs):
-            dropped += len(recs) - len(keep)
-            recs[:] = keep  # the follower appends to this same list
-    return dropped
+        if cols or len(keep) != len(recs):
+            out[log.path] = replace(log, records=keep, **cols)
+    return out
+
+
+def dropped(before: Iterable[ParsedLog], after: Mapping[str, ParsedLog]) -> int:
+    """How many records and rows the copies of :func:`compact` left out."""
+    return sum(lg.n_records - after[lg.path].n_records for lg in before if lg.path in after)
+
+
+def dead_engines(ep: Endpoint) -> dict[str, datetime | None]:
+    """The engines (DP ranks) whose process logged a fatal fault or its death, with the first such time."""
+    out: dict[str, datetime | None] = {}
+    for _, r in ep.of(Fault):
+        m = DP_PROC.match(r.proc or "")  # type: ignore[attr-defined]
+        if m and r.cause in DEATH | FATAL:  # type: ignore[attr-defined]
+            out.setdefault(str(int(m.group(1))), r.ts)
+    return out
 
 
 def _engines(ep: Endpoint) -> list[EngineRow]:
     rows: dict[str, EngineRow] = {}
+    dead = dead_engines(ep)
     if ep.stats.height:
         last = (ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True)
                 .agg(pl.len().alias("n"), pl.col("preemptions").fill_null(0).sum().alias("pre"),
                      pl.col("ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").last()))
         for e, n, pre, ts, p, g, run, wait, kv in last.select(
                 "engine", "n", "pre", "ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").iter_rows():
-            rows[e] = EngineRow(e, n, ts, p, g, run, wait, kv, int(pre), None)
-    for e in ep.engines:
-        rows.setdefault(e, EngineRow(e, 0, None, None, None, None, None, None, 0, None))
+            rows[e] = EngineRow(e, n, ts, p, g, run, wait, kv, int(pre), None, e in dead, dead.get(e))
+    for e in [*ep.engines, *dead]:
+        rows.setdefault(e, EngineRow(e, 0, None, None, None, None, None, None, 0, None, e in dead, dead.get(e)))
     return [rows[e] for e in sorted(rows, key=lambda e: (len(e), e))]
 
 
 def recent_records(ep: Endpoint) -> tuple[RecordLine, ...]:
-    """The endpoint's last events and stats lines in time order (noise lines never become records)."""
+    """The endpoint's last timed events and stats lines in time order (noise lines never become records;
+    an untimed line, a startup stage's progress, is in the log, not here)."""
     events: list[RecordLine] = []
     for file, r in reversed(ep.records):
-        if not isinstance(r, PERIODIC):
+        if r.ts is not None and not isinstance(r, PERIODIC):
             events.append(record_line(ep.id, file, r))
             if len(events) >= EVENTS_KEEP:
                 break
@@ -276,8 +251,6 @@ def recent_records(ep: Endpoint) -> tuple[RecordLine, ...]:
 def _short_build(b: str) -> str:
     parts = b.split()
     return " ".join(p[:12] if len(p) > 16 and all(c in "0123456789abcdef" for c in p) else p for p in parts)
-
-
 
 
 def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
@@ -337,7 +310,8 @@ class WatchState:
         self.last_step_s = 0.0
         self.log: deque[LogEntry] = deque(maxlen=LOG_KEEP)
         self._log_seq = 0
-        self.kv_threshold = float(self.pipeline.settings.rule("DIAG-K001").params["kv_usage"])
+        self.limits = limits_of(self.pipeline.settings)
+        self.kv_threshold = self.limits["kv"].value
         self._pending: tuple[list[Finding], list[Finding]] = ([], [])
 
     @property
@@ -360,7 +334,9 @@ class WatchState:
                         self.latest = t  # type: ignore[assignment]
             if changes and self.retain_s is not None and self.latest is not None:
                 now = self.source.now() or datetime.now(tz=UTC)
-                compact(self.source.logs(), min(self.latest, now) - timedelta(seconds=self.retain_s))
+                trimmed = compact(self.source.logs(), min(self.latest, now) - timedelta(seconds=self.retain_s))
+                if trimmed:
+                    self.source.adopt(trimmed)
             update = self.pipeline.consume(changes)
             if update.report is not None:
                 self._apply(update.report, update.opened, update.closed)
@@ -416,8 +392,12 @@ class WatchState:
                 return True
             return (ref - f.last_ts).total_seconds() <= RECENT_S
 
-        live = [FindingRow(f, "open" if is_open(f) else "closed", role.get(f.endpoint or "")) for f in self.findings]
-        gone = [FindingRow(f, "closed", role.get(f.endpoint or "")) for f in self.closed.values()]
+        causes, folded = fold_cascades(self.findings)
+        live = [FindingRow(f, "open" if is_open(f) else "closed", role.get(f.endpoint or ""), causes.get(key(f), ()),
+                           frozenset({role.get(f.endpoint or ""), *(role.get(c.endpoint or "") for c in causes.get(key(f), ()))}))
+                for f in self.findings if key(f) not in folded]
+        gone = [FindingRow(f, "closed", role.get(f.endpoint or ""), roles=frozenset({role.get(f.endpoint or "")}))
+                for f in self.closed.values()]
         rows = live + gone
         epoch = datetime.min.replace(tzinfo=UTC)
         rows.sort(key=lambda r: (r.state != "open", -severity_rank(r.f.severity),
@@ -444,8 +424,36 @@ class WatchState:
             endpoints=tuple(rows), findings=self._finding_rows(run), engines=MappingProxyType(engines),
             records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
             errors=(*run.errors, *self.source.errors), done=self.source.finished,
-            kv_threshold=self.kv_threshold, log=tuple(self.log),
+            kv_threshold=self.kv_threshold, limits=self.limits, mode=run_mode(self.source, report.stage),
+            isl_osl=run.isl_osl(), log=tuple(self.log),
             limiting=report.balance.get("limiting") if report.balance else None)
+
+
+def run_mode(source: Any, stage: str) -> str:
+    """``replay`` (``replayed`` once at its end), ``finished`` (a read or followed run whose orchestrator
+    logged its end: its logs will not grow), else ``live``."""
+    first = source.sources[0] if isinstance(source, MultiSource) else source
+    if isinstance(first, ReplaySource):
+        return "replayed" if source.finished else "replay"
+    return "finished" if source.finished or stage in TERMINAL_STAGES else "live"
+
+
+def fold_cascades(findings: Iterable[Finding]
+                  ) -> tuple[dict[tuple[str, str | None, str], tuple[Finding, ...]], set[tuple[str, str | None, str]]]:
+    """The findings the engine marked as likely consequences of another one present (``after_engine_death``:
+    E002/E003 on the peers of a dead engine), by their cause's key; and the keys of those folded."""
+    found = list(findings)
+    present = {key(f) for f in found}
+    causes: dict[tuple[str, str | None, str], list[Finding]] = {}
+    for f in found:
+        after = f.evidence.get("after_engine_death") if f.evidence else None
+        if not isinstance(after, dict):
+            continue
+        cause = (after.get("code"), after.get("endpoint"), after.get("at"))
+        if cause in present and cause != key(f):
+            causes.setdefault(cause, []).append(f)  # type: ignore[arg-type]
+    folded = {key(f) for fs in causes.values() for f in fs}
+    return {k: tuple(v) for k, v in causes.items()}, folded
 
 
 def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
@@ -459,8 +467,7 @@ def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
 def _aged(r: EngineRow, now: datetime | None) -> EngineRow:
     if now is None or r.last_ts is None:
         return r
-    return EngineRow(r.engine, r.samples, r.last_ts, r.prompt_tps, r.gen_tps, r.running, r.waiting, r.kv,
-                     r.preemptions, max(0.0, (now - r.last_ts).total_seconds()))
+    return replace(r, age_s=max(0.0, (now - r.last_ts).total_seconds()))
 
 
 def memory_footprint(state: WatchState) -> dict[str, int]:
@@ -472,5 +479,5 @@ def memory_footprint(state: WatchState) -> dict[str, int]:
             "closed": len(state.closed)}
 
 
-__all__ = ["WINDOWS", "EndpointRow", "EngineRow", "FindingRow", "LogEntry", "Point", "RecordLine", "Ring", "Snapshot",
-           "WatchState", "compact", "memory_footprint"]
+__all__ = ["SERIES_POINTS", "STEP_S", "WINDOWS", "EndpointRow", "EngineRow", "FindingRow", "LogEntry", "Point", "RecordLine", "Ring", "Snapshot",
+           "WatchState", "compact", "dropped", "memory_footprint"]
