@@ -10,13 +10,11 @@ How series find their endpoint:
 * capture (``raw_prometheus.jsonl``): each row's ``role`` and ``worker_id`` (``prefill_0_<node>``
   -> ``prefill-w0``); rows of one ``worker_id`` are one process.
 * scrape: ``ROLE-wN=URL`` names the endpoint. A bare URL takes its role from its labels
-  (``dynamo_component``, Dynamo frontend metrics, a single ``worker_type``; else ``unknown``) and
+  (:func:`parsers.prometheus.role_from_samples`; else ``unknown``) and
   the next free index of that role, in the order the URLs were given.
-* server: the role from the series' ``dynamo_component``, then ``worker_role``/``role`` (target
-  labels), ``worker_type``, then ``job`` label (a job named ``decode-w1`` or ``prefill``); the index
-  from a ``worker_index``/``worker`` label, else a trailing number of the job (``decode-w1``,
-  ``decode_1``), else the position of the series' ``instance`` among that role's instances, sorted.
-  Series without any of these are role ``unknown``. Queries are summed by those labels and ``engine``
+* server: the role and index from the series' labels (:func:`parsers.prometheus.series_endpoint`, the
+  one label mapping); without an index label, the position of the series' ``instance`` among that
+  role's instances, sorted. Series without a role label are role ``unknown``. Queries are summed by those labels and ``engine``
   on the server; ``diag tail --prom URL`` without paths reads a server alone.
 
 The module is long because the three sources share the endpoint naming and the error wording.
@@ -56,7 +54,7 @@ from diag.parsers.prometheus import (
     parse_duration,
     parse_exposition,
     role_from_samples,
-    role_of_label,
+    series_endpoint,
     server_queries,
     worker_of,
 )
@@ -71,7 +69,6 @@ MAX_BODY = 32 << 20           # bytes read from one /metrics response
 DEFAULT_SCRAPE_INTERVAL_S = 15.0
 DEFAULT_WINDOW = timedelta(minutes=15)
 _NAMED = re.compile(r"^(?P<role>[a-z]+)-w(?P<idx>\d+)=(?P<url>\S+)$")
-_JOB_INDEX = re.compile(r"[-_]w?(\d+)$")
 MAX_CHUNKS = 20               # range queries of MAX_POINTS each before the step grows instead
 _SAMPLE_METRIC = "vllm:num_requests_running"
 SPACING_LOOKBACK_S = 600   # seconds of raw samples read to measure the scrape interval
@@ -251,25 +248,6 @@ class Scraper:
 
 
 # ---------------------------------------------------------------- Prometheus server
-
-_ROLE_LABELS = ("dynamo_component", "worker_role", "role", "worker_type", "job")
-_INDEX_LABELS = ("worker_index", "worker")
-
-
-def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
-    """(role, index or None) of one series from its labels (see the module docstring)."""
-    job = labels.get("job")
-    for key in _ROLE_LABELS:
-        role = role_of_label(labels.get(key))
-        if role:
-            for ikey in _INDEX_LABELS:
-                m = _JOB_INDEX.search("-" + (labels.get(ikey) or ""))
-                if m:
-                    return role, int(m.group(1))
-            m = _JOB_INDEX.search(job or "") if role_of_label(job) == role else None
-            return role, int(m.group(1)) if m else None
-    return "unknown", None
-
 
 def _scrape_interval(prom: Any, start: datetime, end: datetime) -> float:
     """The scrape interval of the data queried: the median spacing of the stored samples of the last
