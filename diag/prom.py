@@ -40,7 +40,6 @@ from urllib.parse import urlsplit
 import polars as pl
 
 from diag import __version__
-from diag.parsers.histogram import COLUMNS as LATENCY_COLUMNS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prometheus import (
@@ -49,7 +48,6 @@ from diag.parsers.prometheus import (
     PromSample,
     StatsConverter,
     choose_step,
-    hit_rate,
     iter_capture,
     parse_duration,
     parse_exposition,
@@ -58,7 +56,7 @@ from diag.parsers.prometheus import (
     server_queries,
     worker_of,
 )
-from diag.parsers.records import Record, StatsSample
+from diag.parsers.records import Record
 
 from .changes import Changes, SourceBase
 from .files import Side
@@ -390,30 +388,11 @@ def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], st
         node = urlsplit(f"//{inst}").hostname if inst else None
         log = ParsedLog(path, _info(url, str(role), int(idx), node))  # type: ignore[arg-type]
         for n, row in enumerate(part.iter_rows(named=True), 1):
-            log.records.append(_row_sample(row, n, step))
+            ts = datetime.fromtimestamp(row["ts"], tz=UTC)
+            log.records.append(StatsConverter.from_rates(ts, n, row["engine"], row, step))
         log.counts.lines = log.counts.candidates = part.height
         logs.append(log)
     return logs
-
-
-def _row_sample(row: dict[str, Any], line: int, step: float) -> StatsSample:
-    def get(k: str) -> float | None:
-        v = row.get(k)
-        return None if v is None or v != v else float(v)
-
-    def as_int(k: str, scale: float = 1.0) -> int | None:
-        v = get(k)
-        return None if v is None else round(v * scale)
-
-    rates = {k: v for k in ("prefix_q", "prefix_h", "ext_q", "ext_h") if (v := get(k)) is not None}
-    m = re.search(r"\d+", row.get("engine") or "")
-    kv = get("kv")
-    return StatsSample(line, variant="prom", engine=int(m.group()) if m else None,
-                       ts=datetime.fromtimestamp(row["ts"], tz=UTC), prompt_tps=get("prompt"),
-                       gen_tps=get("gen"), running=as_int("running"), waiting=as_int("waiting"),
-                       preemptions=as_int("preempt", step), kv_usage=None if kv is None else kv * 100.0,
-                       prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
-                       latency={c: v for c in LATENCY_COLUMNS if (v := get(c)) is not None} or None)
 
 
 # ---------------------------------------------------------------- entry points

@@ -7,7 +7,8 @@
   (they are creation timestamps, not counts), and :data:`ALIASES` maps renamed metrics to their
   current names (vllm-formats.md §3.3). :data:`FIELDS` says which metric feeds which stats field.
 * :class:`StatsConverter` turns successive scrapes of one endpoint into one ``StatsSample(variant=
-  "prom")`` per engine (``engine`` label) per scrape: gauges as they are (KV 0..1 -> percent),
+  "prom")`` per engine (``engine`` label) per scrape (and a Prometheus server's computed values into the
+  same rows, :meth:`StatsConverter.from_rates`): gauges as they are (KV 0..1 -> percent),
   counters as per-interval rates (tok/s), deltas (preemptions) and hit ratios (prefix and external
   prefix cache, percent of queried tokens in the interval), a counter that went down
   counting as reset (the increase since the reset is its new value), and the latency histograms
@@ -24,13 +25,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from .histogram import COLUMNS as LATENCY_COLUMNS
 from .histogram import LATENCY, QUANTILES, Buckets, buckets, column, interval_quantiles, parse_le
 from .records import StatsSample
 
@@ -304,18 +307,35 @@ class StatsConverter:
                             self.resets += 1
                             delta = vals[c]
                         rates[c] = delta if c == "preempt" else delta / dt
-            out.append(StatsSample(
-                line, variant=VARIANT, engine=_engine_int(eng), ts=ts,
-                prompt_tps=rates.get("prompt"), gen_tps=rates.get("gen"),
-                running=_int(vals.get("running")), waiting=_int(vals.get("waiting")),
-                preemptions=_int(rates.get("preempt")),
-                kv_usage=None if "kv" not in vals else vals["kv"] * 100.0,
-                prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
-                latency=latency or None))
+            out.append(_sample(line, ts, eng, vals, rates, latency))
         return out
 
+    @staticmethod
+    def from_rates(ts: datetime, line: int, engine: str | None, values: Mapping[str, Any],
+                   step_s: float) -> StatsSample:
+        """The row of values a Prometheus server computed over one ``step_s`` step (:func:`server_queries`):
+        gauges, counters as per-second rates (preemptions become the step's count), latency quantiles."""
+        vals = {k: float(v) for k in (*FIELDS, *LATENCY_COLUMNS) if (v := values.get(k)) is not None and v == v}
+        rates = {c: vals[c] * (step_s if c == "preempt" else 1.0) for c in COUNTERS if c in vals}
+        latency = {c: vals[c] for c in LATENCY_COLUMNS if c in vals}
+        return _sample(line, ts, engine, vals, rates, latency)
 
-def hit_rate(rates: dict[str, float], which: str) -> float | None:
+
+def _sample(line: int, ts: datetime, engine: str | None, gauges: Mapping[str, float], rates: Mapping[str, float],
+            latency: Mapping[str, float]) -> StatsSample:
+    """One ``StatsSample(variant="prom")`` from an engine's gauges (FIELDS names), per-interval counter rates
+    (per second; ``preempt`` a count) and latency quantiles: KV 0..1 -> percent, hit ratios in percent."""
+    return StatsSample(
+        line, variant=VARIANT, engine=_engine_int(engine), ts=ts,
+        prompt_tps=rates.get("prompt"), gen_tps=rates.get("gen"),
+        running=_int(gauges.get("running")), waiting=_int(gauges.get("waiting")),
+        preemptions=_int(rates.get("preempt")),
+        kv_usage=None if "kv" not in gauges else gauges["kv"] * 100.0,
+        prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
+        latency=dict(latency) or None)
+
+
+def hit_rate(rates: Mapping[str, float], which: str) -> float | None:
     """Percent of queried tokens that hit in the interval (``prefix`` or ``ext``); None without queries."""
     q, h = rates.get(f"{which}_q"), rates.get(f"{which}_h")
     return None if not q or h is None else 100.0 * h / q
