@@ -1,7 +1,8 @@
 """The run model: endpoints, their engines and time series, startup facts, faults, lifecycle.
 
-Built purely from parsed logs (:class:`parsers.ingest.ParsedLog`); the rules evaluate it and
-diag renders it.
+Built purely from parsed logs (:class:`parsers.ingest.ParsedLog`) by :func:`rules.assemble.assemble`;
+the rules evaluate it and diag renders it. Nothing in it changes once built: a source that goes on
+reading (follow, replay, the TUI's compaction) changes its own logs, never a Run's.
 
 An endpoint is (role, worker index): ``nodeC_decode_w0.out`` and ``nodeD_decode_w0.out`` are the
 one decode endpoint ``decode-w0``, whose engines are the union of the DP ranks logged in both.
@@ -108,7 +109,8 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Run:
-    """Everything diag knows about one run; built once by ``diag.pipeline.assemble``, never mutated."""
+    """Everything diag knows about one run; built once by :func:`rules.assemble.assemble`, read-only all the
+    way down (frozen endpoints, frozen copies of the logs, read-only mappings)."""
 
     root: Path | None
     sources: tuple[ParsedLog, ...]
