@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from diag.rules.finding import Finding
     from diag.rules.settings import Settings
 
+DRIFT = "DIAG-D001"   # what ran against the recipe: a run rule that belongs to the config part
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
 Format = CheckFormat
 
@@ -74,25 +75,23 @@ def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None
 
 
 def check_run(run_dir: Path, settings: Settings) -> list[Finding] | None:
-    """The config rules on what ran in a run directory (its recipe with the flags, environment and build
-    its logs show ran) and the drift between the two: the config part of ``diag tail RUN_DIR``."""
-    from diag.rules.effective import config_findings, drift
+    """The config part of ``diag tail RUN_DIR``: the one pipeline's report on the run, its findings on
+    what ran (the config rules on its recipe with the flags, environment and build its logs show ran)
+    and the drift between the two."""
+    from diag.rules.catalog import catalog
 
     from .files import find_runs
-    from .pipeline import assemble
+    from .pipeline import Pipeline
     from .sources import BatchSource
 
     runs = find_runs([str(run_dir)])
     if len(runs) != 1:
         return None
-    source = BatchSource(runs[0])
-    source.poll()
-    run = assemble(source.logs(), source.side(), root=source.root)
-    if not run.jobs:
+    report = Pipeline(BatchSource(runs[0]), settings).once()
+    if not report.run.jobs:
         return None
-    found = config_findings(run, settings.rules("recipe"))
-    d001 = settings.rules("run").get("DIAG-D001")
-    return found + (drift(d001, run) if d001 is not None else [])
+    rules = catalog()
+    return [f for f in report.findings if f.code == DRIFT or (f.code in rules and rules[f.code].scope == "recipe")]
 
 
 def parse_error_finding(path: str, message: str, line: int | None, col: int | None) -> Finding:

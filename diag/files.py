@@ -33,6 +33,7 @@ from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
 from diag.parsers.layout import FileInfo, classify_path, role_from_content, sniff_kind
 from diag.parsers.recipe import Recipe
 from diag.parsers.records import AccuracyResult, BenchResult
+from diag.rules.assemble import Side
 
 BLOCK = 4 << 20   # per block, polars holds several times its size: this bounds the peak
 LOG_KINDS = ("worker", "frontend", "orchestrator")
@@ -338,22 +339,6 @@ def find_runs(paths: list[str]) -> list[RunFiles]:
         mine = [s for s in skipped if run_root(s.path) == root or (n == 0 and s.path.is_dir())]
         runs.append(RunFiles(root, tuple(group), tuple(mine)))
     return runs
-
-
-@dataclass(frozen=True)
-class Side:
-    """What a run knows besides its logs: job metadata, recipe, benchmark and accuracy results, and
-    the side files that could not be read (one line each)."""
-
-    job: JobMeta | None = None
-    benchmark: tuple[BenchResult, ...] = ()
-    accuracy: tuple[AccuracyResult, ...] = ()
-    errors: tuple[str, ...] = ()
-    jobs: tuple[Recipe, ...] = ()            # every job of the recipe file (override variants, sweep points)
-
-    @property
-    def recipe(self) -> Recipe | None:
-        return self.jobs[0] if self.jobs else None
 
 
 def read_side(files: list[tuple[Path, FileInfo]]) -> Side:

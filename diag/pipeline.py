@@ -1,6 +1,7 @@
 """The one path from data to screen: Source -> assemble(Run) -> analyze(Report) -> emitters.
 
-``diag tail`` is :meth:`Pipeline.once`, ``diag tail -f`` iterates :meth:`Pipeline.stream`, and
+Its first two steps live in rules (:func:`diag.rules.assemble.assemble`, :func:`diag.rules.judge.judge`),
+so the catalog's examples go through them too. ``diag tail`` is :meth:`Pipeline.once`, ``diag tail -f`` iterates :meth:`Pipeline.stream`, and
 ``diag watch`` calls :meth:`Pipeline.step` on a worker thread. Every command resolves its settings
 once (``diag.rules.settings.resolve``) and hands them here, so batch, follow, replay and Prometheus
 sources reach the same report for the same data.
@@ -19,43 +20,33 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
 from diag.parsers.ingest import ParsedLog
+from diag.rules.assemble import assemble
 from diag.rules.catalog import catalog
-from diag.rules.effective import config_findings, reads_what_ran, what_ran_settled
-from diag.rules.engine import diff, evaluate, same, sort_findings
+from diag.rules.effective import reads_what_ran, what_ran_settled
+from diag.rules.engine import diff, same
 from diag.rules.finding import Finding
-from diag.rules.links import link
-from diag.rules.runmodel import FrameCache, Run, build_endpoints, latest
+from diag.rules.judge import RUNTIME_SCOPES, judge
+from diag.rules.runmodel import FrameCache, Run, latest
 from diag.rules.settings import Settings
 from diag.rules.verdict import run_verdicts
 
-from . import report as R
 from .changes import Changes
-from .files import Side
+from .report import (
+    Report,
+    balance,
+    endpoint_summary,
+    header_lines,
+    run_phase,
+    stage,
+    tokens_per_gpu,
+    topology,
+)
 from .sources import Source
 
-RUNTIME_SCOPES = ("run", "endpoint", "engine")
 LIVE_S = 15 * 60.0   # data this close to the wall clock is a live run; other data is judged as of its end
 SETTLE_S = 30.0      # a live window is judged once the data is this far past its qualifying part (3 stats lines)
-
-
-def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
-             skipped: Sequence[tuple[str, str]] = (), errors: Sequence[str] = (),
-             cache: FrameCache | None = None) -> Run:
-    """The run model of parsed logs plus side facts. ``cache`` keeps per-file frames between calls
-    for a growing run (the result is the same as without it)."""
-    endpoints, lifecycle, quoted = build_endpoints(logs, cache)
-    recipe = side.recipe
-    build = recipe.build.label if recipe is not None and recipe.build.kind != "unknown" else None
-    build = build or next((str(v) for ep in endpoints.values() if (v := ep.facts.get("version"))), None)
-    build = build or (recipe.build.label if recipe is not None else None)
-    return Run(root, tuple(logs), tuple(skipped), endpoints, tuple(lifecycle), tuple(quoted),
-               job=side.job, benchmark=side.benchmark, accuracy=side.accuracy,
-               concurrencies=tuple(recipe.benchmark.concurrencies) if recipe is not None else (),
-               build=build, errors=(*side.errors, *(lg.error for lg in logs if lg.error), *errors),
-               jobs=side.jobs)
 
 
 def data_end(run: Run) -> datetime | None:
@@ -85,26 +76,21 @@ def judged_at(run: Run, source_now: datetime | None, finished: bool,
 
 
 def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool = True,
-            shown: Callable[[Finding], bool] | None = None) -> R.Report:
+            shown: Callable[[Finding], bool] | None = None) -> Report:
     """Findings (thresholds, selection and suppressions of ``settings``): the runtime rules on the run
     and the config rules on what ran, linked symptom -> cause; the verdict per benchmark point and per
     run; endpoint summaries (over the verdict's steady window) and health, header facts: everything an
     emitter shows, computed once. ``finished``: the run's data is complete (a point without a result
     was cut short, not still under way). ``shown`` keeps a live report's findings to the settled ones
     (:meth:`Pipeline.consume`); the verdict rests on those alone."""
-    rules = list(settings.rules(*RUNTIME_SCOPES).values())
-    raw = evaluate(run, rules) + config_findings(run, settings.rules("recipe"))
-    roles = {ep.id: ep.role for ep in run.endpoints.values()}
-    findings = sort_findings(link(settings.apply(raw, report_unused=False), roles))
-    if shown is not None:
-        findings = [f for f in findings if shown(f)]
+    findings = judge(run, settings, shown=shown)
     verdicts = run_verdicts(run, findings, now, finished)
     stale_at = stats_end(run) if finished else now
-    summaries = tuple(R.endpoint_summary(run, ep, findings, now, verdicts=verdicts, stale_at=stale_at)
+    summaries = tuple(endpoint_summary(run, ep, findings, now, verdicts=verdicts, stale_at=stale_at)
                       for ep in run.endpoints.values())
-    return R.Report(run, tuple(findings), summaries, tuple(R.header_lines(run)), R.topology(run), R.stage(run),
-                    R.balance(verdicts), R.tokens_per_gpu(run), now, settings.fail_on, verdicts,
-                    R.run_phase(verdicts, now))
+    return Report(run, tuple(findings), summaries, tuple(header_lines(run)), topology(run), stage(run),
+                    balance(verdicts), tokens_per_gpu(run), now, settings.fail_on, verdicts,
+                    run_phase(verdicts, now))
 
 
 def settled(f: Finding, run: Run, now: datetime | None, settings: Settings) -> bool:
@@ -135,7 +121,7 @@ class Update:
     end: the same finding, see :func:`diag.rules.engine.key`), the report after it."""
 
     changes: Changes
-    report: R.Report | None            # None when nothing changed since the last report
+    report: Report | None            # None when nothing changed since the last report
     opened: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
     updated: tuple[Finding, ...] = ()
@@ -150,7 +136,7 @@ class Pipeline:
     clock: Callable[[Run], datetime | None] | None = None
     min_interval_s: float = 0.0        # re-analyze at most this often while records keep arriving
     wall: Callable[[], datetime] = field(default=lambda: datetime.now(tz=UTC))
-    report: R.Report | None = None
+    report: Report | None = None
     _cache: FrameCache = field(default_factory=FrameCache)
     _dirty: bool = True
     _last: float = 0.0
@@ -160,7 +146,7 @@ class Pipeline:
         s = self.source
         return assemble(s.logs(), s.side(), root=s.root, skipped=s.skipped, cache=self._cache)
 
-    def analyze(self, run: Run, *, final: bool = False) -> R.Report:
+    def analyze(self, run: Run, *, final: bool = False) -> Report:
         """The report on ``run``; live (the source not finished, not ``final``), only the findings
         already shown and the newly settled ones."""
         now = self.clock(run) if self.clock is not None else \
@@ -207,7 +193,7 @@ class Pipeline:
         self.report, self._dirty, self._last, self._settled = report, False, t, settled_source
         return Update(changes, report, tuple(opened), tuple(closed), tuple(updated))
 
-    def once(self) -> R.Report:
+    def once(self) -> Report:
         """Read everything the source has now and report (``diag tail``)."""
         self.step()
         update = self.finish()
@@ -238,5 +224,5 @@ def window_of(logs: Sequence[ParsedLog]) -> tuple[datetime | None, datetime | No
     return min(stamps), max(stamps)
 
 
-__all__ = ["LIVE_S", "SETTLE_S", "Pipeline", "Update", "analyze", "assemble", "data_end", "judged_at", "settled",
-           "stats_end", "window_of"]
+__all__ = ["LIVE_S", "RUNTIME_SCOPES", "SETTLE_S", "Pipeline", "Update", "analyze", "assemble", "data_end",
+           "judged_at", "settled", "stats_end", "window_of"]

@@ -10,13 +10,11 @@ How series find their endpoint:
 * capture (``raw_prometheus.jsonl``): each row's ``role`` and ``worker_id`` (``prefill_0_<node>``
   -> ``prefill-w0``); rows of one ``worker_id`` are one process.
 * scrape: ``ROLE-wN=URL`` names the endpoint. A bare URL takes its role from its labels
-  (``dynamo_component``, Dynamo frontend metrics, a single ``worker_type``; else ``unknown``) and
+  (:func:`parsers.prometheus.role_from_samples`; else ``unknown``) and
   the next free index of that role, in the order the URLs were given.
-* server: the role from the series' ``dynamo_component``, then ``worker_role``/``role`` (target
-  labels), ``worker_type``, then ``job`` label (a job named ``decode-w1`` or ``prefill``); the index
-  from a ``worker_index``/``worker`` label, else a trailing number of the job (``decode-w1``,
-  ``decode_1``), else the position of the series' ``instance`` among that role's instances, sorted.
-  Series without any of these are role ``unknown``. Queries are summed by those labels and ``engine``
+* server: the role and index from the series' labels (:func:`parsers.prometheus.series_endpoint`, the
+  one label mapping); without an index label, the position of the series' ``instance`` among that
+  role's instances, sorted. Series without a role label are role ``unknown``. Queries are summed by those labels and ``engine``
   on the server; ``diag tail --prom URL`` without paths reads a server alone.
 
 The module is long because the three sources share the endpoint naming and the error wording.
@@ -42,7 +40,6 @@ from urllib.parse import urlsplit
 import polars as pl
 
 from diag import __version__
-from diag.parsers.histogram import COLUMNS as LATENCY_COLUMNS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prometheus import (
@@ -51,16 +48,15 @@ from diag.parsers.prometheus import (
     PromSample,
     StatsConverter,
     choose_step,
-    hit_rate,
     iter_capture,
     parse_duration,
     parse_exposition,
     role_from_samples,
-    role_of_label,
+    series_endpoint,
     server_queries,
     worker_of,
 )
-from diag.parsers.records import Record, StatsSample
+from diag.parsers.records import Record
 
 from .changes import Changes, SourceBase
 from .files import Side
@@ -71,7 +67,6 @@ MAX_BODY = 32 << 20           # bytes read from one /metrics response
 DEFAULT_SCRAPE_INTERVAL_S = 15.0
 DEFAULT_WINDOW = timedelta(minutes=15)
 _NAMED = re.compile(r"^(?P<role>[a-z]+)-w(?P<idx>\d+)=(?P<url>\S+)$")
-_JOB_INDEX = re.compile(r"[-_]w?(\d+)$")
 MAX_CHUNKS = 20               # range queries of MAX_POINTS each before the step grows instead
 _SAMPLE_METRIC = "vllm:num_requests_running"
 SPACING_LOOKBACK_S = 600   # seconds of raw samples read to measure the scrape interval
@@ -252,25 +247,6 @@ class Scraper:
 
 # ---------------------------------------------------------------- Prometheus server
 
-_ROLE_LABELS = ("dynamo_component", "worker_role", "role", "worker_type", "job")
-_INDEX_LABELS = ("worker_index", "worker")
-
-
-def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
-    """(role, index or None) of one series from its labels (see the module docstring)."""
-    job = labels.get("job")
-    for key in _ROLE_LABELS:
-        role = role_of_label(labels.get(key))
-        if role:
-            for ikey in _INDEX_LABELS:
-                m = _JOB_INDEX.search("-" + (labels.get(ikey) or ""))
-                if m:
-                    return role, int(m.group(1))
-            m = _JOB_INDEX.search(job or "") if role_of_label(job) == role else None
-            return role, int(m.group(1)) if m else None
-    return "unknown", None
-
-
 def _scrape_interval(prom: Any, start: datetime, end: datetime) -> float:
     """The scrape interval of the data queried: the median spacing of the stored samples of the last
     minutes of the range (what the series hold, whatever the configuration says now: a backfilled,
@@ -412,30 +388,11 @@ def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], st
         node = urlsplit(f"//{inst}").hostname if inst else None
         log = ParsedLog(path, _info(url, str(role), int(idx), node))  # type: ignore[arg-type]
         for n, row in enumerate(part.iter_rows(named=True), 1):
-            log.records.append(_row_sample(row, n, step))
+            ts = datetime.fromtimestamp(row["ts"], tz=UTC)
+            log.records.append(StatsConverter.from_rates(ts, n, row["engine"], row, step))
         log.counts.lines = log.counts.candidates = part.height
         logs.append(log)
     return logs
-
-
-def _row_sample(row: dict[str, Any], line: int, step: float) -> StatsSample:
-    def get(k: str) -> float | None:
-        v = row.get(k)
-        return None if v is None or v != v else float(v)
-
-    def as_int(k: str, scale: float = 1.0) -> int | None:
-        v = get(k)
-        return None if v is None else round(v * scale)
-
-    rates = {k: v for k in ("prefix_q", "prefix_h", "ext_q", "ext_h") if (v := get(k)) is not None}
-    m = re.search(r"\d+", row.get("engine") or "")
-    kv = get("kv")
-    return StatsSample(line, variant="prom", engine=int(m.group()) if m else None,
-                       ts=datetime.fromtimestamp(row["ts"], tz=UTC), prompt_tps=get("prompt"),
-                       gen_tps=get("gen"), running=as_int("running"), waiting=as_int("waiting"),
-                       preemptions=as_int("preempt", step), kv_usage=None if kv is None else kv * 100.0,
-                       prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
-                       latency={c: v for c in LATENCY_COLUMNS if (v := get(c)) is not None} or None)
 
 
 # ---------------------------------------------------------------- entry points

@@ -20,16 +20,11 @@ import polars as pl
 from . import kvtransfer
 from .lineparser import _CSI, _FAST_STATS, MAX_JOIN, _rx_escape, trigger_literals
 from .records import KVTransfer, StatsSample
+from .stats_columns import BASE_FIELDS, RECORD_COLUMNS, TS
 
-_TS = pl.Datetime("us", "UTC")
-# Every StatsSample field, so a row materialises as the record the line parser gives.
-STATS_COLUMNS: dict[str, Any] = {
-    "line": pl.Int64, "ts": _TS, "md": pl.Utf8, "proc": pl.Utf8, "task": pl.Int64, "variant": pl.Utf8,
-    "engine": pl.Int64, "n_aggregated": pl.Int64, "prompt_tps": pl.Float64, "gen_tps": pl.Float64,
-    "running": pl.Int64, "waiting": pl.Int64, "deferred": pl.Int64, "preemptions": pl.Int64,
-    "kv_usage": pl.Float64, "prefix_hit": pl.Float64, "ext_hit": pl.Float64, "mm_hit": pl.Float64,
-    "corrupted": pl.Int64, "swapped": pl.Int64, "cpu_kv": pl.Float64,
-}
+_TS = TS
+# Every StatsSample field, so a row materialises as the record the line parser gives (the one spec).
+STATS_COLUMNS = RECORD_COLUMNS
 # The KV record's own fields (``body`` is its ``key=value`` text) plus the run model's typed columns.
 KV_VALUE_KEYS = {"transfers": ("Num successful transfers", "num_successful_transfers"),
                  "avg_xfer_ms": ("Avg xfer time (ms)",), "p90_xfer_ms": ("P90 xfer time (ms)",),
@@ -113,18 +108,10 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     k_in = k_in.filter(~text.str.contains(_OTHER_TRIGGERS))
     k = k_in.select(pl.col("n"), text.str.extract_groups(KV_RX).alias("g")).unnest("g")
     k = k.filter(pl.col("md").is_not_null() & ~pl.col("body").str.contains(_UNSIMPLE_RX)).sort("n")
-    stats_rows = s.select(
-        pl.col("n").cast(pl.Int64).alias("line"), pl.lit(None, _TS).alias("ts"), pl.col("md"), pl.col("proc"),
-        pl.lit(None, pl.Int64).alias("task"), pl.lit("v1").alias("variant"),
-        *(pl.col(g).cast(pl.Int64).alias(c) for g, c in _INT_GROUPS.items() if c in ("engine", "n_aggregated")),
-        *(pl.col(g).cast(pl.Float64).alias(c) for g, c in _FLOAT_GROUPS.items() if c in ("prompt_tps", "gen_tps")),
-        *(pl.col(g).cast(pl.Int64).alias(c) for g, c in _INT_GROUPS.items()
-          if c in ("running", "waiting", "deferred", "preemptions")),
-        *(pl.col(g).cast(pl.Float64).alias(c) for g, c in _FLOAT_GROUPS.items()
-          if c in ("kv_usage", "prefix_hit", "ext_hit", "mm_hit")),
-        pl.col("corrupted").cast(pl.Int64), pl.lit(None, pl.Int64).alias("swapped"),
-        pl.lit(None, pl.Float64).alias("cpu_kv"),
-    ).select(list(STATS_COLUMNS))
+    groups = {c: g for g, c in (*_INT_GROUPS.items(), *_FLOAT_GROUPS.items())}
+    own = {"line": pl.col("n"), "md": pl.col("md"), "proc": pl.col("proc"), "variant": pl.lit("v1")}
+    stats_rows = s.select(*((own[c] if c in own else pl.col(groups[c]) if c in groups else pl.lit(None))
+                            .cast(dtype).alias(c) for c, dtype in STATS_COLUMNS.items()))
     kv_rows = k.select(
         pl.col("n").cast(pl.Int64).alias("line"), pl.lit(None, _TS).alias("ts"), pl.col("md"), pl.col("proc"),
         pl.lit(None, pl.Int64).alias("task"), pl.col("ctype").alias("connector"), pl.col("body"),
@@ -160,9 +147,9 @@ def _kv_value(key: str) -> pl.Expr:
 
 def stats_records(df: pl.DataFrame) -> list[StatsSample]:
     """The rows as the records the line parser gives for the same lines."""
-    fields = [c for c in STATS_COLUMNS if c not in ("line", "ts", "md", "proc", "task")]
+    fields = [c for c in STATS_COLUMNS if c not in BASE_FIELDS]
     out = []
-    for row in df.select("line", "ts", "md", "proc", "task", *fields).iter_rows():
+    for row in df.select(*BASE_FIELDS, *fields).iter_rows():
         line, ts, md, proc, task, *rest = row
         out.append(StatsSample(line, *rest, ts=ts, md=md, proc=proc, task=task))
     return out

@@ -4,8 +4,10 @@ log and on a fixed sample of the lines of a large one (:func:`classified_spans`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field, fields
 from datetime import datetime
+from types import MappingProxyType
+from typing import Any
 
 import polars as pl
 
@@ -53,6 +55,21 @@ class Counts:
     unclassified: int = 0
     last: tuple[str, bool] | None = field(default=None, repr=False, compare=False)  # a block's last line
     last_ts: datetime | None = None   # the time of the last stamped line, noise included: the log's clock
+    _frozen: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen:
+            raise FrozenInstanceError(f"cannot assign to {name!r}: these counts are a run's, read-only")
+        object.__setattr__(self, name, value)
+
+    def frozen(self) -> Counts:
+        """A read-only copy (noise a read-only mapping): the counts as of now, in a Run."""
+        if self._frozen:
+            return self
+        copy = Counts(**{f.name: getattr(self, f.name) for f in fields(self) if f.init})
+        object.__setattr__(copy, "noise", MappingProxyType(dict(self.noise)))
+        object.__setattr__(copy, "_frozen", True)
+        return copy
 
     @property
     def noise_lines(self) -> int:

@@ -15,7 +15,7 @@ import heapq
 import io
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -98,11 +98,28 @@ class ParsedLog:
     info: Any                       # parsers.layout.FileInfo
     size: int = 0
     counts: Counts = field(default_factory=Counts)
-    records: list[Record] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)   # a tuple in a frozen copy (:meth:`frozen`)
     year: int | None = None
     error: str | None = None
     stats: pl.DataFrame = field(default_factory=empty_stats)  # extracted stats rows (parsers.columns)
     kv: pl.DataFrame = field(default_factory=empty_kv)        # extracted KV-transfer rows
+    _frozen: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen:
+            raise FrozenInstanceError(f"cannot assign to {name!r}: a run's log is read-only")
+        object.__setattr__(self, name, value)
+
+    def frozen(self) -> ParsedLog:
+        """A read-only copy as of now (records a tuple, counts frozen; polars frames are never changed in
+        place): what a Run holds, while the source goes on appending to this log."""
+        if self._frozen:
+            return self
+        copy = ParsedLog(self.path, self.info, self.size, self.counts.frozen(), self.records, self.year, self.error,
+                         self.stats, self.kv)
+        object.__setattr__(copy, "records", tuple(self.records))
+        object.__setattr__(copy, "_frozen", True)
+        return copy
 
     @property
     def kind(self) -> str:

@@ -7,7 +7,8 @@
   (they are creation timestamps, not counts), and :data:`ALIASES` maps renamed metrics to their
   current names (vllm-formats.md §3.3). :data:`FIELDS` says which metric feeds which stats field.
 * :class:`StatsConverter` turns successive scrapes of one endpoint into one ``StatsSample(variant=
-  "prom")`` per engine (``engine`` label) per scrape: gauges as they are (KV 0..1 -> percent),
+  "prom")`` per engine (``engine`` label) per scrape (and a Prometheus server's computed values into the
+  same rows, :meth:`StatsConverter.from_rates`): gauges as they are (KV 0..1 -> percent),
   counters as per-interval rates (tok/s), deltas (preemptions) and hit ratios (prefix and external
   prefix cache, percent of queried tokens in the interval), a counter that went down
   counting as reset (the increase since the reset is its new value), and the latency histograms
@@ -24,13 +25,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from .histogram import COLUMNS as LATENCY_COLUMNS
 from .histogram import LATENCY, QUANTILES, Buckets, buckets, column, interval_quantiles, parse_le
 from .records import StatsSample
 
@@ -38,7 +41,7 @@ __all__ = [
     "ALIASES", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
     "canonical", "choose_step", "clean_exposition", "engine_histograms", "engine_values", "hit_rate", "iter_capture",
     "parse_duration", "parse_exposition", "read_capture", "role_from_samples", "role_of_label",
-    "scrapes_to_stats", "server_queries", "worker_of",
+    "scrapes_to_stats", "series_endpoint", "server_queries", "worker_of",
 ]
 
 VARIANT = "prom"
@@ -209,33 +212,61 @@ def engine_histograms(samples: Iterable[PromSample]) -> dict[str | None, dict[st
     return out
 
 
-def role_of_label(value: str | None) -> str | None:
-    """A Dynamo component / worker type / job name -> prefill | decode | agg | frontend (None: unknown).
-    Dynamo's vLLM decode worker registers as component ``backend``."""
+# ---------------------------------------------------------------- endpoint roles
+# The one mapping from labels to an endpoint's (role, worker index): the series of a scrape, of a
+# Prometheus server (diag.prom) and the exported recording rules (rules.promrules) all read it.
+
+ROLE_LABELS = ("dynamo_component", "worker_role", "role", "worker_type", "job")  # the first that names a role wins
+INDEX_LABELS = ("worker_index", "worker", "job")   # the first with a trailing number (a role label: of that role)
+ROLE_WORDS = ("prefill", "decode", "frontend", "agg")   # a label value names the first one it contains
+ROLE_ALIASES = {"dynamo_component": {"backend": "decode"}}  # Dynamo's vLLM decode worker is component ``backend``
+WORKER_NUMBER = r"(?:.*[-_])?w?([0-9]+)"           # ``decode-w1``, ``prefill_3``, ``2``: the worker index
+_WORKER_NUMBER = re.compile(WORKER_NUMBER)
+
+
+def role_of_label(value: str | None, label: str | None = None) -> str | None:
+    """The role a label value names: prefill | decode | agg | frontend (None: unknown). ``label``: the
+    label it is the value of (:data:`ROLE_ALIASES`)."""
     v = (value or "").lower()
-    for key, role in (("prefill", "prefill"), ("decode", "decode"), ("frontend", "frontend"), ("agg", "agg")):
-        if key in v:
-            return role
-    return "decode" if v == "backend" else None
+    for word in ROLE_WORDS:
+        if word in v:
+            return word
+    return ROLE_ALIASES.get(label or "", {}).get(v)
+
+
+def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
+    """(role, index or None) of one series: the role from the first of :data:`ROLE_LABELS` that names
+    one, the index from the first of :data:`INDEX_LABELS` with a trailing number (``job`` only when it
+    names that role); ``unknown`` without a role label."""
+    for key in ROLE_LABELS:
+        role = role_of_label(labels.get(key), key)
+        if role:
+            for ikey in INDEX_LABELS:
+                m = _WORKER_NUMBER.fullmatch(labels.get(ikey) or "")
+                if m and (ikey not in ROLE_LABELS or role_of_label(labels.get(ikey), ikey) == role):
+                    return role, int(m.group(1))
+            return role, None
+    return "unknown", None
 
 
 def role_from_samples(samples: Iterable[PromSample]) -> str | None:
-    """An endpoint's role from its labels: ``dynamo_component``, then Dynamo frontend metrics, then a
-    single ``worker_type`` (a frontend exposes per-worker gauges of both types)."""
-    comps, types, frontend = set(), set(), False
+    """An endpoint's role from the labels of its scrape: the first of :data:`ROLE_LABELS` whose values
+    name exactly one role, Dynamo frontend metrics right after the component label (a frontend exposes
+    per-worker gauges of both ``worker_type`` values)."""
+    values: dict[str, set[str]] = {label: set() for label in ROLE_LABELS}
+    frontend = False
     for s in samples:
-        if "dynamo_component" in s.labels:
-            comps.add(s.labels["dynamo_component"])
-        if "worker_type" in s.labels:
-            types.add(s.labels["worker_type"])
+        for label in ROLE_LABELS:
+            if label in s.labels:
+                values[label].add(s.labels[label])
         frontend = frontend or s.name.startswith("dynamo_frontend_")
-    roles = {r for c in comps if (r := role_of_label(c))}
-    if len(roles) == 1:
-        return roles.pop()
-    if frontend:
-        return "frontend"
-    roles = {r for t in types if (r := role_of_label(t))}
-    return roles.pop() if len(roles) == 1 else None
+    for label in ROLE_LABELS:
+        roles = {r for v in values[label] if (r := role_of_label(v, label))}
+        if len(roles) == 1:
+            return roles.pop()
+        if label == ROLE_LABELS[0] and frontend:
+            return "frontend"
+    return None
 
 
 def _engine_int(label: str | None) -> int | None:
@@ -276,18 +307,35 @@ class StatsConverter:
                             self.resets += 1
                             delta = vals[c]
                         rates[c] = delta if c == "preempt" else delta / dt
-            out.append(StatsSample(
-                line, variant=VARIANT, engine=_engine_int(eng), ts=ts,
-                prompt_tps=rates.get("prompt"), gen_tps=rates.get("gen"),
-                running=_int(vals.get("running")), waiting=_int(vals.get("waiting")),
-                preemptions=_int(rates.get("preempt")),
-                kv_usage=None if "kv" not in vals else vals["kv"] * 100.0,
-                prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
-                latency=latency or None))
+            out.append(_sample(line, ts, eng, vals, rates, latency))
         return out
 
+    @staticmethod
+    def from_rates(ts: datetime, line: int, engine: str | None, values: Mapping[str, Any],
+                   step_s: float) -> StatsSample:
+        """The row of values a Prometheus server computed over one ``step_s`` step (:func:`server_queries`):
+        gauges, counters as per-second rates (preemptions become the step's count), latency quantiles."""
+        vals = {k: float(v) for k in (*FIELDS, *LATENCY_COLUMNS) if (v := values.get(k)) is not None and v == v}
+        rates = {c: vals[c] * (step_s if c == "preempt" else 1.0) for c in COUNTERS if c in vals}
+        latency = {c: vals[c] for c in LATENCY_COLUMNS if c in vals}
+        return _sample(line, ts, engine, vals, rates, latency)
 
-def hit_rate(rates: dict[str, float], which: str) -> float | None:
+
+def _sample(line: int, ts: datetime, engine: str | None, gauges: Mapping[str, float], rates: Mapping[str, float],
+            latency: Mapping[str, float]) -> StatsSample:
+    """One ``StatsSample(variant="prom")`` from an engine's gauges (FIELDS names), per-interval counter rates
+    (per second; ``preempt`` a count) and latency quantiles: KV 0..1 -> percent, hit ratios in percent."""
+    return StatsSample(
+        line, variant=VARIANT, engine=_engine_int(engine), ts=ts,
+        prompt_tps=rates.get("prompt"), gen_tps=rates.get("gen"),
+        running=_int(gauges.get("running")), waiting=_int(gauges.get("waiting")),
+        preemptions=_int(rates.get("preempt")),
+        kv_usage=None if "kv" not in gauges else gauges["kv"] * 100.0,
+        prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
+        latency=dict(latency) or None)
+
+
+def hit_rate(rates: Mapping[str, float], which: str) -> float | None:
     """Percent of queried tokens that hit in the interval (``prefix`` or ``ext``); None without queries."""
     q, h = rates.get(f"{which}_q"), rates.get(f"{which}_h")
     return None if not q or h is None else 100.0 * h / q
@@ -395,9 +443,8 @@ def _dur(seconds: float) -> str:
     return f"{max(1, round(seconds * 1000))}ms"
 
 
-# the labels a pushed-down query keeps: what names an endpoint (diag.prom.series_endpoint) and the engine
-GROUP_LABELS = ("job", "instance", "engine", "dynamo_component", "worker_type", "role", "worker",
-                "worker_role", "worker_index")
+# the labels a pushed-down query keeps: what names an endpoint (:func:`series_endpoint`) and the engine
+GROUP_LABELS = tuple(dict.fromkeys(("instance", "engine", *ROLE_LABELS, *INDEX_LABELS)))
 
 
 def server_queries(window_s: float) -> dict[str, str]:

@@ -28,38 +28,46 @@ class Header:
     msg: str = ""
 
 
+def column(unit: str, doc: str, *, run: bool = False) -> dict[str, Any]:
+    """A record field's column facts (unit, description; ``run``: a column of the run model's stats
+    frame), its ``field`` metadata: :mod:`parsers.stats_columns` derives every stats schema from them."""
+    return {"unit": unit, "doc": doc, "run": run}
+
+
 @dataclass(slots=True)
 class Record:
-    line: int
-    ts: datetime | None = field(default=None, kw_only=True)
-    md: str | None = field(default=None, kw_only=True)
-    proc: str | None = field(default=None, kw_only=True)
-    task: int | None = field(default=None, kw_only=True)  # srun --label task id, when present
+    line: int = field(metadata=column("", "1-based physical line in its source"))
+    ts: datetime | None = field(default=None, kw_only=True, metadata=column("UTC", "time of the line, once the year is known"))
+    md: str | None = field(default=None, kw_only=True, metadata=column("", "raw month-day time of a vLLM header"))
+    proc: str | None = field(default=None, kw_only=True, metadata=column("", "vLLM process prefix, e.g. EngineCore_DP3"))
+    task: int | None = field(default=None, kw_only=True, metadata=column("", "srun --label task id, when present"))
 
     kind = "record"
 
 
 @dataclass(slots=True)
 class StatsSample(Record):
-    """One periodic engine stats line (vLLM V1/V0/Rust frontend, SGLang batch line)."""
+    """One periodic engine stats line (vLLM V1/V0/Rust frontend, SGLang batch line, a Prometheus scrape).
+    Its fields are the one column spec of the stats (:mod:`parsers.stats_columns`)."""
 
-    variant: str                      # v1 | v0 | rust | sglang-prefill | sglang-decode
-    engine: int | None = None         # DP rank from "Engine NNN:" / "DPk"
-    n_aggregated: int | None = None   # "N Engines Aggregated:"
-    prompt_tps: float | None = None
-    gen_tps: float | None = None
-    running: int | None = None
-    waiting: int | None = None
-    deferred: int | None = None
-    preemptions: int | None = None
-    kv_usage: float | None = None     # percent, 0..100
-    prefix_hit: float | None = None   # percent
-    ext_hit: float | None = None      # percent (external / KV-connector prefix hits)
-    mm_hit: float | None = None
-    corrupted: int | None = None
-    swapped: int | None = None        # V0
-    cpu_kv: float | None = None       # V0
-    latency: dict[str, float] | None = None  # Prometheus histograms: per-interval quantiles, parsers.histogram.COLUMNS
+    variant: str = field(metadata=column("", "v1 | v0 | rust | sglang-prefill | sglang-decode | prom"))
+    engine: int | None = field(default=None, metadata=column("", 'DP rank from "Engine NNN:" / "DPk"'))
+    n_aggregated: int | None = field(default=None, metadata=column("", '"N Engines Aggregated:"'))
+    prompt_tps: float | None = field(default=None, metadata=column("tok/s", "prompt throughput over the interval", run=True))
+    gen_tps: float | None = field(default=None, metadata=column("tok/s", "generation throughput over the interval", run=True))
+    running: int | None = field(default=None, metadata=column("requests", "requests running", run=True))
+    waiting: int | None = field(default=None, metadata=column("requests", "requests waiting", run=True))
+    deferred: int | None = field(default=None, metadata=column("requests", "requests deferred", run=True))
+    preemptions: int | None = field(default=None, metadata=column("count", "preemptions in the interval", run=True))
+    kv_usage: float | None = field(default=None, metadata=column("%", "GPU KV cache usage, 0..100", run=True))
+    prefix_hit: float | None = field(default=None, metadata=column("%", "prefix cache hit rate", run=True))
+    ext_hit: float | None = field(default=None, metadata=column("%", "external / KV-connector prefix cache hit rate", run=True))
+    mm_hit: float | None = field(default=None, metadata=column("%", "multi-modal cache hit rate"))
+    corrupted: int | None = field(default=None, metadata=column("requests", "requests with corrupted KV"))
+    swapped: int | None = field(default=None, metadata=column("requests", "requests swapped to CPU (V0)"))
+    cpu_kv: float | None = field(default=None, metadata=column("%", "CPU KV cache usage (V0)"))
+    latency: dict[str, float] | None = field(  # one run-model column per quantile: parsers.histogram.COLUMNS
+        default=None, metadata=column("s", "per-interval latency quantiles from Prometheus histograms", run=True))
 
     kind = "stats"
 

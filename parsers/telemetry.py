@@ -31,13 +31,14 @@ from pathlib import Path
 
 import polars as pl
 
-from .prometheus import PromSample, canonical, family_names, role_of_label
+from .prometheus import ROLE_LABELS, PromSample, canonical, family_names, role_of_label
 
 __all__ = ["Scrapes", "aiperf_jsonl", "aiperf_parquet", "is_tachometer_path", "metric_names",
            "tachometer_parquet"]
 
 _LABEL = re.compile(r'([A-Za-z_]\w*)="((?:[^"\\]|\\.)*)"')
 _ENDPOINT = re.compile(r"^backend_(?P<role>[a-z]+?)(?P<idx>\d+)_rank(?P<rank>\d+)$|^frontend(?P<fe>\d+)$")
+COMPONENT = ROLE_LABELS[0]   # Dynamo's component label names an AIPerf endpoint's role
 
 
 def metric_names() -> set[str]:
@@ -183,7 +184,7 @@ def _aiperf_endpoints(per_url: dict[str, list[tuple[int, PromSample | None]]]) -
             if s is not None:
                 by_ts.setdefault(ts, []).append(s)
         samples = [s for ss in by_ts.values() for s in ss]
-        comps = {r for s in samples if (r := role_of_label(s.labels.get("dynamo_component")))}
+        comps = {r for s in samples if (r := role_of_label(s.labels.get(COMPONENT), COMPONENT))}
         engines = [int(e) for s in samples if (e := s.labels.get("engine", "")).isdigit()]
         scrapes = [(datetime.fromtimestamp(ts / 1e9, tz=UTC), by_ts[ts]) for ts in sorted(by_ts)]
         found.append((url, comps.pop() if len(comps) == 1 else None, min(engines, default=0), scrapes))

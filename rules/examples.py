@@ -1,4 +1,6 @@
-"""Turn a runtime rule's example (a compact run description in the catalog) into a run model.
+"""Run a rule's example (a compact run description in the catalog) through the one pipeline: the
+description becomes parsed logs and side facts, :func:`rules.assemble.assemble` makes the Run and
+:func:`rules.judge.judge` the findings (:func:`example_findings`), as for a real run.
 
 Per role: ``endpoints`` (default 1), ``engines`` per endpoint, series ``waiting``, ``running``,
 ``prompt_tps``, ``gen_tps``, ``kv_usage``, ``preemptions`` (a number is held constant, a list is
@@ -7,7 +9,8 @@ one value per 10 s interval), ``samples`` (number of intervals; 0 = no stats lin
 cause/type names), ``kv`` (one ``[succeeded, failed]`` KV-metrics pair per interval), ``startup`` ([stage,
 seconds after the process start] reached; the last stays under way unless it is ``ready``). Top level:
 ``concurrency``, ``accuracy`` (scores), ``sources`` (line counts), ``benchmark`` (result rows),
-``ready_s`` (when the orchestrator saw the server healthy).
+``ready_s`` (when the orchestrator saw the server healthy), ``launch`` (role -> the command line the
+orchestrator launched its workers with), ``recipe_base`` (a base recipe of the config catalog).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from __future__ import annotations
 import tomllib
 from datetime import UTC, datetime, timedelta
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from diag.parsers.counts import Counts
-from diag.parsers.flags import parse_flag_string
 from diag.parsers.ingest import ParsedLog
+from diag.parsers.layout import FileInfo
 from diag.parsers.recipe import Recipe, build_recipe
 from diag.parsers.recipe_yaml import load_yaml
 from diag.parsers.records import (
@@ -36,7 +40,12 @@ from diag.parsers.records import (
     StatsSample,
 )
 
-from .runmodel import Run, build_endpoints
+from .assemble import Side, assemble
+from .catalog import Rule
+from .finding import Finding
+from .judge import judge
+from .runmodel import Run
+from .settings import Settings
 
 T0 = datetime(2026, 8, 6, 12, 0, 0, tzinfo=UTC)
 STARTED = T0 - timedelta(seconds=1200)   # process start of an example with ``startup`` stages
@@ -44,9 +53,12 @@ SERIES = ("waiting", "running", "prompt_tps", "gen_tps", "kv_usage", "preemption
 DEFAULTS = {"waiting": 0, "running": 0, "prompt_tps": 0.0, "gen_tps": 0.0, "kv_usage": 0.0, "preemptions": 0}
 
 
-class _Info:
-    def __init__(self, kind: str, role: str | None, index: int | None, node: str | None) -> None:
-        self.kind, self.role, self.index, self.node = kind, role, index, node
+ORCHESTRATOR = "sweep_1.log"
+
+
+def _info(path: str, kind: str, role: str | None = None, index: int | None = None,
+          node: str | None = None) -> FileInfo:
+    return FileInfo(Path(path), kind, role, index, node)
 
 
 def series_length(spec: dict[str, Any]) -> int:
@@ -109,12 +121,26 @@ def _role_logs(role: str, spec: dict[str, Any]) -> list[ParsedLog]:
         for j, event in enumerate(spec.get("expiry", [])):
             line += 1
             recs.append(KVExpiry(line, event=event, request_id=f"req-{j}", ts=t_fault + timedelta(seconds=j)))
-        logs.append(ParsedLog(f"node{idx}_{role}_w{idx}.out", _Info("worker", role, idx, f"node{idx}"),
-                              records=recs))
+        path = f"node{idx}_{role}_w{idx}.out"
+        logs.append(ParsedLog(path, _info(path, "worker", role, idx, f"node{idx}"), records=recs))
     return logs
 
 
+def _orchestrator(spec: dict[str, Any]) -> list[ParsedLog]:
+    """The orchestrator's log of an example: "Server is healthy" at T0 + ``ready_s``, and per role of
+    ``launch`` a ``Starting`` + ``Command:`` pair per endpoint (the launch lines the run model reads)."""
+    recs: list[Record] = []
+    if "ready_s" in spec:
+        recs.append(Lifecycle(1, event="healthy", ts=T0 + timedelta(seconds=float(spec["ready_s"]))))
+    for n, (role, argv) in enumerate(sorted(spec.get("launch", {}).items())):
+        for idx in range(int((spec.get(role) or {}).get("endpoints", 1))):
+            recs.append(Lifecycle(10 + 3 * n, event="worker_start", fields=(("mode", role), ("index", idx))))
+            recs.append(Lifecycle(12 + 3 * n, event="command", fields=(("argv", argv),)))
+    return [ParsedLog(ORCHESTRATOR, _info(ORCHESTRATOR, "orchestrator"), records=recs)] if recs else []
+
+
 def build_example_run(spec: dict[str, Any]) -> Run:
+    """The Run of an example, assembled like a real run's."""
     logs: list[ParsedLog] = []
     for role in ("prefill", "decode", "agg"):
         if role in spec:
@@ -123,22 +149,22 @@ def build_example_run(spec: dict[str, Any]) -> Run:
         s = spec["sources"]
         counts = Counts(lines=s["lines"], ansi_lines=s.get("ansi", 0))
         counts.noise["request"] = s.get("noise", 0)
-        logs.append(ParsedLog("node0_decode_w0.out", _Info("worker", "decode", 0, "node0"), counts=counts))
-    if "ready_s" in spec:  # the orchestrator's "Server is healthy" at T0 + ready_s
-        logs.append(ParsedLog("sweep_1.log", _Info("orchestrator", None, None, None), records=[
-            Lifecycle(1, event="healthy", ts=T0 + timedelta(seconds=float(spec["ready_s"])))]))
-    endpoints, lifecycle, quoted = build_endpoints(logs)
-    for n, (role, argv) in enumerate(sorted(spec.get("launch", {}).items())):
-        for ep in endpoints.values():
-            if ep.role == role:  # as the orchestrator's `Starting ... worker` / `Command:` lines attach them
-                ep.launch.append({"endpoint": ep.id, "node": None, "line": 10 + 3 * n, "command_line": 12 + 3 * n,
-                                  "file": "sweep_1.log", "argv": argv, "flags": parse_flag_string(argv)})
-    jobs = _recipe_jobs(spec["recipe_base"]) if "recipe_base" in spec else ()
-    return Run(None, tuple(logs), (), endpoints, tuple(lifecycle), tuple(quoted),
-               concurrencies=(int(spec["concurrency"]),) if "concurrency" in spec else (),
-               accuracy=tuple(AccuracyResult("gsm8k", "accuracy", float(score), run=i)
-                              for i, score in enumerate(spec.get("accuracy", []))),
-               jobs=jobs, benchmark=tuple(_bench(b) for b in spec.get("benchmark", [])))
+        logs.append(ParsedLog("node0_decode_w0.out", _info("node0_decode_w0.out", "worker", "decode", 0, "node0"),
+                              counts=counts))
+    side = Side(jobs=_recipe_jobs(spec["recipe_base"]) if "recipe_base" in spec else (),
+                concurrencies=(int(spec["concurrency"]),) if "concurrency" in spec else (),
+                accuracy=tuple(AccuracyResult("gsm8k", "accuracy", float(score), run=i)
+                               for i, score in enumerate(spec.get("accuracy", []))),
+                benchmark=tuple(_bench(b) for b in spec.get("benchmark", [])))
+    return assemble([*_orchestrator(spec), *logs], side)
+
+
+def example_findings(rule: Rule, spec: dict[str, Any]) -> list[Finding]:
+    """The findings of ``rule`` (as given: thresholds may differ from the catalog's) on an example run,
+    judged by the pipeline's findings step with only this rule selected."""
+    run = build_example_run(spec)
+    runtime = [rule] if rule.scope != "recipe" else []
+    return [f for f in judge(run, Settings(select=[rule.code]), runtime=runtime) if f.code == rule.code]
 
 
 def _bench(b: dict[str, Any]) -> BenchResult:

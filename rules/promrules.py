@@ -1,10 +1,9 @@
 """The runtime catalog as a Prometheus rule file: the same thresholds, windows and texts, evaluated by
 Prometheus (or Thanos/Mimir rulers) on the fleet instead of by diag on one run.
 
-Where series belong. Every vLLM series gets ``diag_role`` (from ``job``, ``worker_type``, ``role``,
-``worker_role``, ``dynamo_component``: the later label wins, as in :func:`diag.prom.series_endpoint`;
-Dynamo's decode component ``backend`` is decode) and ``diag_worker`` (the ``instance``, replaced by a
-trailing number of ``job``, ``worker`` or ``worker_index``). An engine is (``dynamo_namespace``,
+Where series belong. Every vLLM series gets ``diag_role`` and ``diag_worker`` from the one label
+mapping (:func:`parsers.prometheus.series_endpoint`: ``ROLE_LABELS``, ``INDEX_LABELS``; ``diag_worker``
+is the ``instance`` when no index label has a number). An engine is (``dynamo_namespace``,
 ``diag_role``, ``diag_worker``, ``engine``), an endpoint the same without ``engine``, a role without
 ``diag_worker``, a run the ``dynamo_namespace`` (one deployment).
 
@@ -30,7 +29,15 @@ from typing import Any
 
 import yaml
 
-from diag.parsers.prometheus import ALIASES, FIELDS
+from diag.parsers.prometheus import (
+    ALIASES,
+    FIELDS,
+    INDEX_LABELS,
+    ROLE_ALIASES,
+    ROLE_LABELS,
+    ROLE_WORDS,
+    WORKER_NUMBER,
+)
 
 from .catalog import Rule
 
@@ -44,12 +51,13 @@ ROLE = f"{RUN}, diag_role"
 ENDPOINT = f"{ROLE}, diag_worker"
 ENGINE = f"{ENDPOINT}, engine"
 
-# (label, replacement, regex) in priority order, lowest first: a later match overrides an earlier one
-_ROLE_FROM = [(label, "$1", ".*?(prefill|decode|agg).*") for label in ("job", "worker_type", "role", "worker_role",
-                                                                       "dynamo_component")]
-_ROLE_FROM.insert(-1, ("dynamo_component", "decode", "backend"))
-_WORKER_FROM = [("instance", "$1", "(.+)")] + [(label, "$1", "(?:.*[-_])?w?([0-9]+)")
-                                               for label in ("job", "worker", "worker_index")]
+# (label, replacement, regex) from parsers.prometheus's label mapping, lowest priority first: a later
+# match overrides an earlier one. The serving roles only (a frontend's series are not an endpoint's).
+_SERVING = "|".join(w for w in ROLE_WORDS if w != "frontend")
+_ROLE_FROM = [entry for label in reversed(ROLE_LABELS)
+              for entry in [*((label, role, alias) for alias, role in ROLE_ALIASES.get(label, {}).items()),
+                            (label, "$1", f".*?({_SERVING}).*")]]
+_WORKER_FROM = [("instance", "$1", "(.+)")] + [(label, "$1", WORKER_NUMBER) for label in reversed(INDEX_LABELS)]
 
 
 def labelled(selector: str) -> str:

@@ -18,8 +18,7 @@ from typing import Any
 import yaml
 
 from .catalog import Rule
-from .engine import evaluate
-from .examples import SERIES, build_example_run, series_length, value_at
+from .examples import DEFAULTS, SERIES, example_findings, series_length, value_at
 from .promrules import GROUPS, SIGNALS, STATS_INTERVAL_S, expressible
 
 GAUGES = {"running": ("vllm:num_requests_running", 1.0), "waiting": ("vllm:num_requests_waiting", 1.0),
@@ -28,7 +27,6 @@ COUNTERS = {"prompt_tps": ("vllm:prompt_tokens", STATS_INTERVAL_S),
             "gen_tps": ("vllm:generation_tokens", STATS_INTERVAL_S),
             "preemptions": ("vllm:num_preemptions", 1.0)}
 EXPIRY_COUNTED = ("expired", "force_freed")   # the P side's expired-request counter; reads are D-side lines
-DEFAULTS = {"waiting": 0, "running": 0, "prompt_tps": 0.0, "gen_tps": 0.0, "kv_usage": 0.0, "preemptions": 0}
 _ENDPOINT = re.compile(r"^(?P<role>[a-z]+)-w(?P<idx>\d+)$")
 
 
@@ -98,9 +96,7 @@ def _events(r: dict[str, Any], n: int) -> dict[str, list[float]]:
 def expected_alerts(rule: Rule, spec: dict[str, Any]) -> list[dict[str, str]]:
     """The alert groups (code, and the endpoint's diag_role/diag_worker) diag's findings imply."""
     found = []
-    for f in evaluate(build_example_run(spec), [rule]):
-        if f.code != rule.code:
-            continue
+    for f in example_findings(rule, spec):
         if rule.for_s and f.first_ts and f.last_ts and (f.last_ts - f.first_ts).total_seconds() < rule.for_s:
             continue  # a window shorter than `for`: only a log excerpt gives one
         labels = {"code": rule.code}

@@ -1,7 +1,8 @@
 """The run model: endpoints, their engines and time series, startup facts, faults, lifecycle.
 
-Built purely from parsed logs (:class:`parsers.ingest.ParsedLog`); the rules evaluate it and
-diag renders it.
+Built purely from parsed logs (:class:`parsers.ingest.ParsedLog`) by :func:`rules.assemble.assemble`;
+the rules evaluate it and diag renders it. Nothing in it changes once built: a source that goes on
+reading (follow, replay, the TUI's compaction) changes its own logs, never a Run's.
 
 An endpoint is (role, worker index): ``nodeC_decode_w0.out`` and ``nodeD_decode_w0.out`` are the
 one decode endpoint ``decode-w0``, whose engines are the union of the DP ranks logged in both.
@@ -17,11 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from diag.parsers.histogram import COLUMNS as LATENCY_COLUMNS
+from diag.parsers.columns import KV_VALUE_KEYS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import (
     AccuracyResult,
@@ -37,6 +39,7 @@ from diag.parsers.records import (
     StartupFact,
     StatsSample,
 )
+from diag.parsers.stats_columns import LATENCY_COLUMNS, RUN_METRICS, RUN_SCHEMA, TS
 
 from .startup import Startup, build_startup
 
@@ -44,36 +47,35 @@ if TYPE_CHECKING:
     from diag.parsers.jobmeta import JobMeta
     from diag.parsers.recipe import Recipe
 
-STATS_SCHEMA = {
-    "ts": pl.Datetime("us", "UTC"), "engine": pl.Utf8, "file": pl.Utf8, "line": pl.Int64,
-    "prompt_tps": pl.Float64, "gen_tps": pl.Float64, "running": pl.Int64, "waiting": pl.Int64,
-    "deferred": pl.Int64, "preemptions": pl.Int64, "kv_usage": pl.Float64, "prefix_hit": pl.Float64,
-    "ext_hit": pl.Float64,
-    **dict.fromkeys(LATENCY_COLUMNS, pl.Float64),  # per-interval latency quantiles (Prometheus histograms)
-}
-KV_SCHEMA = {
-    "ts": pl.Datetime("us", "UTC"), "file": pl.Utf8, "line": pl.Int64, "transfers": pl.Float64,
-    "avg_xfer_ms": pl.Float64, "p90_xfer_ms": pl.Float64, "mb_per_transfer": pl.Float64,
-    "throughput_mbs": pl.Float64, "failed": pl.Float64, "expired": pl.Float64,
-}
+# the run model's stats frame: where a row comes from, then the one spec's run columns (parsers.stats_columns)
+STATS_SCHEMA = {"ts": TS, "engine": pl.Utf8, "file": pl.Utf8, "line": pl.Int64, **RUN_SCHEMA}
+KV_SCHEMA = {"ts": TS, "file": pl.Utf8, "line": pl.Int64, **dict.fromkeys(KV_VALUE_KEYS, pl.Float64)}
 _DP_PROC = re.compile(r"(?:EngineCore|Worker)_DP(\d+)")
 
 
-@dataclass
+def _frozen_map(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    """A read-only view of a copy of ``d``."""
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
 class Endpoint:
+    """One endpoint of a run, read-only (built once by :func:`build_endpoints`): tuples, frozensets and
+    read-only mappings; its records are the parsers' values and its frames are never changed in place."""
+
     id: str
     role: str
     index: int | None
-    nodes: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    records: list[tuple[str, Record]] = field(default_factory=list)  # (file, record)
+    nodes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    records: tuple[tuple[str, Record], ...] = ()   # (file, record)
     stats: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STATS_SCHEMA))
     kv: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=KV_SCHEMA))
-    facts: dict[str, Any] = field(default_factory=dict)
-    fact_lines: dict[str, tuple[str, int]] = field(default_factory=dict)
-    dp_ranks: set[str] = field(default_factory=set)
-    variants: dict[str, int] = field(default_factory=dict)  # stats samples per variant (v1, v0, ..., prom)
-    launch: list[dict[str, Any]] = field(default_factory=list)  # per process: node, argv, flags, env (orchestrator)
+    facts: Mapping[str, Any] = field(default_factory=_frozen_map)
+    fact_lines: Mapping[str, tuple[str, int]] = field(default_factory=_frozen_map)
+    dp_ranks: frozenset[str] = frozenset()
+    variants: Mapping[str, int] = field(default_factory=_frozen_map)  # stats samples per variant (v1, v0, ..., prom)
+    launch: tuple[Mapping[str, Any], ...] = ()  # per process: node, argv, flags, env (orchestrator)
     first_seen: datetime | None = None      # earliest / latest timestamp of any of its records
     last_seen: datetime | None = None
     last_line: datetime | None = None       # the latest of its files' last stamped lines, noise included
@@ -107,7 +109,8 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Run:
-    """Everything diag knows about one run; built once by ``diag.pipeline.assemble``, never mutated."""
+    """Everything diag knows about one run; built once by :func:`rules.assemble.assemble`, read-only all the
+    way down (frozen endpoints, frozen copies of the logs, read-only mappings)."""
 
     root: Path | None
     sources: tuple[ParsedLog, ...]
@@ -235,16 +238,10 @@ def _split_tasks(src: ParsedLog) -> tuple[dict[int, list[Record]], list[Record]]
     return by_task, own
 
 
-_STATS_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "deferred", "preemptions", "kv_usage",
-               "prefix_hit", "ext_hit")
 _RAW_STATS = {**STATS_SCHEMA, "prom": pl.Boolean}
 # A file's frame carries the latency columns only when its rows have any (Prometheus histograms): on a
 # log-only run they would be a dozen null columns as long as the stats.
 _RAW_BASE = {k: v for k, v in _RAW_STATS.items() if k not in LATENCY_COLUMNS}
-_KV_KEYS = {"transfers": ("Num successful transfers", "num_successful_transfers"),
-            "avg_xfer_ms": ("Avg xfer time (ms)",), "p90_xfer_ms": ("P90 xfer time (ms)",),
-            "mb_per_transfer": ("Avg MB per transfer",), "throughput_mbs": ("Throughput (MB/s)",),
-            "failed": ("Num failed transfers",), "expired": ("Num KV expired reqs",)}
 
 
 def _engine_key(s: StatsSample) -> str:
@@ -267,7 +264,7 @@ def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.Dat
     stats = [r for r in records if type(r) is StatsSample]
     data: dict[str, list[Any]] = {"ts": [r.ts for r in stats], "engine": [_engine_key(r) for r in stats],
                                   "file": [file] * len(stats), "line": [r.line for r in stats]}
-    for k in _STATS_COLS:
+    for k in RUN_METRICS:
         data[k] = [getattr(r, k) for r in stats]
     timed = any(r.latency for r in stats)
     if timed:
@@ -276,7 +273,7 @@ def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.Dat
     data["prom"] = [r.variant == "prom" for r in stats]
     kvs = [r for r in records if isinstance(r, KVTransfer)]
     kv: dict[str, list[Any]] = {"ts": [r.ts for r in kvs], "file": [file] * len(kvs), "line": [r.line for r in kvs]}
-    for col, names in _KV_KEYS.items():
+    for col, names in KV_VALUE_KEYS.items():
         kv[col] = [next((v for n in names if (v := r.get(n)) is not None), None) for r in kvs]
     return (pl.DataFrame(data, schema={k: v for k, v in _RAW_STATS.items() if k in data}),
             pl.DataFrame(kv, schema=KV_SCHEMA))
@@ -285,8 +282,8 @@ def _file_frames(file: str, records: list[Record]) -> tuple[pl.DataFrame, pl.Dat
 def _chunk_frames(file: str, stats: pl.DataFrame, kv: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The same frames from a log's extracted columns (parsers.columns), without a record per row."""
     s = stats.select(pl.col("ts"), _ENGINE_KEY.alias("engine"), pl.lit(file).alias("file"), pl.col("line"),
-                     *(pl.col(c) for c in _STATS_COLS), (pl.col("variant") == "prom").alias("prom"))
-    k = kv.select(pl.col("ts"), pl.lit(file).alias("file"), pl.col("line"), *(pl.col(c) for c in _KV_KEYS))
+                     *(pl.col(c) for c in RUN_METRICS), (pl.col("variant") == "prom").alias("prom"))
+    k = kv.select(pl.col("ts"), pl.lit(file).alias("file"), pl.col("line"), *(pl.col(c) for c in KV_VALUE_KEYS))
     return s.cast(_RAW_BASE), k.cast(KV_SCHEMA)  # type: ignore[arg-type]
 
 
@@ -344,78 +341,99 @@ class FrameCache:
 @dataclass
 class _Part:
     file: str
-    records: list[Record]
+    records: Sequence[Record]
     stats: pl.DataFrame | None = None   # the log's extracted columns (None: records only)
     kv: pl.DataFrame | None = None
 
 
-def _finish(ep: Endpoint, parts: list[_Part], cache: FrameCache) -> None:
+@dataclass
+class _Group:
+    """An endpoint's sources while :func:`build_endpoints` groups them (the builder; the Endpoint is
+    made once, read-only)."""
+
+    role: str
+    index: int | None
+    nodes: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    parts: list[_Part] = field(default_factory=list)
+    last_line: datetime | None = None
+
+
+def _finish(g: _Group, cache: FrameCache) -> dict[str, Any]:
+    """The facts, DP ranks, time span, variants and frames of a group's sources (Endpoint fields)."""
     procs: set[str] = set()
     variants: dict[str, int] = {}
-    for part in parts:
+    facts: dict[str, Any] = {}
+    fact_lines: dict[str, tuple[str, int]] = {}
+    dp_ranks: set[str] = set()
+    first: datetime | None = None
+    last: datetime | None = None
+    for part in g.parts:
         file = part.file
         for r in part.records:
             if isinstance(r, StartupFact):
                 if r.key == "dp_rank":
-                    ep.dp_ranks.add(str(r.value))
-                elif r.key not in ep.facts:
-                    ep.facts[r.key] = r.value
-                    ep.fact_lines[r.key] = (file, r.line)
+                    dp_ranks.add(str(r.value))
+                elif r.key not in facts:
+                    facts[r.key] = r.value
+                    fact_lines[r.key] = (file, r.line)
             elif type(r) is StatsSample:
                 variants[r.variant] = variants.get(r.variant, 0) + 1
             if r.proc:
                 procs.add(r.proc)
             if r.ts is not None:
-                if ep.first_seen is None or r.ts < ep.first_seen:
-                    ep.first_seen = r.ts
-                if ep.last_seen is None or r.ts > ep.last_seen:
-                    ep.last_seen = r.ts
+                if first is None or r.ts < first:
+                    first = r.ts
+                if last is None or r.ts > last:
+                    last = r.ts
         for cols in (part.stats, part.kv):
             if cols is None or cols.height == 0:
                 continue
             procs.update(p for p in cols["proc"].unique().to_list() if p)
             lo, hi = cols["ts"].min(), cols["ts"].max()
-            if lo is not None and (ep.first_seen is None or lo < ep.first_seen):  # type: ignore[operator]
-                ep.first_seen = lo  # type: ignore[assignment]
-            if hi is not None and (ep.last_seen is None or hi > ep.last_seen):  # type: ignore[operator]
-                ep.last_seen = hi  # type: ignore[assignment]
+            if lo is not None and (first is None or lo < first):  # type: ignore[operator]
+                first = lo  # type: ignore[assignment]
+            if hi is not None and (last is None or hi > last):  # type: ignore[operator]
+                last = hi  # type: ignore[assignment]
         if part.stats is not None and part.stats.height:
             for v, c in part.stats["variant"].value_counts().iter_rows():
                 variants[v] = variants.get(v, 0) + c
-    ep.variants = dict(sorted(variants.items()))
     for proc in procs:
         if m := _DP_PROC.match(proc):
-            ep.dp_ranks.add(str(int(m.group(1))))
-    frames = [cache.frames(p.file, p.records, p.stats, p.kv) for p in parts]
+            dp_ranks.add(str(int(m.group(1))))
+    frames = [cache.frames(p.file, p.records, p.stats, p.kv) for p in g.parts]
     stats = pl.concat([s for s, _ in frames], how="diagonal") if frames else pl.DataFrame(schema=_RAW_BASE)
     own = stats.filter(~pl.col("prom")).group_by("engine").agg(pl.col("file").n_unique().alias("n"))
-    if len(ep.files) > 1 and own.height and own["n"].max() > 1:  # type: ignore[operator]
+    if len(g.files) > 1 and own.height and own["n"].max() > 1:  # type: ignore[operator]
         # each file numbers its engines from 0: keep them apart by node (Prometheus rows name engines)
         node = pl.col("file").str.extract(r"([^/]*)$").str.split("_").list.first()
         stats = stats.with_columns(pl.when(pl.col("prom")).then(pl.col("engine"))
                                    .otherwise(pl.concat_str([node, pl.lit("/"), pl.col("engine")])).alias("engine"))
-        ep.dp_ranks = set()
+        dp_ranks = set()
     # one engine logs one stats line per interval: the same record twice in one file at the same second
     # (copies glued onto one line, a line written to stdout and stderr) is one sample, not a doubled rate
     same = [c for c in stats.columns if c != "line"]
     stats = stats.filter(pl.col("ts").is_null() | pl.struct(same).is_first_distinct())
-    ep.stats = stats.drop("prom").sort("ts", "engine", nulls_last=True, maintain_order=True)
     kv = pl.concat([k for _, k in frames]) if frames else pl.DataFrame(schema=KV_SCHEMA)
-    ep.kv = kv.sort("ts", nulls_last=True, maintain_order=True)
+    return {"stats": stats.drop("prom").sort("ts", "engine", nulls_last=True, maintain_order=True),
+            "kv": kv.sort("ts", nulls_last=True, maintain_order=True),
+            "facts": MappingProxyType(facts), "fact_lines": MappingProxyType(fact_lines),
+            "dp_ranks": frozenset(dp_ranks), "variants": MappingProxyType(dict(sorted(variants.items()))),
+            "first_seen": first, "last_seen": last}
 
 
-def _attach_launches(endpoints: dict[str, Endpoint], lifecycle: list[tuple[str, Lifecycle]]) -> None:
+def _launches(lifecycle: list[tuple[str, Lifecycle]]) -> dict[str, list[Mapping[str, Any]]]:
     """The orchestrator's ``Starting <mode> worker <i> on <node>`` + ``Env:`` + ``Command:`` triplets:
-    the flags and environment that actually ran, per endpoint process."""
+    the flags and environment that actually ran, per endpoint id, one read-only mapping per process."""
     from diag.parsers.flags import parse_flag_string
 
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     cur: dict[str, Any] | None = None
     for file, ev in lifecycle:
         if ev.event == "worker_start":
             eid = endpoint_id(ev.get("mode"), ev.get("index"))
             cur = {"endpoint": eid, "node": ev.get("node"), "line": ev.line, "file": file}
-            if eid in endpoints:
-                endpoints[eid].launch.append(cur)
+            out[eid].append(cur)
         elif cur is not None and ev.event == "worker_env":
             cur["env"] = ev.get("env") or {}
             cur["env_line"] = ev.line
@@ -426,6 +444,7 @@ def _attach_launches(endpoints: dict[str, Endpoint], lifecycle: list[tuple[str, 
                 cur["flags"] = parse_flag_string(ev.get("argv") or "")
             except ValueError:
                 cur["flags"] = {}
+    return {eid: [MappingProxyType(p) for p in procs] for eid, procs in out.items()}
 
 
 def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = None
@@ -433,25 +452,22 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
     """Group worker records into endpoints; keep orchestrator lifecycle and quoted faults apart.
     Prometheus sources (kind ``prometheus``, diag.prom) join their role/index's endpoint like a worker
     log; a frontend's are not an endpoint, like its log."""
-    endpoints: dict[str, Endpoint] = {}
+    groups: dict[str, _Group] = {}
     lifecycle: list[tuple[str, Lifecycle]] = []
     quoted: list[tuple[str, Fault]] = []
     next_index: dict[str, int] = defaultdict(int)
-    parts: dict[str, list[_Part]] = defaultdict(list)
     cache = cache or FrameCache()
 
-    def add(role: str, index: int | None, node: str | None, file: str, recs: list[Record],
+    def add(role: str, index: int | None, node: str | None, file: str, recs: Sequence[Record],
             log: ParsedLog | None = None) -> None:
-        eid = endpoint_id(role, index)
-        ep = endpoints.setdefault(eid, Endpoint(eid, role, index))
-        if node and node not in ep.nodes:
-            ep.nodes.append(node)
-        if file not in ep.files:
-            ep.files.append(file)
+        g = groups.setdefault(endpoint_id(role, index), _Group(role, index))
+        if node and node not in g.nodes:
+            g.nodes.append(node)
+        if file not in g.files:
+            g.files.append(file)
         if log is not None:
-            ep.last_line = latest(ep.last_line, log.last_ts)
-        ep.records.extend((file, r) for r in recs)
-        parts[eid].append(_Part(file, recs, log.stats if log else None, log.kv if log else None))
+            g.last_line = latest(g.last_line, log.last_ts)
+        g.parts.append(_Part(file, recs, log.stats if log else None, log.kv if log else None))
 
     for src in sources:
         if src.error or src.kind not in ("worker", "orchestrator", "prometheus"):
@@ -476,12 +492,16 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
             continue
         role = info.role or _role_of(src.records) or "unknown"
         add(role, info.index, info.node, name, src.records, src)
-    for ep in endpoints.values():
-        _finish(ep, parts[ep.id], cache)
-    _attach_launches(endpoints, lifecycle)
+    launches = _launches(lifecycle)
     watched = latest(*(r.ts for _, r in lifecycle))   # the orchestrator's last word on the endpoints
-    for ep in endpoints.values():
-        ep.startup = build_startup(ep.id, ep.records, ep.stats, ep.kv, lifecycle, until=latest(ep.clock, watched))
+    endpoints: dict[str, Endpoint] = {}
+    for eid, g in groups.items():
+        done = _finish(g, cache)
+        records = tuple((p.file, r) for p in g.parts for r in p.records)
+        until = latest(done["last_seen"], g.last_line, watched)
+        startup = build_startup(eid, records, done["stats"], done["kv"], lifecycle, until=until)
+        endpoints[eid] = Endpoint(eid, g.role, g.index, tuple(g.nodes), tuple(g.files), records,
+                                  launch=tuple(launches.get(eid, ())), last_line=g.last_line, startup=startup, **done)
     order = {"prefill": 0, "decode": 1, "agg": 2}
     endpoints = dict(sorted(endpoints.items(), key=lambda kv: (order.get(kv[1].role, 9), kv[1].index or 0)))
     return endpoints, lifecycle, quoted

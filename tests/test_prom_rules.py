@@ -12,8 +12,7 @@ import pytest
 import yaml
 
 from diag.rules.catalog import catalog
-from diag.rules.engine import evaluate
-from diag.rules.examples import build_example_run
+from diag.rules.examples import example_findings
 from diag.rules.promrules import export, expressible
 from diag.rules.promtests import unit_tests
 
@@ -86,7 +85,7 @@ def test_promtool_unit_tests_from_the_catalog_examples(tmp_path: Path) -> None:
     # shorter than `for` (diag fires on it at lower severity, evidence.window_short) has no Prometheus
     # equivalent: Prometheus waits for the window
     def shorter_than_for(rule, ex) -> bool:
-        found = [f for f in evaluate(build_example_run(ex["run"]), [rule]) if f.code == rule.code]
+        found = example_findings(rule, ex["run"])
         return bool(found) and all(f.evidence.get("window_short") and
                                    (f.last_ts - f.first_ts).total_seconds() < rule.for_s for f in found)
 

@@ -164,7 +164,7 @@ def test_roles_from_labels() -> None:
 
 def test_promql_side() -> None:
     q = server_queries(60)
-    by = "sum by(job, instance, engine, dynamo_component, worker_type, role, worker, worker_role, worker_index)"
+    by = "sum by(instance, engine, dynamo_component, worker_role, role, worker_type, job, worker_index, worker)"
     assert q["kv"] == f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc)"
     assert q["gen"] == f"{by} (rate(vllm:generation_tokens_total[60000ms]))"
     assert q["prompt"].startswith(

@@ -18,13 +18,12 @@ import pytest
 from loading import load_run, replay
 from typer.testing import CliRunner
 
-from diag import pipeline
 from diag.changes import Changes
 from diag.files import Side
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Fault, NixlFailure, StartupFact, StatsSample
-from diag.rules import present
+from diag.rules import judge, present
 from diag.rules.catalog import catalog
 from diag.rules.finding import Finding
 from diag.rules.runmodel import STATS_SCHEMA
@@ -271,7 +270,7 @@ def test_memory_is_bounded_over_24h_with_64_endpoints(monkeypatch: pytest.Monkey
         return [Finding("DIAG-X001", "x", "warning", "m", endpoint=f"decode-w{i}", first_ts=hour, last_ts=hour)
                 for i in range(10)]
 
-    monkeypatch.setattr(pipeline, "evaluate", lambda run, rules: findings_of(run))
+    monkeypatch.setattr(judge, "evaluate", lambda run, rules: findings_of(run))
     state = st.WatchState(Synthetic(), retain_s=1800, clock=lambda run: run.end)
     sizes = []
     started = time.monotonic()

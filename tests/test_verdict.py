@@ -58,10 +58,10 @@ def test_example(case) -> None:
 
 
 def test_unknown_experiment_condition_is_refused() -> None:
-    from diag.rules import verdict_catalog as V
+    from diag.rules.verdict_catalog import _when
 
     with pytest.raises(ValueError, match="unknown experiment condition"):
-        V._when("no_such_condition", build_example_run({}), {}, {})
+        _when("no_such_condition", build_example_run({}), {}, {})
 
 
 # ------------------------------------------------------------------ the sample runs
