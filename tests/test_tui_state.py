@@ -207,7 +207,7 @@ def test_compacting_leaves_the_logs_of_earlier_runs_whole() -> None:
     held = {lg.path: list(lg.records) for lg in first.sources}
     for _ in range(3):
         state.step()
-    assert all(lg.records[: len(held[lg.path])] == held[lg.path] for lg in first.sources), "nothing removed"
+    assert all(list(lg.records[: len(held[lg.path])]) == held[lg.path] for lg in first.sources), "nothing removed"
     now = {lg.path: lg for lg in src.logs()}
     assert all(now[p] is not lg for p, lg in ((lg.path, lg) for lg in first.sources)), "the source adopted copies"
     assert max(lg.n_records for lg in src.logs()) < 3 * 65 + 1, "and the copies are trimmed"
