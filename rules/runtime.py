@@ -128,13 +128,14 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
             "decode_kv_pct": round(sub["kv_d"].mean(), 1), "decode_waiting": int(sub["waiting_sum_d"].max()),
         }
         if p["mode"] == "prefill-bound":
-            msg = (f"prefill queue at {ev['prefill_waiting_per_engine']} waiting/engine (last "
-                   f"{ev['prefill_waiting_last']}) with prompt throughput at its plateau "
+            msg = (f"prefill queue at {number(ev['prefill_waiting_per_engine'], 1)} waiting/engine (last "
+                   f"{number(ev['prefill_waiting_last'], 1)}) with prompt throughput at its plateau "
                    f"({number(ev['prefill_prompt_tps'], 0)} tok/s), while decode is under-filled "
-                   f"(KV {ev['decode_kv_pct']} %, {ev['decode_running_per_engine']} running/engine) "
-                   f"for {w.seconds:.0f} s")
+                   f"(KV {number(ev['decode_kv_pct'], 1)} %, {number(ev['decode_running_per_engine'], 1)} "
+                   f"running/engine) for {w.seconds:.0f} s")
         else:
-            msg = (f"decode saturated (KV {ev['decode_kv_pct']} %, {ev['decode_waiting']} waiting) while prefill "
+            msg = (f"decode saturated (KV {number(ev['decode_kv_pct'], 1)} %, {number(ev['decode_waiting'])} waiting) "
+                   f"while prefill "
                    f"runs at {number(ev['prefill_prompt_tps'], 0)} tok/s (p90 {number(ev['prefill_prompt_tps_p90'], 0)}) for {w.seconds:.0f} s")
         out.append(_finding(rule, msg, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
     return out
