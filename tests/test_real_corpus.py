@@ -3,7 +3,8 @@
 MANIFEST.md says what each shows and the diagnosis its thread reached). For each: the exact number of
 stats records, and the set of warning/error codes diag reports equals the expected set (derived from
 the thread's diagnosis): an expected code missing or any extra finding fails. tests/README.md shows
-the same table."""
+the same table. An own row may carry `known_miss` (why diag does not reach the thread's diagnosis yet):
+its check is a strict xfail, so the gap stays visible and the test fails once diag gets it right."""
 
 from __future__ import annotations
 
@@ -52,9 +53,17 @@ def test_corpora_are_complete_and_sourced(real_logs: Path) -> None:
     for r in SHARED_ROWS:
         assert manifest[r["file"]].startswith(f"| {r['file']} | {r['source']}"), r["file"]
     assert all(r["source"].startswith("https://github.com/") for r in OWN_ROWS)
+    assert all(r["known_miss"].strip() for r in OWN_ROWS if "known_miss" in r)
 
 
-@pytest.mark.parametrize("row", OWN_ROWS, ids=[r["file"] for r in OWN_ROWS])
+def own_param(row: dict) -> object:
+    """A row, marked as a strict expected failure where diag is known to miss the thread's diagnosis."""
+    if "known_miss" not in row:
+        return row
+    return pytest.param(row, marks=pytest.mark.xfail(reason=row["known_miss"], raises=AssertionError, strict=True))
+
+
+@pytest.mark.parametrize("row", [own_param(r) for r in OWN_ROWS], ids=[r["file"] for r in OWN_ROWS])
 def test_own_excerpt(row: dict) -> None:
     check(OWN / row["file"], row)
 
@@ -68,7 +77,8 @@ def test_readme_table_matches_the_expectations() -> None:
     text = (ROOT / "tests" / "README.md").read_text()
     for r in (*OWN_ROWS, *SHARED_ROWS):
         want = ", ".join(r["expected"]) or "-"
-        assert re.search(rf"^\| {re.escape(r['file'])} \| {r['stats']} \| {re.escape(want)} \| {re.escape(want)} \|$",
+        got = f"known miss: {r['known_miss']}" if "known_miss" in r else want
+        assert re.search(rf"^\| {re.escape(r['file'])} \| {r['stats']} \| {re.escape(want)} \| {re.escape(got)} \|$",
                          text, re.M), r["file"]
 
 
