@@ -80,7 +80,8 @@ _OTHER_TRIGGERS = "|".join(_rx_escape(t) for t in trigger_literals() if t != KV_
 _UNSIMPLE_RX = (r"pid=|\^\[|\^M|#033\[|\x{FFFD}|\\x1b|\\033|\\e\[|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
                 r"[0-9]{2}-[0-9]{2} |[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
 _INT_GROUPS = {"engine": "engine", "n_agg": "n_aggregated", "running": "running", "waiting": "waiting",
-               "deferred": "deferred", "preempt": "preemptions", "corrupted": "corrupted"}
+               "deferred": "deferred", "preempt": "preemptions", "corrupted": "corrupted",
+               "kvf_wait": "kv_fetch_waiting", "kvf_run": "kv_fetch_running", "kvf_done": "kv_fetch_done"}
 _FLOAT_GROUPS = {"prompt": "prompt_tps", "gen": "gen_tps", "kv": "kv_usage", "prefix": "prefix_hit",
                  "ext": "ext_hit", "mm": "mm_hit"}
 
