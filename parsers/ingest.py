@@ -22,10 +22,10 @@ from typing import Any
 import polars as pl
 
 from . import benchmark as _benchmark
-from .columns import empty_kv, empty_stats, extract, kv_records, stats_records
+from .columns import empty_kv, empty_stats, escaped_candidates, extract, kv_records, stats_records
 from .counts import Counts, classified_spans, classify_span
 from .formats import REGISTRY
-from .lineparser import ANSI_PATTERN, TRIGGER_PATTERN, LineParser
+from .lineparser import TRIGGER_PATTERN, LineParser
 from .records import Record
 from .timestamps import STAMP_HINT
 
@@ -159,13 +159,7 @@ def _bulk_classify(block: bytes) -> pl.DataFrame:
     """Per line of a block: the text and whether it holds a record trigger (also when escape sequences
     split a trigger's words: such a line is a candidate by its text without them)."""
     col = pl.col("line")
-    df = _lines(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect()
-    split = df.with_row_index("i").filter(~pl.col("cand") & col.str.contains("\x1b", literal=True))
-    if split.height:
-        hit = split.filter(col.str.replace_all(ANSI_PATTERN, "").str.contains(TRIGGER_PATTERN))["i"]
-        if hit.len():
-            df = df.with_columns(df["cand"].scatter(hit, True))
-    return df
+    return escaped_candidates(_lines(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect())
 
 
 def _block_frame(block: bytes, first_line: int) -> tuple[
