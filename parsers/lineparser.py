@@ -79,6 +79,15 @@ _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
 TRIGGERS = re.compile(TRIGGER_PATTERN)
+# Real escape sequences (clean.py's first three kinds), as a pattern both Python's re and polars read.
+ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
+_ANSI_SEQ = re.compile(ANSI_PATTERN)
+
+
+def is_candidate(raw: str) -> bool:
+    """Whether a physical line holds a record trigger, also when escape sequences split its words
+    (the bulk path's rule, :func:`parsers.ingest._bulk_classify`)."""
+    return bool(TRIGGERS.search(raw)) or ("\x1b" in raw and bool(TRIGGERS.search(_ANSI_SEQ.sub("", raw))))
 # Records worth rejoining when torn across two physical lines (structured, one line each).
 _JOINABLE = ("stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failure", "startup")
 _JOINABLE_KINDS = frozenset(_JOINABLE)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from statistics import median
 
 from diag.parsers.faults import CAUSES, CUT, TAXONOMY, UNCLASSIFIED
-from diag.parsers.records import Fault, KVTransfer, Record, StartupFact, StatsSample
+from diag.parsers.records import Fault, KVTransfer, Preemption, Record, StartupFact, StatsSample
 
 from .catalog import Rule
 from .finding import Finding
@@ -53,14 +53,15 @@ def _before(rec: Record, rfile: str, fault: Fault, ffile: str) -> bool:
 
 def served_before(run: Run, group: list[tuple[str, str, Fault]]) -> bool:
     """Evidence that the endpoint served before the incident's first fault: stats lines, KV
-    transfers, the HTTP server up, or request/access lines in the same file."""
+    transfers, preempted requests, the HTTP server up, or request/access lines in the same file."""
     _, file0, first = group[0]
     for eid in dict.fromkeys(e for e, _, _ in group):
         ep = run.endpoints.get(eid)
         if ep is None:
             continue
         for rfile, rec in ep.records:
-            if (isinstance(rec, StatsSample | KVTransfer) or (isinstance(rec, StartupFact) and rec.key == "serving")) \
+            if (isinstance(rec, StatsSample | KVTransfer | Preemption)
+                    or (isinstance(rec, StartupFact) and rec.key == "serving")) \
                     and _before(rec, rfile, first, file0):
                 return True
         if any(s.path in ep.files and (s.counts.noise.get("request", 0) or s.counts.noise.get("access-log", 0))
