@@ -78,6 +78,20 @@ SGLANG = declare(
     ],
     emits="sglang",
 )
+PYTHON_LOGGING = declare(
+    "python-logging-record", "header",
+    r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,\d+)? \[(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] "
+    r"(?P<src>[A-Za-z_]\w*(?:\.\w+)+): (?P<msg>.*)$",
+    samples=[  # https://github.com/sgl-project/sglang-omni/pull/712
+        "2026-06-07 10:59:31,843 [INFO] sglang.srt.managers.scheduler_metrics_mixin: Prefill batch, #new-seq: 1, "
+        "#new-token: 1, #cached-token: 7, token usage: 0.00, #running-req: 0, #queue-req: 0,",
+        "2026-06-07 10:59:32,140 [INFO] sglang.srt.managers.scheduler_metrics_mixin: Decode batch, #running-req: 1, "
+        "#token: 40, token usage: 0.00, cuda graph: True, gen throughput (token/s): 83.17, #queue-req: 0,",
+    ],
+    emits="python",
+    doc="an engine under Python logging with its logger's dotted name ('%(asctime)s [%(levelname)s] %(name)s: "
+        "%(message)s'); srtctl's orchestrator lines carry no logger name",
+)
 ORCHESTRATOR = declare(
     "srtctl-orchestrator", "header",
     r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,\d+)? \[(?P<level>[A-Z]+)\] (?P<msg>.*)$",
@@ -191,6 +205,9 @@ def parse_header(text: str) -> Header:
         if m:
             lvl = m["level"]
             return Header("dynamo", _LEVELS.get(lvl, lvl), iso=m["iso"], source=m["src"], msg=m["msg"])
+        m = PYTHON_LOGGING.regex.match(text)
+        if m:
+            return Header("python", m["level"], iso=m["iso"], source=m["src"], msg=m["msg"])
         m = ORCHESTRATOR.regex.match(text)
         if m:
             return Header("orchestrator", m["level"], iso=m["iso"], msg=m["msg"])

@@ -305,7 +305,7 @@ class LineParser:
         ctext = _continuation(raw, task)
         if ctext is None:
             return []
-        hdr = parse_header(ptext + ctext)
+        hdr = parse_header(_joined(ptext, ctext))
         if hdr.cls == "unknown":
             return []
         recs = self.parse_message(hdr.msg, line, hdr, self._stamp(hdr, ext_ts, task))
@@ -319,7 +319,7 @@ class LineParser:
         "Engine 004", not an srun label), except for the srun label of the torn line's own task.
         """
         ctext = _continuation(nxt, task)
-        return None if ctext is None else text + ctext
+        return None if ctext is None else _joined(text, ctext)
 
 
 _SIMPLE = re.compile(
@@ -367,6 +367,14 @@ def _continuation(raw: str, task: int | None) -> str | None:
     if task is not None and pieces and pieces[0][2] not in (None, task):
         return None  # srun labels every line: a continuation carries its own task's label
     return ctext
+
+
+def _joined(text: str, ctext: str) -> str:
+    """A record and its continuation as one line. A torn record goes on mid-word; an indented continuation
+    is a wrapped line (a paste, a narrow terminal) whose wrap stood for one space."""
+    if ctext[:1].isspace():
+        return f"{text.rstrip()} {ctext.lstrip()}"
+    return text + ctext
 
 
 def _filled(recs: list[Record]) -> int:

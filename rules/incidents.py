@@ -32,7 +32,8 @@ CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}
 STARTUP_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "startup")
 RUNTIME_MARKERS = ("EngineDeadError", "output_handler", "execute_model", "RPC call", "serving_", "completion",
                    "generate", "step", "process_input", "run_busy_loop", "get_output", "sample_tokens",
-                   "update_from_output", "synchronize_input_prep")
+                   "update_from_output", "synchronize_input_prep",
+                   "event_loop", "run_batch")   # SGLang's scheduler: run_event_loop, event_loop_overlap, run_batch
 STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run", "initialize_kv_caches",
                    "from_vllm_config", "__init__", "wait_for_engine_startup", "run_engine_core", "init_device",
                    "initialization failed", "failed to start", "launch_core_engines", "make_async_mp_client",

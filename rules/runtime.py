@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from diag.parsers.faults import TAXONOMY
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
 from . import effective, incidents, kv_trend, startup_rule, validity
@@ -316,8 +317,9 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
 
 # ---------------------------------------------------------------- presence of records (K002, E002, E003)
 
-# a connector thread dying, a block-size mismatch or a transport (NIXL/UCX) error breaks KV transfer: E002
-KV_FAULTS = ("kv_connector", "kv_block_size", "transport")
+# a connector failing or its thread dying, a block-size mismatch or a transport (NIXL/UCX, Mooncake) error breaks
+# KV transfer: E002. The taxonomy's classes say which causes these are (parsers/catalog/faults.toml).
+KV_FAULTS = frozenset(c.name for c in TAXONOMY if c.cls in ("kv_connector", "transport"))
 
 
 def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, Any]]]:
@@ -373,7 +375,10 @@ _LABELS = {"stats": "preemptions (stats lines)", "v0-swap": "swap preemptions (V
            "declined": "declined expired reads", "kv_connector": "KV connector crash(es)",
            "kv_block_size": "block-size mismatch(es)", "transport": "transport (NIXL/UCX) error(s)",
            "kv_load_recovered": "requests recomputed after a KV load failure",
-           "grammar": "structured-output (grammar/FSM) rejection(s)"}
+           "grammar": "structured-output (grammar/FSM) rejection(s)",
+           "sglang_kv_transfer": "SGLang KV transfer failure(s)", "mooncake_transfer": "Mooncake transfer error(s)",
+           "ascend_mooncake_transfer": "vllm-ascend Mooncake transfer failure(s)",
+           "v0_kv_receive": "KV receive failure(s) (request recomputed)"}
 
 
 @template("presence")

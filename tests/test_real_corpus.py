@@ -119,3 +119,29 @@ def test_kv_load_failures_of_lmcache_and_vllm_are_one_e002(tmp_path: Path) -> No
     hits = [f for f in report_of([str(log)]).findings if f.code == "DIAG-E002"]
     assert len(hits) == 1
     assert hits[0].evidence["counts"] == {"kv_connector": 1, "kv_load_recovered": 215}
+
+
+@pytest.mark.parametrize(("name", "counts"), [
+    ("n-57.log", {"sglang_kv_transfer": 2}),
+    ("n-58.log", {"sglang_kv_transfer": 1}),
+    ("n-65.log", {"mooncake_transfer": 8, "v0_kv_receive": 1}),
+    ("n-66.log", {"mooncake_transfer": 2}),
+    ("n-82.log", {"mooncake_transfer": 3, "ascend_mooncake_transfer": 2}),
+    ("n-83.log", {"ascend_mooncake_transfer": 2}),
+])
+def test_kv_transfer_failures_of_other_stacks_are_one_e002(name: str, counts: dict[str, int]) -> None:
+    """SGLang (KVTransferError, also inside an abort response), Mooncake's engine and store glog lines,
+    vllm-ascend's MooncakeConnector and vLLM's V0 connectors: each wording counted once per line."""
+    hits = [f for f in report_of([str(OWN / name)]).findings if f.code == "DIAG-E002"]
+    assert len(hits) == 1
+    assert hits[0].evidence["counts"] == counts
+
+
+@pytest.mark.parametrize(("name", "code"), [("n-64.log", "DIAG-E004"), ("n-85.log", "DIAG-E001"),
+                                            ("n-86.log", "DIAG-E001")])
+def test_sglang_scheduler_exception_is_a_death_phased_by_its_frames(name: str, code: str) -> None:
+    """'Scheduler hit an exception' kills the SGLang server: in Scheduler.__init__ a start-up failure, in
+    the event loop (run_event_loop, event_loop_overlap, run_batch) an engine death."""
+    hits = [f for f in report_of([str(OWN / name)]).findings if f.code in ("DIAG-E001", "DIAG-E004")]
+    assert [f.code for f in hits] == [code]
+    assert hits[0].evidence["faults"].get("sglang_process_died") == 1
