@@ -40,6 +40,17 @@ STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run"
                    "capture_model", "capture_end")
 
 
+# an engine's serving loop: an exception escaping it ends the engine (vLLM V1's EngineCore busy loop and the
+# workers' execute_model it waits on; SGLang's scheduler event loop), whatever the exception's type
+SERVING_LOOP_MARKERS = ("execute_model", "run_busy_loop", "event_loop", "run_batch")
+
+
+def _serving_loop_frames(fault: Fault) -> bool:
+    """A traceback running through an engine's serving loop (and no start-up code)."""
+    text = " ".join(fault.frames)
+    return any(m in text for m in SERVING_LOOP_MARKERS) and not any(m in text for m in STARTUP_MARKERS)
+
+
 def _startup_frames(fault: Fault) -> bool:
     """A traceback running through start-up code (and no serving code)."""
     text = " ".join(fault.frames)
@@ -104,14 +115,18 @@ def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[li
 
 def fatal_phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str | None:
     """The phase of an incident that killed or kept an engine from starting, None when it did not:
-    a death or fatal cause in it, or a traceback cut inside start-up code before any serving (an
-    exception escaping an engine's construction stops it from starting, whatever its type)."""
+    a death or fatal cause in it, a traceback cut inside start-up code before any serving (an
+    exception escaping an engine's construction stops it from starting, whatever its type), or one cut
+    inside an engine's serving loop (an exception escaping it ends the engine, whatever its type)."""
     causes = {f.cause for _, _, f in group}
     if causes & (DEATH | FATAL):
         return _phase(run, group, ready)
     if any(f.cause == CUT.name and _startup_frames(f) for _, _, f in group) and \
             _phase(run, group, ready) == "startup":
         return "startup"
+    if any(f.cause == CUT.name and _serving_loop_frames(f) for _, _, f in group) and \
+            _phase(run, group, ready) == "runtime":
+        return "runtime"
     return None
 
 
