@@ -123,10 +123,25 @@ def test_follow_skips_a_fifo_and_ends_on_sigterm(tmp_path: Path) -> None:
     os.mkfifo(run / "logs" / "nodeZ_prefill_w9.out")
     proc = subprocess.Popen([sys.executable, "-m", "diag", "tail", str(run), "-f", "--format", "json"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    _wait_until_reading(proc.pid, run, timeout_s=60)   # its SIGTERM handler is set before the first read
     proc.terminate()
     out, err = proc.communicate(timeout=60)
     assert "Traceback" not in err and "a FIFO" in json.dumps(skipped(json.loads(out)))
+
+
+def _wait_until_reading(pid: int, run: Path, timeout_s: float) -> None:
+    """Until the process has one of the run's files open (or has read them all once): a fixed sleep is too
+    short on a loaded machine, where the interpreter alone can take seconds to start."""
+    deadline = time.monotonic() + timeout_s
+    fds = Path(f"/proc/{pid}/fd")
+    while time.monotonic() < deadline:
+        try:
+            if any(str(run) in os.readlink(fd) for fd in fds.iterdir()):
+                break
+        except OSError:   # a descriptor closed while we looked
+            pass
+        time.sleep(0.05)
+    time.sleep(1.0)       # a poll or two more, as a user's Ctrl-C would come
 
 
 def test_directory_named_like_a_log_symlink_loops_and_rotated_copies_are_listed(tmp_path: Path) -> None:
