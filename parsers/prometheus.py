@@ -73,6 +73,19 @@ FIELDS: dict[str, tuple[str, tuple[tuple[str, tuple[str, str] | None], ...]]] = 
 }
 COUNTERS = tuple(k for k, (kind, _) in FIELDS.items() if kind == "counter")
 
+# P/D KV-connector failure counters (counters without ``_total``), per signal: groups whose
+# increases add up, each group's members overlapping (the group counts its largest increase).
+# NIXL: up to vLLM 0.30 ``nixl_num_failed_transfers`` and ``nixl_num_failed_notifications`` were
+# disjoint; since 0.31 (nixl/stats.py) failed transfers include handshake and notification failures
+# and notifications are also counted on their own. The largest of the two is exact since 0.31 and
+# still sees every failed interval before it (a lower bound on the count), without a version.
+# Mooncake (vLLM >= 0.33, mooncake/stats.py): failed transfers and failed receives are disjoint.
+KV_SIGNALS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "kv_failures": (("vllm:nixl_num_failed_transfers", "vllm:nixl_num_failed_notifications"),
+                    ("vllm:mooncake_num_failed_transfers",), ("vllm:mooncake_num_failed_recvs",)),
+    "kv_expiry": (("vllm:nixl_num_kv_expired_reqs",), ("vllm:mooncake_num_kv_expired_reqs",)),
+}
+
 
 class ExpositionError(ValueError):
     """Text that is not Prometheus exposition format; the message is one line."""

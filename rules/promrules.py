@@ -33,6 +33,7 @@ from diag.parsers.prometheus import (
     ALIASES,
     FIELDS,
     INDEX_LABELS,
+    KV_SIGNALS,
     ROLE_ALIASES,
     ROLE_LABELS,
     ROLE_WORDS,
@@ -93,12 +94,32 @@ def _increase(metrics: tuple[str, ...]) -> str:
     return f"sum by({ENDPOINT}) ({labelled(inner)})"
 
 
-# the counters behind the presence rules' signals (vllm-formats.md §3.2: handshake failures are
-# folded into failed transfers; the P side counts requests whose lease expired)
+def _combine(how: str, label: str, parts: list[str]) -> str:
+    """``max``/``sum`` of vectors that may each be absent: each part tagged by ``label``, the union
+    taken with ``or``, then aggregated without the tag (series of one engine pair up)."""
+    if len(parts) == 1:
+        return parts[0]
+    tagged = " or ".join(f'label_replace({e}, "{label}", "{i}", "__name__", ".*")' for i, e in enumerate(parts))
+    return f"{how} without({label}) ({tagged})"
+
+
+def _kv_increase(groups: tuple[tuple[str, ...], ...]) -> str:
+    """The increase of a KV signal over :data:`RUN_WINDOW` per endpoint: per engine the largest increase
+    within each group of overlapping counters, summed over the groups (:data:`parsers.prometheus.KV_SIGNALS`)."""
+    per_engine = _combine("sum", "diag_group", [
+        _combine("max", "diag_counter", [f"increase({m}_total[{RUN_WINDOW}])" for m in group]) for group in groups])
+    return f"sum by({ENDPOINT}) ({labelled(per_engine)})"
+
+
+# the counters behind the presence rules' signals (vllm-formats.md §3.2; overlapping NIXL counters and
+# Mooncake's in parsers.prometheus.KV_SIGNALS)
 SIGNALS: dict[str, tuple[str, ...]] = {
     "preemptions": ("vllm:num_preemptions",),
-    "kv_failures": ("vllm:nixl_num_failed_transfers", "vllm:nixl_num_failed_notifications"),
-    "kv_expiry": ("vllm:nixl_num_kv_expired_reqs",),
+    **{signal: tuple(m for group in groups for m in group) for signal, groups in KV_SIGNALS.items()},
+}
+SIGNAL_EXPR: dict[str, str] = {
+    "preemptions": _increase(SIGNALS["preemptions"]),
+    **{signal: _kv_increase(groups) for signal, groups in KV_SIGNALS.items()},
 }
 
 RECORDING: dict[str, str] = {
@@ -118,7 +139,7 @@ RECORDING: dict[str, str] = {
     "diag:vllm_running:role_avg": f"avg by({ROLE}) (diag:vllm_running:engine)",
     "diag:vllm_kv_usage:role_avg_percent": f"avg by({ROLE}) (diag:vllm_kv_usage:engine_percent)",
     "diag:vllm_prompt_tokens:role_irate": f"sum by({ROLE}) (diag:vllm_prompt_tokens:engine_irate)",
-    **{f"diag:vllm_{signal}:endpoint_increase": _increase(m) for signal, m in SIGNALS.items()},
+    **{f"diag:vllm_{signal}:endpoint_increase": expr for signal, expr in SIGNAL_EXPR.items()},
     "diag:up:target": f"max by(job, instance, {ENDPOINT}) ({labelled('up')})",
 }
 
