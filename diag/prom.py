@@ -48,6 +48,7 @@ from diag.parsers.prometheus import (
     PromSample,
     StatsConverter,
     choose_step,
+    engine_label,
     iter_capture,
     parse_duration,
     parse_exposition,
@@ -376,7 +377,7 @@ def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], st
         if idx is None:
             idx = sorted(instances[role]).index(inst)
         frames.append(df.with_columns(role=pl.lit(role), index=pl.lit(idx, pl.Int64), instance=pl.lit(inst),
-                                      engine=pl.lit(labels.get("engine"), pl.Utf8)))
+                                      engine=pl.lit(engine_label(labels), pl.Utf8)))
     if not frames:
         return []
     wide = (pl.concat(frames).pivot(on="field", index=["role", "index", "instance", "engine", "ts"],

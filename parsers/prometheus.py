@@ -34,12 +34,13 @@ from urllib.parse import urlsplit
 from prometheus_client.parser import text_string_to_metric_families
 
 from .histogram import COLUMNS as LATENCY_COLUMNS
+from .histogram import FALLBACK as LATENCY_FALLBACK
 from .histogram import LATENCY, QUANTILES, Buckets, buckets, column, interval_quantiles, parse_le
 from .records import StatsSample
 
 __all__ = [
-    "ALIASES", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
-    "canonical", "choose_step", "clean_exposition", "engine_histograms", "engine_values", "hit_rate", "iter_capture",
+    "ALIASES", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
+    "canonical", "choose_step", "clean_exposition", "engine_histograms", "engine_label", "engine_values", "hit_rate", "iter_capture",
     "parse_duration", "parse_exposition", "read_capture", "role_from_samples", "role_of_label",
     "scrapes_to_stats", "series_endpoint", "server_queries", "worker_of",
 ]
@@ -58,10 +59,13 @@ ALIASES: dict[str, str] = {
 # stats field -> (kind, sources in priority order: (current metric name, required label or None)).
 # Since 2026-02 the log's "Avg prompt throughput" counts locally computed tokens only: the
 # ``prompt_tokens_by_source{source="local_compute"}`` counter matches it; ``prompt_tokens`` counts all.
+# Dynamo's own series come after vLLM's (ai-dynamo 1.6 prometheus_names.py, common/utils/prometheus.py):
+# a worker's ``dynamo_component_gpu_cache_usage_percent`` (0..1, per ``dp_rank``), a frontend's
+# in-flight and queued requests, so a capture without vllm: series still has its endpoints' load.
 FIELDS: dict[str, tuple[str, tuple[tuple[str, tuple[str, str] | None], ...]]] = {
-    "running": ("gauge", (("vllm:num_requests_running", None),)),
-    "waiting": ("gauge", (("vllm:num_requests_waiting", None),)),
-    "kv": ("gauge", (("vllm:kv_cache_usage_perc", None),)),
+    "running": ("gauge", (("vllm:num_requests_running", None), ("dynamo_frontend_inflight_requests", None))),
+    "waiting": ("gauge", (("vllm:num_requests_waiting", None), ("dynamo_frontend_queued_requests", None))),
+    "kv": ("gauge", (("vllm:kv_cache_usage_perc", None), ("dynamo_component_gpu_cache_usage_percent", None))),
     "prompt": ("counter", (("vllm:prompt_tokens_by_source", ("source", "local_compute")),
                            ("vllm:prompt_tokens", None))),
     "gen": ("counter", (("vllm:generation_tokens", None),)),
@@ -147,7 +151,7 @@ def _bad_line(text: str) -> tuple[int, str, str] | None:
 
 def family_names() -> set[str]:
     """Every metric family diag reads (FIELDS and the LATENCY histograms), current and old names."""
-    names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | set(LATENCY.values())
+    names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | set(LATENCY.values()) | set(LATENCY_FALLBACK)
     return names | {old for old, new in ALIASES.items() if new in names}
 
 
@@ -182,6 +186,14 @@ def parse_exposition(text: str, *, fields_only: bool = False) -> list[PromSample
     return out
 
 
+ENGINE_LABELS = ("engine", "dp_rank")   # vLLM's engine index; Dynamo's component gauges: the DP rank
+
+
+def engine_label(labels: Mapping[str, str]) -> str | None:
+    """The engine a series belongs to (:data:`ENGINE_LABELS`); None for an endpoint-wide series."""
+    return next((labels[k] for k in ENGINE_LABELS if k in labels), None)
+
+
 def engine_values(samples: Iterable[PromSample]) -> dict[str | None, dict[str, float]]:
     """Per ``engine`` label (None when absent): the FIELDS values present, best source first."""
     rank: dict[tuple[str | None, str], tuple[int, bool]] = {}
@@ -191,7 +203,7 @@ def engine_values(samples: Iterable[PromSample]) -> dict[str | None, dict[str, f
             for pos, (metric, need) in enumerate(sources):
                 if s.metric != metric or (need and s.labels.get(need[0]) != need[1]):
                     continue
-                eng = s.labels.get("engine")
+                eng = engine_label(s.labels)
                 r = (pos, s.legacy)
                 if rank.get((eng, fname), (99, True)) > r:
                     rank[(eng, fname)] = r
@@ -203,25 +215,29 @@ _LATENCY_KEY = {family: key for key, family in LATENCY.items()}
 
 
 def engine_histograms(samples: Iterable[PromSample]) -> dict[str | None, dict[str, Buckets]]:
-    """Per ``engine`` label: the LATENCY histograms present (:data:`parsers.histogram.LATENCY` key ->
-    cumulative buckets), label sets of one engine summed, the current name preferred over an old one."""
-    acc: dict[tuple[str | None, str, bool], dict[float, float]] = {}
+    """Per engine (:func:`engine_label`): the LATENCY histograms present (:data:`parsers.histogram.LATENCY`
+    key -> cumulative buckets), label sets of one engine summed; the current name preferred over an old
+    one, vLLM's over Dynamo's (:data:`parsers.histogram.FALLBACK`)."""
+    acc: dict[tuple[str | None, str, int], dict[float, float]] = {}
     for s in samples:
         if not s.name.endswith("_bucket") or "le" not in s.labels:
             continue
         canon = canonical(s.name.removesuffix("_bucket"))
-        key = _LATENCY_KEY.get(canon[0]) if canon else None
-        if canon is None or key is None:
+        if canon is None:
+            continue
+        key = _LATENCY_KEY.get(canon[0]) or LATENCY_FALLBACK.get(canon[0])
+        if key is None:
             continue
         try:
             le = parse_le(s.labels["le"])
         except ValueError:
             continue
-        counts = acc.setdefault((s.labels.get("engine"), key, canon[1]), {})
+        rank = 2 if canon[0] in LATENCY_FALLBACK else int(canon[1])
+        counts = acc.setdefault((engine_label(s.labels), key, rank), {})
         counts[le] = counts.get(le, 0.0) + s.value
     out: dict[str | None, dict[str, Buckets]] = {}
     for (eng, key, _), counts in sorted(acc.items(), key=lambda kv: kv[0][2], reverse=True):
-        out.setdefault(eng, {})[key] = buckets(counts.items())  # current names last: they win
+        out.setdefault(eng, {})[key] = buckets(counts.items())  # the preferred names last: they win
     return out
 
 
@@ -457,7 +473,7 @@ def _dur(seconds: float) -> str:
 
 
 # the labels a pushed-down query keeps: what names an endpoint (:func:`series_endpoint`) and the engine
-GROUP_LABELS = tuple(dict.fromkeys(("instance", "engine", *ROLE_LABELS, *INDEX_LABELS)))
+GROUP_LABELS = tuple(dict.fromkeys(("instance", *ENGINE_LABELS, *ROLE_LABELS, *INDEX_LABELS)))
 
 
 def server_queries(window_s: float) -> dict[str, str]:
@@ -481,12 +497,17 @@ def server_queries(window_s: float) -> dict[str, str]:
                 else:
                     parts.append(f"{by} (rate({name}_total{sel}[{w}]))")
         out[fname] = " or ".join(parts)
+        dynamo = [p for p in parts if "(dynamo_" in p]
+        if dynamo:  # Dynamo's series only where an instance has no vLLM one (they name the engine differently)
+            vllm = " or ".join(p for p in parts if p not in dynamo)
+            out[fname] = f"{vllm} or (({' or '.join(dynamo)}) unless on(instance) ({vllm}))"
     # latency quantiles: the server's histogram_quantile over irate() of the buckets, the delta of the
     # last two scrapes (rate()'s extrapolation clamps each bucket series to zero on its own, which
     # bends the quantiles; irate is the per-interval bucket delta every other source uses)
     by_le = f"sum by(le, {', '.join(GROUP_LABELS)})"
     for key, family in LATENCY.items():
+        names = (family, *old_of.get(family, []), *(f for f, k in LATENCY_FALLBACK.items() if k == key))
         for q in QUANTILES:
             out[column(key, q)] = " or ".join(f"histogram_quantile({q}, {by_le} (irate({name}_bucket[{w}])))"
-                                              for name in (family, *old_of.get(family, [])))
+                                              for name in names)
     return out

@@ -164,8 +164,11 @@ def test_roles_from_labels() -> None:
 
 def test_promql_side() -> None:
     q = server_queries(60)
-    by = "sum by(instance, engine, dynamo_component, worker_role, role, worker_type, job, worker_index, worker)"
-    assert q["kv"] == f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc)"
+    by = ("sum by(instance, engine, dp_rank, dynamo_component, worker_role, role, worker_type, job, worker_index, "
+          "worker)")
+    vllm = f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc)"
+    assert q["kv"] == f"{vllm} or (({by} (dynamo_component_gpu_cache_usage_percent)) unless on(instance) ({vllm}))"
+    assert q["ttft_p90_s"].endswith("(irate(dynamo_frontend_time_to_first_token_seconds_bucket[60000ms])))")
     assert q["gen"] == f"{by} (rate(vllm:generation_tokens_total[60000ms]))"
     assert q["prompt"].startswith(
         f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms]))')
@@ -209,7 +212,14 @@ def test_capture_values_match_the_file() -> None:
     want = _file_values()
     logs = {lg.path.split("#")[1]: lg for lg in capture_logs(CAPTURE)}
     assert set(logs) == set(want)
-    assert logs["frontend_0"].records == [] and logs["frontend_0"].info.role == "frontend"
+    # the frontend: Dynamo's in-flight and queued requests, one row per scrape (gauges need no baseline)
+    fe = [json.loads(ln) for ln in CAPTURE.read_text().splitlines() if '"frontend_0"' in ln]
+    gauge = {k: [float(re.search(rf"^dynamo_frontend_{k}_requests{{[^}}]*}} (\S+)$", d["text"], re.M)[1]) for d in fe]
+             for k in ("inflight", "queued")}
+    assert logs["frontend_0"].info.role == "frontend"
+    assert [(r.running, r.waiting, r.engine) for r in logs["frontend_0"].records] == [
+        (round(i), round(q), None) for i, q in zip(gauge["inflight"], gauge["queued"], strict=True)]
+    assert [r.running for r in logs["frontend_0"].records] == [512, 512, 1024, 1024, 1024]
     for wid, scrapes in want.items():
         if wid == "frontend_0":
             continue
