@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
 
+import polars as pl
 import pytest
 from loading import load_run
 from prometheus_client.parser import text_string_to_metric_families
@@ -286,3 +287,25 @@ def test_tail_json_shows_prometheus_samples() -> None:
     assert all("more than one API server" in f["message"] and "Prometheus has" in f["message"] for f in l001)
     kinds = [s["kind"] for s in doc["sources"]]
     assert kinds.count("prometheus") == 7
+
+
+def test_dynamo_only_capture_gives_what_its_vllm_twin_gives() -> None:
+    """stats-missing-dynamo is stats-missing with Dynamo's series only (no vllm: series): the same
+    endpoints, the same KV usage per engine and the same findings."""
+    from diag.rules.engine import evaluate
+
+    runs = {name: load_run([str(ROOT / "samples" / "runs" / name)]) for name in ("stats-missing", "stats-missing-dynamo")}
+    vllm, dynamo = runs["stats-missing"], runs["stats-missing-dynamo"]
+    assert sorted(dynamo.endpoints) == sorted(vllm.endpoints)
+    for ep_id, ep in vllm.endpoints.items():
+        want = ep.stats.filter(pl.col("file").str.contains("raw_prometheus")).select("ts", "engine", "kv_usage").sort("ts", "engine")
+        got = dynamo.endpoints[ep_id].stats.filter(pl.col("file").str.contains("raw_prometheus")).select("ts", "engine", "kv_usage").sort("ts", "engine")
+        if ep.role == "frontend":
+            assert got.height == want.height == 5, ep_id
+            continue
+        # vLLM's counters need a baseline scrape; Dynamo's gauge alone gives every scrape a row
+        assert got.join(want, on=["ts", "engine"], how="inner").filter(
+            (pl.col("kv_usage") - pl.col("kv_usage_right")).abs() > 1e-9).height == 0, ep_id
+        assert got.height > want.height > 0, ep_id
+    codes = {name: sorted((f.code, f.endpoint) for f in evaluate(run)) for name, run in runs.items()}
+    assert codes["stats-missing-dynamo"] == codes["stats-missing"] and ("DIAG-L001", "decode-w0") in codes["stats-missing"]
