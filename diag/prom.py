@@ -52,6 +52,7 @@ from diag.parsers.prometheus import (
     iter_capture,
     parse_duration,
     parse_exposition,
+    prefill_deployments,
     role_from_samples,
     series_endpoint,
     server_queries,
@@ -204,11 +205,11 @@ class Scraper:
             if t.role and t.index is not None:
                 self._taken[t.role].add(t.index)
 
-    def _log_for(self, i: int, samples: list[PromSample]) -> ParsedLog:
+    def _log_for(self, i: int, samples: list[PromSample], with_prefill: bool) -> ParsedLog:
         log = self._logs[i]
         if log is None:
             t = self.targets[i]
-            role = t.role or role_from_samples(samples) or "unknown"
+            role = t.role or role_from_samples(samples, with_prefill) or "unknown"
             idx = t.index
             if idx is None:
                 taken = self._taken[role]
@@ -221,6 +222,7 @@ class Scraper:
         """Scrape every target once; the errors of this poll (one line each)."""
         self.polls += 1
         errors = []
+        got: list[tuple[int, str, list[PromSample]]] = []
         for i, t in enumerate(self.targets):
             try:
                 text = fetch(t.url, timeout_s=self.timeout_s, max_bytes=self.max_bytes)
@@ -231,7 +233,12 @@ class Scraper:
                 errors.append(msg)
                 continue
             self._errors[i] = None
-            log = self._log_for(i, samples)
+            got.append((i, text, samples))
+        # a bare URL's Dynamo ``backend`` is decode when the scrape set has a prefill endpoint
+        with_prefill = any((self.targets[i].role or role_from_samples(samples)) == "prefill" for i, _, samples in got)
+        with_prefill = with_prefill or any(log is not None and log.info.role == "prefill" for log in self._logs)
+        for i, text, samples in got:
+            log = self._log_for(i, samples, with_prefill)
             log.counts.lines += 1
             log.counts.candidates += 1
             log.size += len(text)
@@ -364,8 +371,9 @@ def _why(e: Exception) -> str:
 
 def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], step: float) -> list[ParsedLog]:
     keyed = []
+    with_prefill = prefill_deployments(labels for labels, _ in series)
     for labels, df in series:
-        role, idx = series_endpoint(labels)
+        role, idx = series_endpoint(labels, with_prefill)
         keyed.append((role, idx, labels.get("instance") or "", labels, df))
     # an index from the instance's position among its role's instances, when no label gives one
     instances: dict[str, list[str]] = defaultdict(list)

@@ -18,6 +18,9 @@
 * :func:`read_capture` reads srt-slurm's ``raw_prometheus.jsonl`` (srt-dynamo.md §3.1):
   one scrape per line ``{timestamp_ns, endpoint_url, role, worker_id, text}``.
 * :func:`choose_step` and :func:`server_queries` hold the PromQL side (same FIELDS and ALIASES).
+
+The module is long because it holds the one metric vocabulary (fields, KV signals, endpoint roles) that
+the scrape, capture and server paths and the exported rules all read.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -39,9 +42,10 @@ from .histogram import LATENCY, QUANTILES, Buckets, buckets, column, interval_qu
 from .records import StatsSample
 
 __all__ = [
-    "ALIASES", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
-    "canonical", "choose_step", "clean_exposition", "engine_histograms", "engine_label", "engine_values", "hit_rate", "iter_capture",
-    "parse_duration", "parse_exposition", "read_capture", "role_from_samples", "role_of_label",
+    "ALIASES", "BACKEND", "DEPLOYMENT_LABEL", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow",
+    "ExpositionError", "PromSample", "StatsConverter", "backend_role", "canonical", "choose_step", "clean_exposition",
+    "engine_histograms", "engine_label", "engine_values", "hit_rate", "iter_capture", "parse_duration",
+    "parse_exposition", "prefill_deployments", "read_capture", "role_from_samples", "role_of_label",
     "scrapes_to_stats", "series_endpoint", "server_queries", "worker_of",
 ]
 
@@ -248,14 +252,19 @@ def engine_histograms(samples: Iterable[PromSample]) -> dict[str | None, dict[st
 ROLE_LABELS = ("dynamo_component", "worker_role", "role", "worker_type", "job")  # the first that names a role wins
 INDEX_LABELS = ("worker_index", "worker", "job")   # the first with a trailing number (a role label: of that role)
 ROLE_WORDS = ("prefill", "decode", "frontend", "agg")   # a label value names the first one it contains
-ROLE_ALIASES = {"dynamo_component": {"backend": "decode"}}  # Dynamo's vLLM decode worker is component ``backend``
+# Dynamo's vLLM worker is component ``prefill`` in prefill mode and ``backend`` otherwise (ai-dynamo 1.6
+# dynamo/vllm/args.py): ``backend`` is a decode worker beside a prefill component of its deployment, an
+# aggregated one without; it yields to any other label that names a role.
+BACKEND = "backend"
+ROLE_ALIASES = {"dynamo_component": {"backend": BACKEND}}
+DEPLOYMENT_LABEL = "dynamo_namespace"   # one deployment (a run); series without it: one deployment ""
 WORKER_NUMBER = r"(?:.*[-_])?w?([0-9]+)"           # ``decode-w1``, ``prefill_3``, ``2``: the worker index
 _WORKER_NUMBER = re.compile(WORKER_NUMBER)
 
 
 def role_of_label(value: str | None, label: str | None = None) -> str | None:
-    """The role a label value names: prefill | decode | agg | frontend (None: unknown). ``label``: the
-    label it is the value of (:data:`ROLE_ALIASES`)."""
+    """The role a label value names: prefill | decode | agg | frontend, or :data:`BACKEND` (None: unknown).
+    ``label``: the label it is the value of (:data:`ROLE_ALIASES`)."""
     v = (value or "").lower()
     for word in ROLE_WORDS:
         if word in v:
@@ -263,25 +272,44 @@ def role_of_label(value: str | None, label: str | None = None) -> str | None:
     return ROLE_ALIASES.get(label or "", {}).get(v)
 
 
-def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
+def backend_role(with_prefill: bool) -> str:
+    """What a :data:`BACKEND` worker is: decode when its deployment has a prefill component, else agg."""
+    return "decode" if with_prefill else "agg"
+
+
+def _series_role(labels: Mapping[str, str]) -> str | None:
+    """The role the first of :data:`ROLE_LABELS` naming one gives; :data:`BACKEND` only when none other does."""
+    roles = [r for key in ROLE_LABELS if (r := role_of_label(labels.get(key), key))]
+    return next((r for r in roles if r != BACKEND), roles[0] if roles else None)
+
+
+def prefill_deployments(label_sets: Iterable[Mapping[str, str]]) -> set[str]:
+    """The deployments (:data:`DEPLOYMENT_LABEL` values, "" without one) that have a prefill series."""
+    return {ls.get(DEPLOYMENT_LABEL, "") for ls in label_sets if _series_role(ls) == "prefill"}
+
+
+def series_endpoint(labels: Mapping[str, str], with_prefill: Container[str] = ()) -> tuple[str, int | None]:
     """(role, index or None) of one series: the role from the first of :data:`ROLE_LABELS` that names
-    one, the index from the first of :data:`INDEX_LABELS` with a trailing number (``job`` only when it
-    names that role); ``unknown`` without a role label."""
-    for key in ROLE_LABELS:
-        role = role_of_label(labels.get(key), key)
-        if role:
-            for ikey in INDEX_LABELS:
-                m = _WORKER_NUMBER.fullmatch(labels.get(ikey) or "")
-                if m and (ikey not in ROLE_LABELS or role_of_label(labels.get(ikey), ikey) == role):
-                    return role, int(m.group(1))
-            return role, None
-    return "unknown", None
+    one (:data:`BACKEND`: decode when its deployment is in ``with_prefill``, see
+    :func:`prefill_deployments`, else agg), the index from the first of :data:`INDEX_LABELS` with a
+    trailing number (``job`` only when it names that role); ``unknown`` without a role label."""
+    role = _series_role(labels)
+    if role is None:
+        return "unknown", None
+    if role == BACKEND:
+        role = backend_role(labels.get(DEPLOYMENT_LABEL, "") in with_prefill)
+    for ikey in INDEX_LABELS:
+        m = _WORKER_NUMBER.fullmatch(labels.get(ikey) or "")
+        if m and (ikey not in ROLE_LABELS or role_of_label(labels.get(ikey), ikey) == role):
+            return role, int(m.group(1))
+    return role, None
 
 
-def role_from_samples(samples: Iterable[PromSample]) -> str | None:
+def role_from_samples(samples: Iterable[PromSample], with_prefill: bool = False) -> str | None:
     """An endpoint's role from the labels of its scrape: the first of :data:`ROLE_LABELS` whose values
     name exactly one role, Dynamo frontend metrics right after the component label (a frontend exposes
-    per-worker gauges of both ``worker_type`` values)."""
+    per-worker gauges of both ``worker_type`` values); :data:`BACKEND` only when no other label names a
+    role, then :func:`backend_role` (``with_prefill``: the scrape set has a prefill endpoint)."""
     values: dict[str, set[str]] = {label: set() for label in ROLE_LABELS}
     frontend = False
     for s in samples:
@@ -289,13 +317,16 @@ def role_from_samples(samples: Iterable[PromSample]) -> str | None:
             if label in s.labels:
                 values[label].add(s.labels[label])
         frontend = frontend or s.name.startswith("dynamo_frontend_")
+    backend = False
     for label in ROLE_LABELS:
         roles = {r for v in values[label] if (r := role_of_label(v, label))}
+        backend = backend or roles == {BACKEND}
+        roles.discard(BACKEND)
         if len(roles) == 1:
             return roles.pop()
         if label == ROLE_LABELS[0] and frontend:
             return "frontend"
-    return None
+    return backend_role(with_prefill) if backend else None
 
 
 def _engine_int(label: str | None) -> int | None:
@@ -473,7 +504,7 @@ def _dur(seconds: float) -> str:
 
 
 # the labels a pushed-down query keeps: what names an endpoint (:func:`series_endpoint`) and the engine
-GROUP_LABELS = tuple(dict.fromkeys(("instance", *ENGINE_LABELS, *ROLE_LABELS, *INDEX_LABELS)))
+GROUP_LABELS = tuple(dict.fromkeys(("instance", *ENGINE_LABELS, *ROLE_LABELS, *INDEX_LABELS, DEPLOYMENT_LABEL)))
 
 
 def server_queries(window_s: float) -> dict[str, str]:

@@ -31,6 +31,8 @@ import yaml
 
 from diag.parsers.prometheus import (
     ALIASES,
+    BACKEND,
+    DEPLOYMENT_LABEL,
     FIELDS,
     INDEX_LABELS,
     KV_SIGNALS,
@@ -38,6 +40,7 @@ from diag.parsers.prometheus import (
     ROLE_LABELS,
     ROLE_WORDS,
     WORKER_NUMBER,
+    backend_role,
 )
 
 from .catalog import Rule
@@ -47,18 +50,20 @@ STATS_INTERVAL_S = 10.0     # vLLM's stats interval: one bucket of diag's window
 IRATE_WINDOW = "1m"         # how far back irate looks for its last two samples
 
 GROUPS = ["diag-recording", "diag-alerts"]   # the rule groups, in evaluation order
-RUN = "dynamo_namespace"
+RUN = DEPLOYMENT_LABEL
 ROLE = f"{RUN}, diag_role"
 ENDPOINT = f"{ROLE}, diag_worker"
 ENGINE = f"{ENDPOINT}, engine"
 
 # (label, replacement, regex) from parsers.prometheus's label mapping, lowest priority first: a later
 # match overrides an earlier one. The serving roles only (a frontend's series are not an endpoint's).
+# Dynamo's ``backend`` component (BACKEND) is weakest; it becomes decode in a deployment with a prefill
+# series (any role label naming prefill), agg otherwise.
 _SERVING = "|".join(w for w in ROLE_WORDS if w != "frontend")
-_ROLE_FROM = [entry for label in reversed(ROLE_LABELS)
-              for entry in [*((label, role, alias) for alias, role in ROLE_ALIASES.get(label, {}).items()),
-                            (label, "$1", f".*?({_SERVING}).*")]]
+_ROLE_FROM = [*((label, role, alias) for label, aliases in ROLE_ALIASES.items() for alias, role in aliases.items()),
+              *((label, "$1", f".*?({_SERVING}).*") for label in reversed(ROLE_LABELS))]
 _WORKER_FROM = [("instance", "$1", "(.+)")] + [(label, "$1", WORKER_NUMBER) for label in reversed(INDEX_LABELS)]
+WITH_PREFILL = (f"group by({RUN}) (" + " or ".join(f'{{{label}=~".*prefill.*"}}' for label in ROLE_LABELS) + ")")
 
 
 def labelled(selector: str) -> str:
@@ -68,7 +73,10 @@ def labelled(selector: str) -> str:
         expr = f'label_replace({expr}, "diag_role", "{repl}", "{label}", "{regex}")'
     for label, repl, regex in _WORKER_FROM:
         expr = f'label_replace({expr}, "diag_worker", "{repl}", "{label}", "{regex}")'
-    return expr
+    as_role = {role: f'label_replace({expr}, "diag_role", "{role}", "diag_role", "{BACKEND}")'
+               for role in (backend_role(True), backend_role(False))}
+    return (f"({as_role[backend_role(True)]} and on({RUN}) {WITH_PREFILL}"
+            f" or {as_role[backend_role(False)]} unless on({RUN}) {WITH_PREFILL})")
 
 
 def _names(metric: str) -> list[str]:

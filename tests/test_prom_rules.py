@@ -138,3 +138,29 @@ def test_kv_failure_counters_counted_once(tmp_path: Path) -> None:
     res = subprocess.run([_promtool(), "test", "rules", str(tmp_path / "tests.yml")], capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_backend_is_decode_beside_prefill_else_agg(tmp_path: Path) -> None:
+    """Dynamo's worker is component ``backend`` in decode and aggregated mode (ai-dynamo 1.6 dynamo/vllm/args.py):
+    decode in a deployment with a prefill component, aggregated in one without; another role label wins."""
+    (tmp_path / "rules.yml").write_text(export([]))
+    lab = 'dynamo_namespace="{ns}",dynamo_component="{comp}",instance="n{i}:8000",job="{job}",engine="0"'
+
+    def running(ns: str, comp: str, i: int, value: int, job: str = "dynamo") -> dict[str, str]:
+        return {"series": f"vllm:num_requests_running{{{lab.format(ns=ns, comp=comp, i=i, job=job)}}}",
+                "values": f"{value}x3"}
+
+    inputs = [running("disagg", "prefill", 0, 1), running("disagg", "backend", 1, 2),
+              running("agg", "backend", 2, 3), running("agg", "backend", 3, 4, job="decode-w7")]
+    want = [("agg", "agg", "n2:8000", 3), ("agg", "decode", "7", 4),
+            ("disagg", "decode", "n1:8000", 2), ("disagg", "prefill", "n0:8000", 1)]
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": inputs,
+        "promql_expr_test": [{"expr": "sum by(dynamo_namespace, diag_role, diag_worker) (diag:vllm_running:engine)",
+                              "eval_time": "2m", "exp_samples": [
+            {"labels": f'{{diag_role="{r}", diag_worker="{w}", dynamo_namespace="{ns}"}}', "value": v}
+            for ns, r, w, v in want]}]}]}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    res = subprocess.run([_promtool(), "test", "rules", str(tmp_path / "tests.yml")], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -27,9 +27,11 @@ from diag.parsers.prometheus import (
     engine_values,
     parse_duration,
     parse_exposition,
+    prefill_deployments,
     read_capture,
     role_from_samples,
     scrapes_to_stats,
+    series_endpoint,
     server_queries,
     worker_of,
 )
@@ -156,7 +158,10 @@ def test_roles_from_labels() -> None:
         return role_from_samples(parse_exposition(text))
 
     assert role('dynamo_component_requests_total{dynamo_component="prefill"} 1\n') == "prefill"
-    assert role('dynamo_component_uptime_seconds{dynamo_component="backend"} 1\n') == "decode"
+    backend = 'dynamo_component_uptime_seconds{dynamo_component="backend"} 1\n'
+    assert role(backend) == "agg"   # no prefill endpoint in the scrape set: aggregated
+    assert role_from_samples(parse_exposition(backend), with_prefill=True) == "decode"
+    assert role('dynamo_component_uptime_seconds{dynamo_component="backend",worker_role="decode"} 1\n') == "decode"
     assert role('dynamo_frontend_worker_active_prefill_tokens{worker_type="prefill"} 1\n'
                 'dynamo_frontend_worker_active_decode_blocks{worker_type="decode"} 1\n') == "frontend"
     assert role('x{worker_type="decode"} 1\n') == "decode"
@@ -166,7 +171,7 @@ def test_roles_from_labels() -> None:
 def test_promql_side() -> None:
     q = server_queries(60)
     by = ("sum by(instance, engine, dp_rank, dynamo_component, worker_role, role, worker_type, job, worker_index, "
-          "worker)")
+          "worker, dynamo_namespace)")
     vllm = f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc)"
     assert q["kv"] == f"{vllm} or (({by} (dynamo_component_gpu_cache_usage_percent)) unless on(instance) ({vllm}))"
     assert q["ttft_p90_s"].endswith("(irate(dynamo_frontend_time_to_first_token_seconds_bucket[60000ms])))")
@@ -309,3 +314,16 @@ def test_dynamo_only_capture_gives_what_its_vllm_twin_gives() -> None:
         assert got.height > want.height > 0, ep_id
     codes = {name: sorted((f.code, f.endpoint) for f in evaluate(run)) for name, run in runs.items()}
     assert codes["stats-missing-dynamo"] == codes["stats-missing"] and ("DIAG-L001", "decode-w0") in codes["stats-missing"]
+
+
+def test_backend_endpoint_from_its_deployment() -> None:
+    """A server's series: ``backend`` is decode in a Dynamo namespace with a prefill series, agg elsewhere."""
+    series = [{"dynamo_namespace": "pd", "dynamo_component": "prefill", "instance": "a:1"},
+              {"dynamo_namespace": "pd", "dynamo_component": "backend", "instance": "b:1"},
+              {"dynamo_namespace": "solo", "dynamo_component": "backend", "instance": "c:1", "worker": "w3"},
+              {"dynamo_component": "backend", "instance": "d:1"}]
+    with_prefill = prefill_deployments(series)
+    assert with_prefill == {"pd"}
+    assert [series_endpoint(ls, with_prefill) for ls in series] == [
+        ("prefill", None), ("decode", None), ("agg", 3), ("agg", None)]
+    assert series_endpoint(series[3], prefill_deployments([*series, {"job": "prefill-w0"}])) == ("decode", None)
