@@ -43,6 +43,7 @@ from diag import __version__
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prometheus import (
+    KV_COUNTS,
     MAX_POINTS,
     ExpositionError,
     PromSample,
@@ -50,6 +51,7 @@ from diag.parsers.prometheus import (
     choose_step,
     engine_label,
     iter_capture,
+    kv_records,
     parse_duration,
     parse_exposition,
     prefill_deployments,
@@ -399,6 +401,7 @@ def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], st
         for n, row in enumerate(part.iter_rows(named=True), 1):
             ts = datetime.fromtimestamp(row["ts"], tz=UTC)
             log.records.append(StatsConverter.from_rates(ts, n, row["engine"], row, step))
+            log.records.extend(kv_records(n, ts, {k: v * step for k in KV_COUNTS if (v := row.get(k)) is not None and v == v}))
         log.counts.lines = log.counts.candidates = part.height
         logs.append(log)
     return logs

@@ -36,17 +36,19 @@ from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from .columns import KV_VALUE_KEYS
 from .histogram import COLUMNS as LATENCY_COLUMNS
 from .histogram import FALLBACK as LATENCY_FALLBACK
 from .histogram import LATENCY, QUANTILES, Buckets, buckets, column, interval_quantiles, parse_le
-from .records import StatsSample
+from .records import KVExpiry, KVTransfer, Record, StatsSample
 
 __all__ = [
-    "ALIASES", "BACKEND", "DEPLOYMENT_LABEL", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow",
-    "ExpositionError", "PromSample", "StatsConverter", "backend_role", "canonical", "choose_step", "clean_exposition",
-    "engine_histograms", "engine_label", "engine_values", "hit_rate", "iter_capture", "parse_duration",
-    "parse_exposition", "prefill_deployments", "read_capture", "role_from_samples", "role_of_label",
-    "scrapes_to_stats", "series_endpoint", "server_queries", "worker_of",
+    "ALIASES", "BACKEND", "DEPLOYMENT_LABEL", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS", "KV_COUNTS", "KV_METRICS", "MAX_POINTS",
+    "CaptureRow", "ExpositionError", "PromSample", "StatsConverter", "backend_role", "canonical", "choose_step",
+    "clean_exposition", "combine_vectors", "engine_counters", "engine_histograms", "engine_label", "engine_values", "hit_rate",
+    "iter_capture", "kv_records", "parse_duration", "parse_exposition", "prefill_deployments", "read_capture",
+    "role_from_samples", "role_of_label", "scrapes_to_stats", "series_endpoint", "server_queries",
+    "signal_increase", "worker_of",
 ]
 
 VARIANT = "prom"
@@ -93,6 +95,13 @@ KV_SIGNALS: dict[str, tuple[tuple[str, ...], ...]] = {
                     ("vllm:mooncake_num_failed_transfers",), ("vllm:mooncake_num_failed_recvs",)),
     "kv_expiry": (("vllm:nixl_num_kv_expired_reqs",), ("vllm:mooncake_num_kv_expired_reqs",)),
 }
+# what the Python paths count besides: successful transfers, one observation of the connector's
+# transfer-time histogram each (nixl/stats.py, mooncake/stats.py observe every transfer_duration)
+KV_COUNTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    **KV_SIGNALS,
+    "kv_transfers": (("vllm:nixl_xfer_time_seconds_count",), ("vllm:mooncake_xfer_time_seconds_count",)),
+}
+KV_METRICS = {m for groups in KV_COUNTS.values() for group in groups for m in group}
 
 
 class ExpositionError(ValueError):
@@ -156,6 +165,7 @@ def _bad_line(text: str) -> tuple[int, str, str] | None:
 def family_names() -> set[str]:
     """Every metric family diag reads (FIELDS and the LATENCY histograms), current and old names."""
     names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | set(LATENCY.values()) | set(LATENCY_FALLBACK)
+    names |= KV_METRICS
     return names | {old for old, new in ALIASES.items() if new in names}
 
 
@@ -342,10 +352,25 @@ class StatsConverter:
     baseline_rows: bool = False
     resets: int = 0
     _prev: dict[str | None, tuple[datetime, dict[str, float], dict[str, Buckets]]] = field(default_factory=dict)
+    _kv_prev: dict[str | None, tuple[datetime, dict[str, float]]] = field(default_factory=dict)
 
-    def add(self, ts: datetime, samples: Iterable[PromSample], line: int) -> list[StatsSample]:
-        out = []
+    def add(self, ts: datetime, samples: Iterable[PromSample], line: int) -> list[Record]:
+        """The rows of one scrape: a ``StatsSample`` per engine, and the KV-transfer failures and lease
+        expiries counted since the previous scrape as the logs' records (:func:`kv_records`)."""
         samples = list(samples)
+        out: list[Record] = list(self._stats(ts, samples, line))
+        for eng, cur in engine_counters(samples, KV_METRICS).items():
+            prev = self._kv_prev.get(eng)
+            if prev is not None and (ts - prev[0]).total_seconds() <= 0:
+                continue
+            self._kv_prev[eng] = (ts, cur)
+            if prev is not None:
+                out.extend(kv_records(line, ts, {signal: signal_increase(groups, prev[1], cur)
+                                                 for signal, groups in KV_COUNTS.items()}))
+        return out
+
+    def _stats(self, ts: datetime, samples: list[PromSample], line: int) -> list[StatsSample]:
+        out = []
         hists = engine_histograms(samples)
         for eng, vals in sorted(engine_values(samples).items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
             prev = self._prev.get(eng)
@@ -381,6 +406,38 @@ class StatsConverter:
         return _sample(line, ts, engine, vals, rates, latency)
 
 
+def engine_counters(samples: Iterable[PromSample], metrics: Container[str]) -> dict[str | None, dict[str, float]]:
+    """Per engine (:func:`engine_label`): the value of each of ``metrics`` present, label sets summed."""
+    out: dict[str | None, dict[str, float]] = {}
+    for s in samples:
+        if s.metric in metrics:
+            vals = out.setdefault(engine_label(s.labels), {})
+            vals[s.metric] = vals.get(s.metric, 0.0) + s.value
+    return out
+
+
+def signal_increase(groups: tuple[tuple[str, ...], ...], prev: Mapping[str, float], cur: Mapping[str, float]) -> float:
+    """A KV signal's increase between two scrapes of one engine (:data:`KV_SIGNALS`): the largest member
+    increase of each group, summed over the groups; a counter that went down restarted from zero."""
+    def delta(m: str) -> float:
+        return cur[m] - prev[m] if cur[m] >= prev[m] else cur[m]
+    return sum(max((delta(m) for m in group if m in cur and m in prev), default=0.0) for group in groups)
+
+
+_TRANSFER_KEYS = {"kv_transfers": KV_VALUE_KEYS["transfers"][0], "kv_failures": KV_VALUE_KEYS["failed"][0]}
+
+
+def kv_records(line: int, ts: datetime | None, increases: Mapping[str, float]) -> list[Record]:
+    """The log records the increases of :data:`KV_COUNTS` in an interval stand for: successful and failed
+    transfers as a ``KV Transfer metrics`` row, each expired lease as a ``KVExpiry`` (``expired``)."""
+    out: list[Record] = []
+    counts = {key: float(round(increases.get(signal, 0.0))) for signal, key in _TRANSFER_KEYS.items()}
+    if any(counts.values()):
+        out.append(KVTransfer(line, connector=None, values=tuple(counts.items()), ts=ts))
+    out.extend(KVExpiry(line, event="expired", ts=ts) for _ in range(round(increases.get("kv_expiry", 0.0))))
+    return out
+
+
 def _sample(line: int, ts: datetime, engine: str | None, gauges: Mapping[str, float], rates: Mapping[str, float],
             latency: Mapping[str, float]) -> StatsSample:
     """One ``StatsSample(variant="prom")`` from an engine's gauges (FIELDS names), per-interval counter rates
@@ -405,10 +462,10 @@ def _int(x: float | None) -> int | None:
     return None if x is None or math.isnan(x) else round(x)
 
 
-def scrapes_to_stats(scrapes: Iterable[tuple[datetime, int, list[PromSample]]]) -> list[StatsSample]:
+def scrapes_to_stats(scrapes: Iterable[tuple[datetime, int, list[PromSample]]]) -> list[Record]:
     """Rows of one endpoint's scrapes ``(ts, line, samples)``, taken in time order."""
     conv = StatsConverter()
-    out: list[StatsSample] = []
+    out: list[Record] = []
     for ts, line, samples in sorted(scrapes, key=lambda t: (t[0], t[1])):
         out.extend(conv.add(ts, samples, line))
     return out
@@ -507,10 +564,19 @@ def _dur(seconds: float) -> str:
 GROUP_LABELS = tuple(dict.fromkeys(("instance", *ENGINE_LABELS, *ROLE_LABELS, *INDEX_LABELS, DEPLOYMENT_LABEL)))
 
 
+def combine_vectors(how: str, label: str, parts: list[str]) -> str:
+    """PromQL: ``max``/``sum`` of vectors that may each be absent: each part tagged by ``label``, the union
+    taken with ``or``, then aggregated without the tag (series of one engine pair up)."""
+    if len(parts) == 1:
+        return parts[0]
+    tagged = " or ".join(f'label_replace({e}, "{label}", "{i}", "__name__", ".*")' for i, e in enumerate(parts))
+    return f"{how} without({label}) ({tagged})"
+
+
 def server_queries(window_s: float) -> dict[str, str]:
     """PromQL per stats field, summed by endpoint and engine (:data:`GROUP_LABELS`) on the server: gauges
     with old names as ``or`` fallbacks, counters as ``rate()`` over ``window_s`` (per second;
-    preemptions are turned into per-step counts by the caller), latency quantiles per
+    preemptions and the KV signals are turned into per-step counts by the caller), latency quantiles per
     :data:`parsers.histogram.COLUMNS` as ``histogram_quantile`` of the buckets' ``irate()``."""
     old_of: dict[str, list[str]] = {}
     for old, new in ALIASES.items():
@@ -532,6 +598,10 @@ def server_queries(window_s: float) -> dict[str, str]:
         if dynamo:  # Dynamo's series only where an instance has no vLLM one (they name the engine differently)
             vllm = " or ".join(p for p in parts if p not in dynamo)
             out[fname] = f"{vllm} or (({' or '.join(dynamo)}) unless on(instance) ({vllm}))"
+    # KV signals (per second, turned into per-step counts by the caller): the groups of KV_SIGNALS
+    for signal, groups in KV_COUNTS.items():
+        out[signal] = combine_vectors("sum", "diag_group", [combine_vectors("max", "diag_counter", [
+            f"{by} (rate({m if m.endswith('_count') else m + '_total'}[{w}]))" for m in group]) for group in groups])
     # latency quantiles: the server's histogram_quantile over irate() of the buckets, the delta of the
     # last two scrapes (rate()'s extrapolation clamps each bucket series to zero on its own, which
     # bends the quantiles; irate is the per-interval bucket delta every other source uses)

@@ -41,6 +41,7 @@ from diag.parsers.prometheus import (
     ROLE_WORDS,
     WORKER_NUMBER,
     backend_role,
+    combine_vectors,
 )
 
 from .catalog import Rule
@@ -102,20 +103,11 @@ def _increase(metrics: tuple[str, ...]) -> str:
     return f"sum by({ENDPOINT}) ({labelled(inner)})"
 
 
-def _combine(how: str, label: str, parts: list[str]) -> str:
-    """``max``/``sum`` of vectors that may each be absent: each part tagged by ``label``, the union
-    taken with ``or``, then aggregated without the tag (series of one engine pair up)."""
-    if len(parts) == 1:
-        return parts[0]
-    tagged = " or ".join(f'label_replace({e}, "{label}", "{i}", "__name__", ".*")' for i, e in enumerate(parts))
-    return f"{how} without({label}) ({tagged})"
-
-
 def _kv_increase(groups: tuple[tuple[str, ...], ...]) -> str:
     """The increase of a KV signal over :data:`RUN_WINDOW` per endpoint: per engine the largest increase
     within each group of overlapping counters, summed over the groups (:data:`parsers.prometheus.KV_SIGNALS`)."""
-    per_engine = _combine("sum", "diag_group", [
-        _combine("max", "diag_counter", [f"increase({m}_total[{RUN_WINDOW}])" for m in group]) for group in groups])
+    per_engine = combine_vectors("sum", "diag_group", [
+        combine_vectors("max", "diag_counter", [f"increase({m}_total[{RUN_WINDOW}])" for m in group]) for group in groups])
     return f"sum by({ENDPOINT}) ({labelled(per_engine)})"
 
 

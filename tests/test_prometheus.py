@@ -176,6 +176,12 @@ def test_promql_side() -> None:
     assert q["kv"] == f"{vllm} or (({by} (dynamo_component_gpu_cache_usage_percent)) unless on(instance) ({vllm}))"
     assert q["ttft_p90_s"].endswith("(irate(dynamo_frontend_time_to_first_token_seconds_bucket[60000ms])))")
     assert q["gen"] == f"{by} (rate(vllm:generation_tokens_total[60000ms]))"
+    tag = 'label_replace({by} (rate(vllm:{m}[60000ms])), "diag_{t}", "{i}", "__name__", ".*")'
+    nixl = (f'max without(diag_counter) ({tag.format(by=by, m="nixl_num_failed_transfers_total", t="counter", i=0)} or '
+            f'{tag.format(by=by, m="nixl_num_failed_notifications_total", t="counter", i=1)})')
+    assert q["kv_failures"].startswith(f'sum without(diag_group) (label_replace({nixl}, "diag_group", "0", "__name__"')
+    assert q["kv_transfers"] == (f'sum without(diag_group) ({tag.format(by=by, m="nixl_xfer_time_seconds_count", t="group", i=0)}'
+                                 f' or {tag.format(by=by, m="mooncake_xfer_time_seconds_count", t="group", i=1)})')
     assert q["prompt"].startswith(
         f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms]))')
     assert q["prompt"].endswith(f" or {by} (rate(vllm:prompt_tokens_total[60000ms]))")
@@ -327,3 +333,38 @@ def test_backend_endpoint_from_its_deployment() -> None:
     assert [series_endpoint(ls, with_prefill) for ls in series] == [
         ("prefill", None), ("decode", None), ("agg", 3), ("agg", None)]
     assert series_endpoint(series[3], prefill_deployments([*series, {"job": "prefill-w0"}])) == ("decode", None)
+
+
+def _capture(tmp_path: Path, texts: dict[str, list[str]]) -> Path:
+    """A ``raw_prometheus.jsonl`` run of one worker per role, one scrape per text, 10 s apart."""
+    rows = [{"timestamp_ns": 1787218704_000_000_000 + i * 10_000_000_000, "endpoint_url": f"http://n1:{7500 + k}/metrics",
+             "role": role, "worker_id": f"{role}_0_n1", "text": text}
+            for i in range(max(map(len, texts.values()))) for k, (role, scrapes) in enumerate(texts.items())
+            for text in scrapes[i:i + 1]]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "raw_prometheus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def test_kv_connector_counters_are_the_kv_failure_and_expiry_evidence(tmp_path: Path) -> None:
+    """A metrics-only run: NIXL (vLLM >= 0.31: a failed notification in both counters, counted once) and
+    Mooncake failures become KV Transfer rows, Mooncake expiries lease expiries: E002 and E003 fire."""
+    from diag.rules.engine import evaluate
+
+    def scrape(eng: str, counters: dict[str, float]) -> str:
+        lines = [f'vllm:kv_cache_usage_perc{{engine="{eng}"}} 0.2', f'vllm:num_requests_running{{engine="{eng}"}} 0']
+        return "\n".join(lines + [f'vllm:{m}{{engine="{eng}",model_name="m"}} {v}' for m, v in counters.items()]) + "\n"
+
+    decode = [scrape("0", {"nixl_num_failed_transfers_total": f, "nixl_num_failed_notifications_total": n,
+                           "nixl_xfer_time_seconds_count": x}) +
+              scrape("1", {"mooncake_num_failed_transfers_total": t, "mooncake_num_failed_recvs_total": r})
+              for f, n, x, t, r in ((0, 0, 10, 0, 0), (0, 0, 30, 0, 2), (3, 2, 30, 1, 2))]
+    prefill = [scrape("0", {"mooncake_num_kv_expired_reqs_total": e}) for e in (0, 0, 4)]
+    run = load_run([str(_capture(tmp_path, {"prefill": prefill, "decode": decode}))])
+    kv = run.endpoints["decode-w0"].kv
+    assert kv.select("transfers", "failed").rows() == [(20.0, 0.0), (0.0, 2.0), (0.0, 3.0), (0.0, 1.0)]
+    found = {f.code: f for f in evaluate(run) if f.code in ("DIAG-E002", "DIAG-E003", "DIAG-V002")}
+    assert set(found) == {"DIAG-E002", "DIAG-E003"}   # transfers succeeded: not every one failed
+    assert (found["DIAG-E002"].endpoint, found["DIAG-E002"].evidence["counts"]) == (
+        "decode-w0", {"metrics_failed_transfers": 6})
+    assert (found["DIAG-E003"].endpoint, found["DIAG-E003"].evidence["counts"]) == ("prefill-w0", {"expired": 4})
