@@ -43,15 +43,15 @@ from diag import __version__
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prometheus import (
-    KV_COUNTS,
+    COUNTS,
     MAX_POINTS,
     ExpositionError,
     PromSample,
     StatsConverter,
     choose_step,
+    count_records,
     engine_label,
     iter_capture,
-    kv_records,
     parse_duration,
     parse_exposition,
     prefill_deployments,
@@ -401,7 +401,7 @@ def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], st
         for n, row in enumerate(part.iter_rows(named=True), 1):
             ts = datetime.fromtimestamp(row["ts"], tz=UTC)
             log.records.append(StatsConverter.from_rates(ts, n, row["engine"], row, step))
-            log.records.extend(kv_records(n, ts, {k: v * step for k in KV_COUNTS if (v := row.get(k)) is not None and v == v}))
+            log.records.extend(count_records(n, ts, {k: v * step for k in COUNTS if (v := row.get(k)) is not None and v == v}))
         log.counts.lines = log.counts.candidates = part.height
         logs.append(log)
     return logs

@@ -40,15 +40,15 @@ from .columns import KV_VALUE_KEYS
 from .histogram import COLUMNS as LATENCY_COLUMNS
 from .histogram import FALLBACK as LATENCY_FALLBACK
 from .histogram import LATENCY, QUANTILES, Buckets, buckets, column, interval_quantiles, parse_le
-from .records import KVExpiry, KVTransfer, Record, StatsSample
+from .records import KVExpiry, KVTransfer, Record, RequestCounts, StatsSample
 
 __all__ = [
-    "ALIASES", "BACKEND", "DEPLOYMENT_LABEL", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS", "KV_COUNTS", "KV_METRICS", "MAX_POINTS",
-    "CaptureRow", "ExpositionError", "PromSample", "StatsConverter", "backend_role", "canonical", "choose_step",
-    "clean_exposition", "combine_vectors", "engine_counters", "engine_histograms", "engine_label", "engine_values", "hit_rate",
-    "iter_capture", "kv_records", "parse_duration", "parse_exposition", "prefill_deployments", "read_capture",
-    "role_from_samples", "role_of_label", "scrapes_to_stats", "series_endpoint", "server_queries",
-    "signal_increase", "worker_of",
+    "ALIASES", "BACKEND", "COUNTED_METRICS", "COUNTS", "DEPLOYMENT_LABEL", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS",
+    "KV_COUNTS", "MAX_POINTS", "REQUEST_COUNTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
+    "backend_role", "canonical", "choose_step", "clean_exposition", "combine_vectors", "count_records",
+    "engine_counters", "engine_histograms", "engine_label", "engine_values", "hit_rate", "iter_capture", "member_of",
+    "parse_duration", "parse_exposition", "prefill_deployments", "read_capture", "role_from_samples",
+    "role_of_label", "scrapes_to_stats", "series_endpoint", "server_queries", "signal_increase", "worker_of",
 ]
 
 VARIANT = "prom"
@@ -95,13 +95,33 @@ KV_SIGNALS: dict[str, tuple[tuple[str, ...], ...]] = {
                     ("vllm:mooncake_num_failed_transfers",), ("vllm:mooncake_num_failed_recvs",)),
     "kv_expiry": (("vllm:nixl_num_kv_expired_reqs",), ("vllm:mooncake_num_kv_expired_reqs",)),
 }
-# what the Python paths count besides: successful transfers, one observation of the connector's
-# transfer-time histogram each (nixl/stats.py, mooncake/stats.py observe every transfer_duration)
+# what the Python paths count besides the exported signals: successful transfers, one observation of the
+# connector's transfer-time histogram each (nixl/stats.py, mooncake/stats.py observe every transfer_duration)
 KV_COUNTS: dict[str, tuple[tuple[str, ...], ...]] = {
     **KV_SIGNALS,
     "kv_transfers": (("vllm:nixl_xfer_time_seconds_count",), ("vllm:mooncake_xfer_time_seconds_count",)),
 }
-KV_METRICS = {m for groups in KV_COUNTS.values() for group in groups for m in group}
+# Dynamo's request counters (ai-dynamo 1.6 prometheus_names.py): the frontend's ``requests_total``
+# (``status`` success|error) and ``failures_total`` (terminal failures: the same failed requests, so one
+# group), a worker's ``dynamo_component_requests_total`` and ``errors_total`` (per ``error_type``).
+# A member ``name{label="value"}`` counts that label value's series only.
+REQUEST_COUNTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "requests": (("dynamo_frontend_requests",), ("dynamo_component_requests",)),
+    "request_errors": (('dynamo_frontend_requests{status="error"}', "dynamo_frontend_failures"),
+                       ("dynamo_component_errors",)),
+}
+COUNTS = {**KV_COUNTS, **REQUEST_COUNTS}   # every counter signal the Python paths turn into records
+_MEMBER = re.compile(r'^([^{]+)(?:\{(\w+)="([^"]*)"\})?$')
+
+
+def member_of(member: str) -> tuple[str, tuple[str, str] | None]:
+    """(metric, required (label, value) or None) of a counter-group member."""
+    m = _MEMBER.match(member)
+    assert m, member
+    return m[1], (m[2], m[3]) if m[2] else None
+
+
+COUNTED_METRICS = {member_of(m)[0] for groups in COUNTS.values() for group in groups for m in group}
 
 
 class ExpositionError(ValueError):
@@ -165,7 +185,7 @@ def _bad_line(text: str) -> tuple[int, str, str] | None:
 def family_names() -> set[str]:
     """Every metric family diag reads (FIELDS and the LATENCY histograms), current and old names."""
     names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | set(LATENCY.values()) | set(LATENCY_FALLBACK)
-    names |= KV_METRICS
+    names |= COUNTED_METRICS
     return names | {old for old, new in ALIASES.items() if new in names}
 
 
@@ -344,6 +364,9 @@ def _engine_int(label: str | None) -> int | None:
     return int(m.group()) if m else None
 
 
+_COUNTED = [m for groups in COUNTS.values() for group in groups for m in group]
+
+
 @dataclass
 class StatsConverter:
     """Successive scrapes of one endpoint -> ``StatsSample`` rows (see the module docstring).
@@ -359,14 +382,14 @@ class StatsConverter:
         expiries counted since the previous scrape as the logs' records (:func:`kv_records`)."""
         samples = list(samples)
         out: list[Record] = list(self._stats(ts, samples, line))
-        for eng, cur in engine_counters(samples, KV_METRICS).items():
+        for eng, cur in engine_counters(samples, _COUNTED).items():
             prev = self._kv_prev.get(eng)
             if prev is not None and (ts - prev[0]).total_seconds() <= 0:
                 continue
             self._kv_prev[eng] = (ts, cur)
             if prev is not None:
-                out.extend(kv_records(line, ts, {signal: signal_increase(groups, prev[1], cur)
-                                                 for signal, groups in KV_COUNTS.items()}))
+                out.extend(count_records(line, ts, {signal: signal_increase(groups, prev[1], cur)
+                                                    for signal, groups in COUNTS.items()}))
         return out
 
     def _stats(self, ts: datetime, samples: list[PromSample], line: int) -> list[StatsSample]:
@@ -406,13 +429,19 @@ class StatsConverter:
         return _sample(line, ts, engine, vals, rates, latency)
 
 
-def engine_counters(samples: Iterable[PromSample], metrics: Container[str]) -> dict[str | None, dict[str, float]]:
-    """Per engine (:func:`engine_label`): the value of each of ``metrics`` present, label sets summed."""
+def engine_counters(samples: Iterable[PromSample], members: Iterable[str]) -> dict[str | None, dict[str, float]]:
+    """Per engine (:func:`engine_label`): the value of each counter-group member present
+    (:func:`member_of`), label sets summed."""
+    by_metric: dict[str, list[tuple[str, tuple[str, str] | None]]] = {}
+    for m in members:
+        name, need = member_of(m)
+        by_metric.setdefault(name, []).append((m, need))
     out: dict[str | None, dict[str, float]] = {}
     for s in samples:
-        if s.metric in metrics:
-            vals = out.setdefault(engine_label(s.labels), {})
-            vals[s.metric] = vals.get(s.metric, 0.0) + s.value
+        for m, need in by_metric.get(s.metric, ()):
+            if need is None or s.labels.get(need[0]) == need[1]:
+                vals = out.setdefault(engine_label(s.labels), {})
+                vals[m] = vals.get(m, 0.0) + s.value
     return out
 
 
@@ -427,14 +456,18 @@ def signal_increase(groups: tuple[tuple[str, ...], ...], prev: Mapping[str, floa
 _TRANSFER_KEYS = {"kv_transfers": KV_VALUE_KEYS["transfers"][0], "kv_failures": KV_VALUE_KEYS["failed"][0]}
 
 
-def kv_records(line: int, ts: datetime | None, increases: Mapping[str, float]) -> list[Record]:
-    """The log records the increases of :data:`KV_COUNTS` in an interval stand for: successful and failed
-    transfers as a ``KV Transfer metrics`` row, each expired lease as a ``KVExpiry`` (``expired``)."""
+def count_records(line: int, ts: datetime | None, increases: Mapping[str, float]) -> list[Record]:
+    """The records the increases of :data:`COUNTS` in an interval stand for: successful and failed KV
+    transfers as a ``KV Transfer metrics`` row, each expired lease as a ``KVExpiry`` (``expired``), the
+    requests finished and failed as ``RequestCounts``."""
     out: list[Record] = []
     counts = {key: float(round(increases.get(signal, 0.0))) for signal, key in _TRANSFER_KEYS.items()}
     if any(counts.values()):
         out.append(KVTransfer(line, connector=None, values=tuple(counts.items()), ts=ts))
     out.extend(KVExpiry(line, event="expired", ts=ts) for _ in range(round(increases.get("kv_expiry", 0.0))))
+    requests, errors = (round(increases.get(k, 0.0)) for k in REQUEST_COUNTS)
+    if requests or errors:
+        out.append(RequestCounts(line, requests=max(requests, errors), errors=errors, ts=ts))
     return out
 
 
@@ -573,6 +606,13 @@ def combine_vectors(how: str, label: str, parts: list[str]) -> str:
     return f"{how} without({label}) ({tagged})"
 
 
+def _counter_selector(member: str) -> str:
+    """The series selector of a counter-group member: ``_total`` added (not to a histogram's ``_count``)."""
+    name, need = member_of(member)
+    sel = f'{{{need[0]}="{need[1]}"}}' if need else ""
+    return f"{name if name.endswith('_count') else name + '_total'}{sel}"
+
+
 def server_queries(window_s: float) -> dict[str, str]:
     """PromQL per stats field, summed by endpoint and engine (:data:`GROUP_LABELS`) on the server: gauges
     with old names as ``or`` fallbacks, counters as ``rate()`` over ``window_s`` (per second;
@@ -599,9 +639,9 @@ def server_queries(window_s: float) -> dict[str, str]:
             vllm = " or ".join(p for p in parts if p not in dynamo)
             out[fname] = f"{vllm} or (({' or '.join(dynamo)}) unless on(instance) ({vllm}))"
     # KV signals (per second, turned into per-step counts by the caller): the groups of KV_SIGNALS
-    for signal, groups in KV_COUNTS.items():
+    for signal, groups in COUNTS.items():
         out[signal] = combine_vectors("sum", "diag_group", [combine_vectors("max", "diag_counter", [
-            f"{by} (rate({m if m.endswith('_count') else m + '_total'}[{w}]))" for m in group]) for group in groups])
+            f"{by} (rate({_counter_selector(m)}[{w}]))" for m in group]) for group in groups])
     # latency quantiles: the server's histogram_quantile over irate() of the buckets, the delta of the
     # last two scrapes (rate()'s extrapolation clamps each bucket series to zero on its own, which
     # bends the quantiles; irate is the per-interval bucket delta every other source uses)

@@ -283,3 +283,14 @@ class PrefixCacheRate(Record):
     cpu: float | None = None
 
     kind = "prefix_cache"
+
+
+@dataclass(slots=True)
+class RequestCounts(Record):
+    """Requests an endpoint finished in one metrics interval and how many of them failed (Dynamo's
+    frontend and component request counters, :data:`parsers.prometheus.REQUEST_COUNTS`)."""
+
+    requests: int
+    errors: int
+
+    kind = "requests"

@@ -36,6 +36,7 @@ from diag.parsers.records import (
     NixlFailure,
     Preemption,
     Record,
+    RequestCounts,
     StartupFact,
     StatsSample,
 )
@@ -161,6 +162,14 @@ class Run:
         if not out:
             out = [("run", f, r) for f, r in self.orchestrator_faults]
         return sorted(out, key=lambda t: (t[2].ts is None, t[2].ts or datetime.min.replace(tzinfo=UTC), t[2].line))
+
+    def request_counts(self) -> pl.DataFrame:
+        """Requests finished and failed per metrics interval per endpoint (``ts``, ``endpoint``, ``requests``,
+        ``errors``): Dynamo's request counters, frontends included (they are no endpoint of their own)."""
+        rows = [(r.ts, endpoint_id(src.info.role or "unknown", src.info.index), r.requests, r.errors)
+                for src in self.sources if src.kind == "prometheus" for r in src.records if isinstance(r, RequestCounts)]
+        return pl.DataFrame(rows, schema={"ts": TS, "endpoint": pl.Utf8, "requests": pl.Int64, "errors": pl.Int64},
+                            orient="row")
 
     def ready_at(self) -> datetime | None:
         """When the orchestrator saw every worker ready (None when it never did, or no log says)."""

@@ -159,8 +159,22 @@ def figures(run: Run, start: datetime, end: datetime, cap: Mapping[str, Any]) ->
         if dec["running"]["mean"] is not None:
             parts.append(dec["running"]["mean"] / batch)
         util = _r(max(parts), 3) if parts else None
-    return {"window_s": _r((end - start).total_seconds(), 0), "prefill": pre, "decode": dec,
-            "decode_role": role, "decode_util": util}
+    out = {"window_s": _r((end - start).total_seconds(), 0), "prefill": pre, "decode": dec,
+           "decode_role": role, "decode_util": util}
+    if requests := request_figures(run, start, end):
+        out["requests"] = requests
+    return out
+
+
+def request_figures(run: Run, start: datetime, end: datetime) -> dict[str, Any]:
+    """Requests finished and failed over [start, end] by Dynamo's request counters: the frontends' (every
+    request once), else the generating side's workers; {} without them."""
+    counts = run.request_counts().filter((pl.col("ts") >= start) & (pl.col("ts") <= end))
+    for side in ("frontend", *DECODING):
+        part = counts.filter(pl.col("endpoint").str.starts_with(side))
+        if part.height:
+            return {"source": side, "requests": int(part["requests"].sum()), "errors": int(part["errors"].sum())}
+    return {}
 
 
 def p_batch_default() -> float:
@@ -312,6 +326,11 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
                 "high", j.codes("DIAG-E002")
     if deaths:
         return "invalid", None, _cause(deaths[0]), "high", deaths
+    metered = j.fig.get("requests") or {}
+    if bench is None and metered.get("requests") and metered["errors"] / metered["requests"] > p["failed_invalid_frac"]:
+        share = 100.0 * metered["errors"] / metered["requests"]
+        return "invalid", None, (f"{metered['errors']} of {metered['requests']} requests failed ({share:.0f} %, "
+                                 f"Dynamo's {metered['source']} metrics)"), "high", j.codes("DIAG-E002")
     if bench is None:
         stuck = j.codes("DIAG-S001") + [f for f in j.codes("DIAG-E004") if _stalled(f)]
         if stuck:
@@ -490,4 +509,4 @@ def run_verdicts(run: Run, findings: Sequence[Finding], clock: datetime | None, 
 
 
 __all__ = ["INTERVAL_S", "Verdict", "Verdicts", "active_window", "capacity", "figures", "in_window", "point_phases",
-           "point_verdict", "points", "run_verdicts"]
+           "point_verdict", "points", "request_figures", "run_verdicts"]

@@ -368,3 +368,18 @@ def test_kv_connector_counters_are_the_kv_failure_and_expiry_evidence(tmp_path: 
     assert (found["DIAG-E002"].endpoint, found["DIAG-E002"].evidence["counts"]) == (
         "decode-w0", {"metrics_failed_transfers": 6})
     assert (found["DIAG-E003"].endpoint, found["DIAG-E003"].evidence["counts"]) == ("prefill-w0", {"expired": 4})
+
+
+def test_component_request_errors_summed_over_error_types() -> None:
+    """A worker's dynamo_component_requests_total and errors_total (every error_type) -> RequestCounts."""
+    from diag.parsers.records import RequestCounts
+
+    def scrape(req: int, gen: int, pub: int) -> list:
+        return parse_exposition(f'dynamo_component_requests_total{{dynamo_component="backend"}} {req}\n'
+                                f'dynamo_component_errors_total{{dynamo_component="backend",error_type="generate"}} {gen}\n'
+                                f'dynamo_component_errors_total{{dynamo_component="backend",error_type="publish_response"}} {pub}\n')
+
+    conv = StatsConverter()
+    got = [r for i, s in enumerate((scrape(10, 0, 0), scrape(60, 2, 1), scrape(60, 2, 1), scrape(5, 1, 0)))
+           for r in conv.add(T0 + timedelta(seconds=10 * i), s, i)]
+    assert [(r.line, r.requests, r.errors) for r in got if isinstance(r, RequestCounts)] == [(1, 50, 3), (3, 5, 1)]
