@@ -47,7 +47,7 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from diag import report as S  # noqa: E402
+from diag.report import EndpointSummary  # noqa: E402
 from diag.rules.finding import Finding  # noqa: E402
 from diag.rules.runmodel import STATS_SCHEMA  # noqa: E402
 from diag.tui.state import STEP_S, EndpointRow, FindingRow, Ring, Snapshot  # noqa: E402
@@ -87,7 +87,7 @@ def build_snapshot() -> tuple[Snapshot, float, int]:
         points += len(ring.points)
         last = ring.points[-1]
         eid = f"{role}-w{k % 32}"
-        s = S.EndpointSummary(eid, role, (f"node{k:02d}",), engines, len(ring.points) * engines,
+        s = EndpointSummary(eid, role, (f"node{k:02d}",), engines, len(ring.points) * engines,
                               END - timedelta(hours=HOURS), END, None, last.prompt, None, last.gen,
                               int(last.running or 0), int(last.waiting or 0), last.kv, 99.0,
                               sum(p.preempt for p in ring.points), "WARN" if k % 9 == 0 else "OK", {})

@@ -357,7 +357,7 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
                              f" ({(run.clock - run.start).total_seconds() / 60:.1f} min)"))
     tpg = tokens_per_gpu(run)
     if tpg:
-        parts = [f"{number(tpg['total_token_throughput'])} tok/s total at concurrency {tpg['concurrency']}"]
+        parts = [f"{number(tpg['total_token_throughput'])} tok/s total at concurrency {number(tpg['concurrency'])}"]
         if "per_working_gpu" in tpg:
             parts.append(f"{number(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
         if "per_allocated_gpu" in tpg and tpg.get("allocated_gpus") != tpg.get("working_gpus"):

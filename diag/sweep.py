@@ -28,7 +28,7 @@ from diag.rules.runmodel import Endpoint
 from diag.rules.verdict import Verdict
 from diag.rules.verdict_catalog import verdict_catalog
 
-from . import report as R
+from .report import Report, facts_of, gpu_counts
 from .sla import Judgement, Sla, judge, read_requests
 
 DENOMINATORS = ("working", "allocated")
@@ -90,7 +90,7 @@ class RunSweep:
 
     label: str
     topology: str
-    report: R.Report
+    report: Report
     points: tuple[Point, ...]
 
 
@@ -116,7 +116,7 @@ def role_shape(ep: Endpoint) -> str:
     return f"TP{tp}"
 
 
-def topology_label(report: R.Report) -> str:
+def topology_label(report: Report) -> str:
     """e.g. '4xDEP2 + 1xDEP8' (endpoints per role and shape, prefill first)."""
     parts = []
     for role in ("prefill", "decode", "agg", "unknown"):
@@ -130,15 +130,15 @@ def topology_label(report: R.Report) -> str:
 
 
 # ------------------------------------------------------------------ verdict
-def point_verdict(report: R.Report, concurrency: int) -> Verdict | None:
+def point_verdict(report: Report, concurrency: int) -> Verdict | None:
     """The verdict analyze computed for the run's point at ``concurrency``."""
     return report.verdicts.at(concurrency) if report.verdicts is not None else None
 
 
 # ------------------------------------------------------------------ points and frontier
-def points_of(report: R.Report, label: str) -> tuple[Point, ...]:
+def points_of(report: Report, label: str) -> tuple[Point, ...]:
     """The run's benchmark results as sweep points (numbers as in ``diag tail --format json``)."""
-    counts = R.gpu_counts(report.run)
+    counts = gpu_counts(report.run)
     topo = topology_label(report)
     out = []
     for b in sorted((b for b in report.run.benchmark if b.concurrency), key=lambda b: b.concurrency or 0):
@@ -200,7 +200,7 @@ def with_frontier(points: Sequence[Point]) -> tuple[Point, ...]:
     return tuple(replace(p, frontier=flags[i]) for i, p in enumerate(points))
 
 
-def labels_of(reports: Sequence[R.Report]) -> list[str]:
+def labels_of(reports: Sequence[Report]) -> list[str]:
     """Short unique names for the runs: their directory names (job id appended on a clash)."""
     names = [r.run.root.name if r.run.root else f"run{i}" for i, r in enumerate(reports)]
     if len(set(names)) < len(names):
@@ -208,7 +208,7 @@ def labels_of(reports: Sequence[R.Report]) -> list[str]:
     return names
 
 
-def judged(report: R.Report, points: Sequence[Point], sla: Sla,
+def judged(report: Report, points: Sequence[Point], sla: Sla,
            result_files: Mapping[int, Path] | None = None) -> tuple[Point, ...]:
     """``points`` of ``report`` judged against ``sla``; per request where ``result_files`` (concurrency
     -> sa-bench result JSON) hold one entry per prompt."""
@@ -222,7 +222,7 @@ def judged(report: R.Report, points: Sequence[Point], sla: Sla,
     return tuple(out)
 
 
-def sweep(reports: Sequence[R.Report], sla: Sla | None = None,
+def sweep(reports: Sequence[Report], sla: Sla | None = None,
           result_files: Sequence[Mapping[int, Path]] = ()) -> tuple[RunSweep, ...]:
     """One RunSweep per report, its points judged against ``sla`` (when given), the frontier computed
     across all of them."""
@@ -345,7 +345,7 @@ def effective_config(rs: RunSweep) -> dict[str, Any]:
     role the launch flags and startup facts of its first endpoint."""
     run = rs.report.run
     out: dict[str, Any] = {"topology": rs.topology, "build": run.build}
-    for k, v in sorted(R.gpu_counts(run).items()):
+    for k, v in sorted(gpu_counts(run).items()):
         out[f"gpus.{k}"] = v
     if run.recipe is not None:
         out["benchmark.isl"], out["benchmark.osl"] = run.recipe.benchmark.isl, run.recipe.benchmark.osl
@@ -359,7 +359,7 @@ def effective_config(rs: RunSweep) -> dict[str, Any]:
         for k, v in sorted(flags.items()):
             if k not in PER_PROCESS_FLAGS:
                 out[f"{role}.flag.{k}"] = v
-        for k, v in sorted(R.facts_of(ep).items()):
+        for k, v in sorted(facts_of(ep).items()):
             if k != "launch":
                 out[f"{role}.fact.{k}"] = v
     return out

@@ -18,7 +18,15 @@ from typing import Any
 import polars as pl
 
 from . import kvtransfer
-from .lineparser import _CSI, _FAST_STATS, MAX_JOIN, _rx_escape, trigger_literals
+from .lineparser import (
+    _CSI,
+    _FAST_STATS,
+    ANSI_PATTERN,
+    MAX_JOIN,
+    TRIGGER_PATTERN,
+    _rx_escape,
+    trigger_literals,
+)
 from .records import KVTransfer, StatsSample
 from .stats_columns import BASE_FIELDS, RECORD_COLUMNS, TS
 
@@ -80,7 +88,8 @@ _OTHER_TRIGGERS = "|".join(_rx_escape(t) for t in trigger_literals() if t != KV_
 _UNSIMPLE_RX = (r"pid=|\^\[|\^M|#033\[|\x{FFFD}|\\x1b|\\033|\\e\[|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
                 r"[0-9]{2}-[0-9]{2} |[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
 _INT_GROUPS = {"engine": "engine", "n_agg": "n_aggregated", "running": "running", "waiting": "waiting",
-               "deferred": "deferred", "preempt": "preemptions", "corrupted": "corrupted"}
+               "deferred": "deferred", "preempt": "preemptions", "corrupted": "corrupted",
+               "kvf_wait": "kv_fetch_waiting", "kvf_run": "kv_fetch_running", "kvf_done": "kv_fetch_done"}
 _FLOAT_GROUPS = {"prompt": "prompt_tps", "gen": "gen_tps", "kv": "kv_usage", "prefix": "prefix_hit",
                  "ext": "ext_hit", "mm": "mm_hit"}
 
@@ -140,6 +149,18 @@ def _inert(headed: pl.Expr) -> pl.Expr:
             & ~line.str.contains(_NOT_PLAIN) & ~line.str.contains(_NOT_UCX_TRIGGERS))
 
 
+def escaped_candidates(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` (``line``, ``cand``) with the lines whose triggers escape sequences split marked as
+    candidates too (what :func:`parsers.lineparser.is_candidate` says of one line)."""
+    line = pl.col("line")
+    split = df.with_row_index("i").filter(~pl.col("cand") & line.str.contains("\x1b", literal=True))
+    if split.height:
+        hit = split.filter(line.str.replace_all(ANSI_PATTERN, "").str.contains(TRIGGER_PATTERN))["i"]
+        if hit.len():
+            return df.with_columns(df["cand"].scatter(hit, True))
+    return df
+
+
 def _kv_value(key: str) -> pl.Expr:
     """The value of the first ``key=`` pair of a fast KV body (keys hold no ``,`` or ``=``)."""
     return pl.col("body").str.extract(rf"(?:^|, ){re.escape(key)}=({_NUM})(?:,|$)").cast(pl.Float64)
@@ -165,4 +186,4 @@ def kv_records(df: pl.DataFrame) -> list[KVTransfer]:
     return out
 
 
-__all__ = ["KV_COLUMNS", "STATS_COLUMNS", "empty_kv", "empty_stats", "extract", "kv_records", "stats_records"]
+__all__ = ["KV_COLUMNS", "STATS_COLUMNS", "empty_kv", "empty_stats", "escaped_candidates", "extract", "kv_records", "stats_records"]

@@ -56,7 +56,7 @@ TAXONOMY: tuple[Cause, ...] = _load_taxonomy()
 UNCLASSIFIED = Cause("exception", "unknown", "an unclassified exception", samples=("", ""), exceptions=("*",))
 # A traceback whose exception line never came (the excerpt or the log ends inside it): its frames
 # tell where it was raised; rules/incidents.py takes one in start-up code as a start-up failure.
-CUT = Cause("cut_traceback", "unknown", "an exception escaped start-up code (traceback cut before its exception line)",
+CUT = Cause("cut_traceback", "unknown", "an exception (its traceback cut before the exception line)",
             samples=("", ""), exceptions=("*",))
 CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT)}
 _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptions}

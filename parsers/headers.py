@@ -55,12 +55,18 @@ DYNAMO = declare(
     doc="Dynamo's Rust tracing text (and vLLM main-process records re-formatted by Dynamo)",
 )
 DYNAMO_JSONL = declare(
-    "dynamo-jsonl", "header", r'^\{.*"(?:level|lvl)"\s*:',
+    "dynamo-jsonl", "header", r'^\{.*"(?:level|lvl|levelname)"\s*:',
     samples=[
         '{"time":"2026-08-06T12:34:56.123456Z","level":"INFO","target":"dynamo_llm::kv_router","message":"Selected worker"}',
         '{"time":"2026-08-06T12:35:06.000001Z","level":"ERROR","target":"log","message":"EngineCore failed to start."}',
+        # vLLM --logging-config with python-json-logger's JsonFormatter (keys named after LogRecord attributes)
+        '{"asctime": "2026-08-12 14:05:14,123", "levelname": "INFO", "name": "vllm.v1.metrics.loggers", "message": '
+        '"Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 3 reqs, '
+        'Waiting: 0 reqs, GPU KV cache usage: 4.0%"}',
     ],
     emits="dynamo-jsonl",
+    doc="JSON-lines records: Dynamo's tracing (time, level, target) and vLLM's JSON formatter (asctime or "
+        "created, levelname, filename:lineno or name)",
 )
 SGLANG = declare(
     "sglang-record", "header",
@@ -71,6 +77,20 @@ SGLANG = declare(
         "[2026-07-21 08:04:41 TP0 EP0] Load weight end. type=DeepseekV3ForCausalLM, avail mem=23.12 GB",
     ],
     emits="sglang",
+)
+PYTHON_LOGGING = declare(
+    "python-logging-record", "header",
+    r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,\d+)? \[(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] "
+    r"(?P<src>[A-Za-z_]\w*(?:\.\w+)+): (?P<msg>.*)$",
+    samples=[  # https://github.com/sgl-project/sglang-omni/pull/712
+        "2026-06-07 10:59:31,843 [INFO] sglang.srt.managers.scheduler_metrics_mixin: Prefill batch, #new-seq: 1, "
+        "#new-token: 1, #cached-token: 7, token usage: 0.00, #running-req: 0, #queue-req: 0,",
+        "2026-06-07 10:59:32,140 [INFO] sglang.srt.managers.scheduler_metrics_mixin: Decode batch, #running-req: 1, "
+        "#token: 40, token usage: 0.00, cuda graph: True, gen throughput (token/s): 83.17, #queue-req: 0,",
+    ],
+    emits="python",
+    doc="an engine under Python logging with its logger's dotted name ('%(asctime)s [%(levelname)s] %(name)s: "
+        "%(message)s'); srtctl's orchestrator lines carry no logger name",
 )
 ORCHESTRATOR = declare(
     "srtctl-orchestrator", "header",
@@ -127,6 +147,27 @@ ROUTER = declare(
 _LEVELS = {"WARN": "WARNING", "TRACE": "DEBUG"}
 
 
+def _json_time(obj: dict) -> str | None:
+    """ISO time of a JSON record: ``time`` (Dynamo), ``asctime`` ("2026-08-12 14:05:14,123", logging's
+    default, local time taken as UTC like every zone-less stamp), else ``created`` (epoch seconds)."""
+    if isinstance(obj.get("time"), str):
+        return obj["time"]
+    asc = obj.get("asctime")
+    if isinstance(asc, str) and len(asc) >= 19 and asc[4] == "-" and asc[10] in " T":
+        return asc[:10] + "T" + asc[11:].replace(",", ".")
+    created = obj.get("created")
+    if isinstance(created, int | float) and not isinstance(created, bool):
+        return datetime.fromtimestamp(float(created), tz=UTC).isoformat()
+    return None
+
+
+def _json_source(obj: dict) -> str | None:
+    if obj.get("filename") and obj.get("lineno") is not None:
+        return f"{obj['filename']}:{obj['lineno']}"
+    src = obj.get("target") or obj.get("name")
+    return str(src) if src else None
+
+
 def parse_header(text: str) -> Header:
     """Classify a cleaned line and split off its head."""
     c = text[:1]
@@ -139,9 +180,9 @@ def parse_header(text: str) -> Header:
                 obj = None
             if isinstance(obj, dict):
                 msg = obj.get("message") or (obj.get("fields") or {}).get("message") or ""
-                lvl = str(obj.get("level") or obj.get("lvl") or "").upper()
-                return Header("dynamo-jsonl", _LEVELS.get(lvl, lvl) or None, iso=obj.get("time"),
-                              source=obj.get("target"), msg=str(msg))
+                lvl = str(obj.get("level") or obj.get("lvl") or obj.get("levelname") or "").upper()
+                return Header("dynamo-jsonl", _LEVELS.get(lvl, lvl) or None, iso=_json_time(obj),
+                              source=_json_source(obj), msg=str(msg))
     if "LMCache " in text[:120]:
         m = LMCACHE.regex.match(text)
         if m:
@@ -164,6 +205,9 @@ def parse_header(text: str) -> Header:
         if m:
             lvl = m["level"]
             return Header("dynamo", _LEVELS.get(lvl, lvl), iso=m["iso"], source=m["src"], msg=m["msg"])
+        m = PYTHON_LOGGING.regex.match(text)
+        if m:
+            return Header("python", m["level"], iso=m["iso"], source=m["src"], msg=m["msg"])
         m = ORCHESTRATOR.regex.match(text)
         if m:
             return Header("orchestrator", m["level"], iso=m["iso"], msg=m["msg"])

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from . import benchmark as _benchmark
-from .columns import empty_kv, empty_stats, extract, kv_records, stats_records
+from .columns import empty_kv, empty_stats, escaped_candidates, extract, kv_records, stats_records
 from .counts import Counts, classified_spans, classify_span
 from .formats import REGISTRY
 from .lineparser import TRIGGER_PATTERN, LineParser
@@ -156,9 +156,10 @@ def _lines(block: bytes) -> pl.LazyFrame:
 
 
 def _bulk_classify(block: bytes) -> pl.DataFrame:
-    """Per line of a block: the text and whether it holds a record trigger."""
+    """Per line of a block: the text and whether it holds a record trigger (also when escape sequences
+    split a trigger's words: such a line is a candidate by its text without them)."""
     col = pl.col("line")
-    return _lines(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect()
+    return escaped_candidates(_lines(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect())
 
 
 def _block_frame(block: bytes, first_line: int) -> tuple[

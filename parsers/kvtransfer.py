@@ -115,6 +115,30 @@ def _nixl_legacy(m: re.Match[str], line: int, hdr: Header, **kw: object) -> Nixl
     return NixlFailure(line, ftype=ftype, request_id=req, detail=detail, **kw)  # type: ignore[arg-type]
 
 
+NIXL_PUSH = declare(
+    "nixl-push-failure", "record",
+    r"Unrecognized request (?P<notif>\S+) notif \(may have expired\)"
+    r"|NixlPushConnector: registration for request (?P<reg>\S+) timed out after (?P<after>[\d.]+)s",
+    samples=[  # vLLM >= 0.31 push mode (nixl/push_worker.py:791, nixl/push_scheduler.py:323)
+        "(Worker_DP0_TP0 pid=124) WARNING 08-12 14:20:01 [push_worker.py:791] Unrecognized request cmpl-7f3a-0 notif "
+        "(may have expired).",
+        "(EngineCore_DP0 pid=123) WARNING 08-12 14:20:31 [push_scheduler.py:323] NixlPushConnector: registration for "
+        "request cmpl-7f3a-0 timed out after 30.0s without a push completion",
+    ],
+    emits="nixl_failure",
+    triggers=("notif (may have expired)", "NixlPushConnector: registration"),
+    doc="push-mode NIXL: a notification for a request no longer known, a registration no push ever completed",
+)
+
+
+@record_parser(NIXL_PUSH)
+def _nixl_push(m: re.Match[str], line: int, hdr: Header, **kw: object) -> NixlFailure:
+    if m["notif"]:
+        return NixlFailure(line, ftype="notification_unrecognized", request_id=m["notif"], **kw)  # type: ignore[arg-type]
+    return NixlFailure(line, ftype="push_timeout", request_id=m["reg"], detail=f"after {m['after']}s",
+                       **kw)  # type: ignore[arg-type]
+
+
 KV_EXPIRY = declare(
     "kv-lease-expiry", "record",
     r"Releasing expired KV blocks for request (?P<req>\S+) which were retrieved by (?P<n>\d+) "

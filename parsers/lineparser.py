@@ -79,6 +79,15 @@ _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
 TRIGGERS = re.compile(TRIGGER_PATTERN)
+# Real escape sequences (clean.py's first three kinds), as a pattern both Python's re and polars read.
+ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
+_ANSI_SEQ = re.compile(ANSI_PATTERN)
+
+
+def is_candidate(raw: str) -> bool:
+    """Whether a physical line holds a record trigger, also when escape sequences split its words
+    (the bulk path's rule, :func:`parsers.ingest._bulk_classify`)."""
+    return bool(TRIGGERS.search(raw)) or ("\x1b" in raw and bool(TRIGGERS.search(_ANSI_SEQ.sub("", raw))))
 # Records worth rejoining when torn across two physical lines (structured, one line each).
 _JOINABLE = ("stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failure", "startup")
 _JOINABLE_KINDS = frozenset(_JOINABLE)
@@ -296,7 +305,7 @@ class LineParser:
         ctext = _continuation(raw, task)
         if ctext is None:
             return []
-        hdr = parse_header(ptext + ctext)
+        hdr = parse_header(_joined(ptext, ctext))
         if hdr.cls == "unknown":
             return []
         recs = self.parse_message(hdr.msg, line, hdr, self._stamp(hdr, ext_ts, task))
@@ -310,7 +319,7 @@ class LineParser:
         "Engine 004", not an srun label), except for the srun label of the torn line's own task.
         """
         ctext = _continuation(nxt, task)
-        return None if ctext is None else text + ctext
+        return None if ctext is None else _joined(text, ctext)
 
 
 _SIMPLE = re.compile(
@@ -358,6 +367,14 @@ def _continuation(raw: str, task: int | None) -> str | None:
     if task is not None and pieces and pieces[0][2] not in (None, task):
         return None  # srun labels every line: a continuation carries its own task's label
     return ctext
+
+
+def _joined(text: str, ctext: str) -> str:
+    """A record and its continuation as one line. A torn record goes on mid-word; an indented continuation
+    is a wrapped line (a paste, a narrow terminal) whose wrap stood for one space."""
+    if ctext[:1].isspace():
+        return f"{text.rstrip()} {ctext.lstrip()}"
+    return text + ctext
 
 
 def _filled(recs: list[Record]) -> int:

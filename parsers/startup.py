@@ -18,15 +18,18 @@ VERSION = declare(
     "vllm-version", "record",
     r"vLLM (?:API )?server version (?P<v>\S+?)(?:, serving model (?P<model>\S+))?\s*$"
     r"|Initializing a V[01] LLM engine \(v(?P<ev>[^)]+)\) with config: (?P<cfg>.*)"
-    r"|^\s*(?:\S+\s+)?version\s+(?P<logo>\d+\.\d+\.\d+\S*)\s*$",
+    r"|^\W*version\s+(?P<logo>\d+\.\d+\.\d+\S*)\s*$|^\W*model\s+(?P<logo_model>\S+)\s*$",
     samples=[
         "(APIServer pid=1) INFO 08-06 12:00:01 [api_server.py:1839] vLLM API server version 0.11.0",
         "(EngineCore_DP0 pid=223) INFO 08-06 12:00:09 [core.py:95] Initializing a V1 LLM engine (v0.26.1.dev12+gd223c90)"
         " with config: model='nvidia/Qwen3.5-397B-A17B-NVFP4', tensor_parallel_size=1, data_parallel_size=8",
         "(APIServer pid=1) INFO 08-06 12:00:01 [utils.py:300]   version 0.24.0",
+        # the default `vllm serve` logo (entrypoints/common/startup.py): rows under the record's head
+        " ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.33.0",
+        "  █▄█▀ █     █     █     █  model   Qwen/Qwen3-30B-A3B",
     ],
     emits="startup",
-    triggers=("server version", "LLM engine (v", "version "),
+    triggers=("server version", "LLM engine (v", "version ", "  model   "),
 )
 _CFG_ITEM = re.compile(r"(?:^|, )(?P<k>model|tensor_parallel_size|pipeline_parallel_size|data_parallel_size|"
                        r"max_seq_len|kv_cache_dtype|enable_prefix_caching|served_model_name)=(?P<v>'[^']*'|[^,]+)")
@@ -38,9 +41,11 @@ def _version(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StartupF
         cfg = {c["k"]: c["v"].strip("'") for c in _CFG_ITEM.finditer(m["cfg"])}
         return [StartupFact(line, key="version", value=m["ev"], **kw),  # type: ignore[arg-type]
                 StartupFact(line, key="engine_config", value=cfg, **kw)]  # type: ignore[arg-type]
-    facts = [StartupFact(line, key="version", value=m["v"] or m["logo"], **kw)]  # type: ignore[arg-type]
-    if m["model"]:
-        facts.append(StartupFact(line, key="model", value=m["model"], **kw))  # type: ignore[arg-type]
+    facts = []
+    if m["v"] or m["logo"]:
+        facts.append(StartupFact(line, key="version", value=m["v"] or m["logo"], **kw))  # type: ignore[arg-type]
+    if m["model"] or m["logo_model"]:
+        facts.append(StartupFact(line, key="model", value=m["model"] or m["logo_model"], **kw))  # type: ignore[arg-type]
     return facts
 
 
@@ -104,10 +109,15 @@ _SIMPLE: list[tuple[str, str, str, tuple[str, ...], list[str]]] = [
         "(EngineCore_DP0 pid=3) INFO 08-06 12:01:40 [gpu_worker.py:298] Available KV cache memory: 61.73 GiB",
         "(Worker_DP1_TP0_EP1 pid=9) INFO 08-06 12:01:41 [gpu_worker.py:298] Available KV cache memory: 58.20 GiB",
     ]),
-    ("kv_cache_tokens", "vllm-kv-size", r"GPU KV cache size: (?P<v>[\d,]+) tokens", ("GPU KV cache size",), [
+    ("kv_cache_tokens", "vllm-kv-size", r"(?:GPU|[A-Z]{2,5})(?: \+ host)? KV cache size: (?P<v>[\d,]+) tokens",
+     ("KV cache size: ",), [
         "(EngineCore_DP0 pid=3) INFO 08-06 12:01:42 [kv_cache_utils.py:1087] GPU KV cache size: 1,312,768 tokens",
         "(EngineCore_DP1 pid=4) INFO 08-06 12:01:42 [kv_cache_utils.py:1087] GPU KV cache size: 899,184 tokens, "
         "Maximum concurrency for 9,216 tokens per request: 97.57x",
+        "(EngineCore_DP0 pid=5) INFO 08-12 14:06:10 [kv_cache_utils.py:1148] GPU + host KV cache size: 2,625,536 "
+        "tokens, Maximum concurrency for 9,216 tokens per request: 284.90x",
+        "(EngineCore_DP0 pid=5) INFO 08-12 14:06:10 [kv_cache_utils.py:1148] XPU KV cache size: 412,160 tokens, "
+        "Maximum concurrency for 4,096 tokens per request: 100.62x",
     ]),
     ("async_scheduling", "vllm-async-scheduling", r"Asynchronous scheduling is (?P<v>enabled|disabled)",
      ("Asynchronous scheduling is",), [

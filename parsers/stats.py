@@ -12,10 +12,14 @@ V1 = declare(
     r"(?:(?:Engine (?P<engine>\d+)|(?P<n_agg>\d+) Engines Aggregated): )?"
     r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
     r"Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
-    r"(?:, Deferred: (?P<deferred>\d+) reqs)?(?:, Preemptions: (?P<preempt>\d+))?,? "
-    r"GPU KV cache usage: (?P<kv>[\d.]+)%\.?"
-    r"(?:, Prefix cache hit rate: (?P<prefix>[\d.]+)%)?(?:, Corrupted: (?P<corrupted>\d+) reqs)?"
-    r"(?:, External prefix cache hit rate: (?P<ext>[\d.]+)%)?(?:, MM cache hit rate: (?P<mm>[\d.]+)%)?",
+    # then the optional segments (vllm/v1/metrics/loggers.py appends each to a list), in any order; an
+    # unknown segment is skipped (a segment holds no ", "); the KV device is GPU, or XPU, CPU, ...
+    r"(?:,? (?:Deferred: (?P<deferred>\d+) reqs"
+    r"|KV fetch: (?P<kvf_wait>\d+) waiting to start, (?P<kvf_run>\d+) in progress, (?P<kvf_done>\d+) completed waiting"
+    r"|Preemptions: (?P<preempt>\d+)|[A-Z]{2,5} KV cache usage: (?P<kv>[\d.]+)%"
+    r"|Prefix cache hit rate: (?P<prefix>[\d.]+)%|Corrupted: (?P<corrupted>\d+) reqs"
+    r"|External prefix cache hit rate: (?P<ext>[\d.]+)%|MM cache hit rate: (?P<mm>[\d.]+)%"
+    r")|, [A-Z][\w ]{0,40}: [\w./% ]*)*\.?",
     samples=[
         "(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
         "Avg generation throughput: 1055.3 tokens/s, Running: 18 reqs, Waiting: 43 reqs, GPU KV cache usage: 95.9%, "
@@ -28,6 +32,12 @@ V1 = declare(
         "(APIServer pid=9) INFO 10-20 10:00:00 [loggers.py:259] 8 Engines Aggregated: Avg prompt throughput: 1.0 "
         "tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.5%, "
         "Prefix cache hit rate: 0.0%, MFU: 11.3 TF/s/GPU 772.8 GB/s/GPU",
+        # vLLM >= 0.32 P/D decode engine while KV loads are pending (v1/metrics/loggers.py:302-308)
+        "(APIServer pid=1) INFO 08-12 14:05:14 [loggers.py:336] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        "Avg generation throughput: 1510.2 tokens/s, Running: 48 reqs, Waiting: 6 reqs, KV fetch: 2 waiting to start, "
+        "3 in progress, 1 completed waiting, GPU KV cache usage: 63.1%, Prefix cache hit rate: 0.0%",
+        "(APIServer pid=1) INFO 08-12 14:05:14 [loggers.py:336] Engine 000: Avg prompt throughput: 10.0 tokens/s, "
+        "Avg generation throughput: 51.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, XPU KV cache usage: 3.1%",
     ],
     emits="stats",
     triggers=("Avg prompt", "Engines Aggregated", "Engine 0", "Engine 1", "tokens/s, Running", " reqs, GPU KV"),
@@ -54,8 +64,9 @@ def v1_record(m: re.Match[str], line: int, **kw: object) -> StatsSample:
         line, variant="v1", engine=_i(m["engine"]), n_aggregated=_i(m["n_agg"]),
         prompt_tps=float(m["prompt"]), gen_tps=float(m["gen"]), running=int(m["running"]),
         waiting=int(m["waiting"]), deferred=_i(m["deferred"]), preemptions=_i(m["preempt"]),
-        kv_usage=float(m["kv"]), prefix_hit=_f(m["prefix"]), corrupted=_i(m["corrupted"]),
-        ext_hit=_f(m["ext"]), mm_hit=_f(m["mm"]), **kw,  # type: ignore[arg-type]
+        kv_usage=_f(m["kv"]), prefix_hit=_f(m["prefix"]), corrupted=_i(m["corrupted"]),
+        ext_hit=_f(m["ext"]), mm_hit=_f(m["mm"]), kv_fetch_waiting=_i(m["kvf_wait"]),
+        kv_fetch_running=_i(m["kvf_run"]), kv_fetch_done=_i(m["kvf_done"]), **kw,  # type: ignore[arg-type]
     )
 
 
@@ -63,13 +74,17 @@ def v1_from_groups(g: dict[str, str | None], line: int, ts: object, md: str | No
                    proc: str | None) -> StatsSample:
     """The fast path's constructor: the same record as :func:`v1_record`, positional and cheap."""
     e, na, d, p, c = g["engine"], g["n_agg"], g["deferred"], g["preempt"], g["corrupted"]
-    x, h, mm = g["ext"], g["prefix"], g["mm"]
+    x, h, mm, kv = g["ext"], g["prefix"], g["mm"], g["kv"]
+    fw, fr, fd = g["kvf_wait"], g["kvf_run"], g["kvf_done"]
     return StatsSample(
         line, "v1", None if e is None else int(e), None if na is None else int(na),
         float(g["prompt"]), float(g["gen"]), int(g["running"]), int(g["waiting"]),  # type: ignore[arg-type]
-        None if d is None else int(d), None if p is None else int(p), float(g["kv"]),  # type: ignore[arg-type]
+        None if d is None else int(d), None if p is None else int(p),
+        None if kv is None else float(kv),  # type: ignore[arg-type]
         None if h is None else float(h), None if x is None else float(x), None if mm is None else float(mm),
-        None if c is None else int(c), ts=ts, md=md, proc=proc)  # type: ignore[arg-type]
+        None if c is None else int(c), kv_fetch_waiting=None if fw is None else int(fw),
+        kv_fetch_running=None if fr is None else int(fr), kv_fetch_done=None if fd is None else int(fd),
+        ts=ts, md=md, proc=proc)  # type: ignore[arg-type]
 
 
 V0 = declare(

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from statistics import median
 
 from diag.parsers.faults import CAUSES, CUT, TAXONOMY, UNCLASSIFIED
-from diag.parsers.records import Fault, KVTransfer, Record, StartupFact, StatsSample
+from diag.parsers.records import Fault, KVTransfer, Preemption, Record, StartupFact, StatsSample
 
 from .catalog import Rule
 from .finding import Finding
@@ -32,11 +32,23 @@ CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}
 STARTUP_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "startup")
 RUNTIME_MARKERS = ("EngineDeadError", "output_handler", "execute_model", "RPC call", "serving_", "completion",
                    "generate", "step", "process_input", "run_busy_loop", "get_output", "sample_tokens",
-                   "update_from_output", "synchronize_input_prep")
+                   "update_from_output", "synchronize_input_prep",
+                   "event_loop", "run_batch")   # SGLang's scheduler: run_event_loop, event_loop_overlap, run_batch
 STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run", "initialize_kv_caches",
                    "from_vllm_config", "__init__", "wait_for_engine_startup", "run_engine_core", "init_device",
                    "initialization failed", "failed to start", "launch_core_engines", "make_async_mp_client",
                    "capture_model", "capture_end")
+
+
+# an engine's serving loop: an exception escaping it ends the engine (vLLM V1's EngineCore busy loop and the
+# workers' execute_model it waits on; SGLang's scheduler event loop), whatever the exception's type
+SERVING_LOOP_MARKERS = ("execute_model", "run_busy_loop", "event_loop", "run_batch")
+
+
+def _serving_loop_frames(fault: Fault) -> bool:
+    """A traceback running through an engine's serving loop (and no start-up code)."""
+    text = " ".join(fault.frames)
+    return any(m in text for m in SERVING_LOOP_MARKERS) and not any(m in text for m in STARTUP_MARKERS)
 
 
 def _startup_frames(fault: Fault) -> bool:
@@ -53,14 +65,15 @@ def _before(rec: Record, rfile: str, fault: Fault, ffile: str) -> bool:
 
 def served_before(run: Run, group: list[tuple[str, str, Fault]]) -> bool:
     """Evidence that the endpoint served before the incident's first fault: stats lines, KV
-    transfers, the HTTP server up, or request/access lines in the same file."""
+    transfers, preempted requests, the HTTP server up, or request/access lines in the same file."""
     _, file0, first = group[0]
     for eid in dict.fromkeys(e for e, _, _ in group):
         ep = run.endpoints.get(eid)
         if ep is None:
             continue
         for rfile, rec in ep.records:
-            if (isinstance(rec, StatsSample | KVTransfer) or (isinstance(rec, StartupFact) and rec.key == "serving")) \
+            if (isinstance(rec, StatsSample | KVTransfer | Preemption)
+                    or (isinstance(rec, StartupFact) and rec.key == "serving")) \
                     and _before(rec, rfile, first, file0):
                 return True
         if any(s.path in ep.files and (s.counts.noise.get("request", 0) or s.counts.noise.get("access-log", 0))
@@ -102,14 +115,18 @@ def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[li
 
 def fatal_phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str | None:
     """The phase of an incident that killed or kept an engine from starting, None when it did not:
-    a death or fatal cause in it, or a traceback cut inside start-up code before any serving (an
-    exception escaping an engine's construction stops it from starting, whatever its type)."""
+    a death or fatal cause in it, a traceback cut inside start-up code before any serving (an
+    exception escaping an engine's construction stops it from starting, whatever its type), or one cut
+    inside an engine's serving loop (an exception escaping it ends the engine, whatever its type)."""
     causes = {f.cause for _, _, f in group}
     if causes & (DEATH | FATAL):
         return _phase(run, group, ready)
     if any(f.cause == CUT.name and _startup_frames(f) for _, _, f in group) and \
             _phase(run, group, ready) == "startup":
         return "startup"
+    if any(f.cause == CUT.name and _serving_loop_frames(f) for _, _, f in group) and \
+            _phase(run, group, ready) == "runtime":
+        return "runtime"
     return None
 
 

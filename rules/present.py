@@ -7,6 +7,7 @@ It sits in the rules layer because finding messages are composed there; everythi
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import datetime
 
 MISSING = "-"
@@ -84,6 +85,20 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8
 TERMINAL_PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "white")
 
 
+# Endpoint colours by role: prefill in blues and greens, decode in reds and oranges, so that within a run the
+# two sides never share a colour and ``prefill-w3`` is the same blue in every run.
+ROLE_PALETTE = {
+    "prefill": ("#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#0b4f8a", "#7fbf3f", "#5fa2dd", "#3b7d4f"),
+    "decode": ("#d62728", "#ff7f0e", "#e377c2", "#8c564b", "#bcbd22", "#a8325e"),
+}
+_ENDPOINT = re.compile(r"^(?P<role>prefill|decode)\D*?(?P<index>\d+)$")
+
+
 def colour_of(name: str, palette: tuple[str, ...] = PALETTE) -> str:
-    """A series' colour from its name alone (an endpoint keeps its colour across runs and reloads)."""
+    """A series' colour from its name alone (an endpoint keeps its colour across runs and reloads): a role's
+    worker N takes its role's N-th colour; any other name a colour by its hash."""
+    m = _ENDPOINT.match(name)
+    if m is not None:
+        shades = ROLE_PALETTE[m["role"]]
+        return shades[int(m["index"]) % len(shades)]
     return palette[int.from_bytes(hashlib.blake2s(name.encode(), digest_size=4).digest(), "big") % len(palette)]

@@ -42,6 +42,7 @@ from diag.parsers.records import (
 )
 from diag.parsers.stats_columns import LATENCY_COLUMNS, RUN_METRICS, RUN_SCHEMA, TS
 
+from .knowledge import behaviour_since, parse_version
 from .startup import Startup, build_startup
 
 if TYPE_CHECKING:
@@ -150,10 +151,15 @@ class Run:
         return next(((int(i), int(o)) for i, o in pairs if i and o), (None, None))
 
     def async_scheduling(self, ep: Endpoint) -> bool:
+        """Whether the endpoint scheduled asynchronously: the line saying so (removed between 0.26 and
+        0.30), else the flag, else the default of the version it printed (on since 0.14)."""
         if "async_scheduling" in ep.facts:
             return bool(ep.facts["async_scheduling"])
         args = ep.facts.get("non_default_args")
-        return bool(isinstance(args, dict) and args.get("async_scheduling"))
+        if isinstance(args, dict) and args.get("async_scheduling") is not None:
+            return bool(args["async_scheduling"])
+        version = parse_version(str(ep.facts.get("version") or ""))
+        return version is not None and version >= behaviour_since("async_scheduling_default_on")
 
     def faults(self) -> list[tuple[str, str, Fault]]:
         """(endpoint id, file, fault) in time order; the orchestrator's quoted tails only when no

@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from diag.parsers.faults import TAXONOMY
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
 from . import effective, incidents, kv_trend, startup_rule, validity
@@ -128,13 +129,14 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
             "decode_kv_pct": round(sub["kv_d"].mean(), 1), "decode_waiting": int(sub["waiting_sum_d"].max()),
         }
         if p["mode"] == "prefill-bound":
-            msg = (f"prefill queue at {ev['prefill_waiting_per_engine']} waiting/engine (last "
-                   f"{ev['prefill_waiting_last']}) with prompt throughput at its plateau "
+            msg = (f"prefill queue at {number(ev['prefill_waiting_per_engine'], 1)} waiting/engine (last "
+                   f"{number(ev['prefill_waiting_last'], 1)}) with prompt throughput at its plateau "
                    f"({number(ev['prefill_prompt_tps'], 0)} tok/s), while decode is under-filled "
-                   f"(KV {ev['decode_kv_pct']} %, {ev['decode_running_per_engine']} running/engine) "
-                   f"for {w.seconds:.0f} s")
+                   f"(KV {number(ev['decode_kv_pct'], 1)} %, {number(ev['decode_running_per_engine'], 1)} "
+                   f"running/engine) for {w.seconds:.0f} s")
         else:
-            msg = (f"decode saturated (KV {ev['decode_kv_pct']} %, {ev['decode_waiting']} waiting) while prefill "
+            msg = (f"decode saturated (KV {number(ev['decode_kv_pct'], 1)} %, {number(ev['decode_waiting'])} waiting) "
+                   f"while prefill "
                    f"runs at {number(ev['prefill_prompt_tps'], 0)} tok/s (p90 {number(ev['prefill_prompt_tps_p90'], 0)}) for {w.seconds:.0f} s")
         out.append(_finding(rule, msg, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
     return out
@@ -315,8 +317,9 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
 
 # ---------------------------------------------------------------- presence of records (K002, E002, E003)
 
-# a connector thread dying, a block-size mismatch or a transport (NIXL/UCX) error breaks KV transfer: E002
-KV_FAULTS = ("kv_connector", "kv_block_size", "transport")
+# a connector failing or its thread dying, a block-size mismatch or a transport (NIXL/UCX, Mooncake) error breaks
+# KV transfer: E002. The taxonomy's classes say which causes these are (parsers/catalog/faults.toml).
+KV_FAULTS = frozenset(c.name for c in TAXONOMY if c.cls in ("kv_connector", "transport"))
 
 
 def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, Any]]]:
@@ -372,7 +375,10 @@ _LABELS = {"stats": "preemptions (stats lines)", "v0-swap": "swap preemptions (V
            "declined": "declined expired reads", "kv_connector": "KV connector crash(es)",
            "kv_block_size": "block-size mismatch(es)", "transport": "transport (NIXL/UCX) error(s)",
            "kv_load_recovered": "requests recomputed after a KV load failure",
-           "grammar": "structured-output (grammar/FSM) rejection(s)"}
+           "grammar": "structured-output (grammar/FSM) rejection(s)",
+           "sglang_kv_transfer": "SGLang KV transfer failure(s)", "mooncake_transfer": "Mooncake transfer error(s)",
+           "ascend_mooncake_transfer": "vllm-ascend Mooncake transfer failure(s)",
+           "v0_kv_receive": "KV receive failure(s) (request recomputed)"}
 
 
 @template("presence")

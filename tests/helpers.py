@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO
 
 from diag.parsers.headers import ORCHESTRATOR
-from diag.parsers.lineparser import TRIGGERS, LineParser
+from diag.parsers.lineparser import LineParser, is_candidate
 from diag.parsers.noise import NOISE
 from diag.parsers.orchestrator import parse_banner, parse_lifecycle
 from diag.parsers.records import Lifecycle, Record
@@ -36,7 +36,7 @@ def parse_text(text: str) -> list[Record]:
     :class:`LineParser` (non-candidates are skipped, as the bulk path does)."""
     parser = LineParser()
     buf = text.split("\n")
-    cand = [bool(TRIGGERS.search(raw)) for raw in buf]
+    cand = [is_candidate(raw) for raw in buf]
     out: list[Record] = []
     skip = -1
     for idx, raw in enumerate(buf):
@@ -167,7 +167,7 @@ def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -
     pending: tuple[int, str, str | None] | None = None
     for n, line in enumerate(lines, 1):
         raw = line.removesuffix("\r")
-        is_cand = bool(TRIGGERS.search(raw))
+        is_cand = is_candidate(raw)
         counts.lines += 1
         counts.ansi_lines += bool(ansi.search(raw))
         if is_cand:

@@ -64,7 +64,8 @@ def test_unclassified_exception_yields_a_finding(tmp_path) -> None:
 @pytest.mark.parametrize(("frames", "codes"), [
     (("run_mp_engine", "from_vllm_config", "__init__"), {"DIAG-E004"}),   # cut inside an engine's construction
     (("worker_main", "load_model"), {"DIAG-E004"}),
-    (("run_busy_loop", "step", "execute_model"), set()),                  # runtime: the exception is unknown
+    (("run_busy_loop", "step", "execute_model"), {"DIAG-E001"}),          # cut inside the serving loop: it ended
+    (("_handle_client_request", "call_utility"), set()),                  # a utility call failed: not fatal
     (("shutdown", "destroy_process_group"), set()),                       # teardown
 ])
 def test_cut_traceback_is_judged_by_its_frames(tmp_path, frames: tuple[str, ...], codes: set[str]) -> None:

@@ -237,3 +237,16 @@ def test_noise_and_ansi_of_a_large_log_are_estimated_the_same_way_by_every_path(
     assert abs(est.ansi_lines - exact.ansi_lines) <= 0.15 * exact.ansi_lines
     assert abs(est.noise_lines - exact.noise_lines) <= 0.15 * exact.noise_lines
     assert exact.exact and exact.estimate() is exact
+
+
+def test_an_indented_continuation_is_a_wrapped_line_and_a_bare_one_a_torn_record() -> None:
+    """A record wrapped in a paste (the rest indented on the next line) reads as if one space stood for
+    the wrap (n-67's lease lines); a record torn mid-word by a concurrent writer joins without one."""
+    wrapped = ("WARNING 08-16 08:09:07 [worker.py:2967] Releasing expired KV blocks for request\n"
+               "        8f07dfc0-a2f0e657 which were retrieved by 0 remote worker(s) before lease expired.\n")
+    torn = ("WARNING 08-16 08:09:07 [worker.py:2967] Releasing expired KV blocks for request 8f07dfc0-a2\n"
+            "f0e657 which were retrieved by 2 remote worker(s) before lease expired.\n")
+    for text, n_workers in ((wrapped, 0), (torn, 2)):
+        recs, _ = parse_bulk([text.encode()], year=2025)
+        expiry = [r for r in recs if r.kind == "kv_expiry"]
+        assert [(r.request_id, r.n_workers, r.line) for r in expiry] == [("8f07dfc0-a2f0e657", n_workers, 1)]

@@ -3,7 +3,8 @@
 MANIFEST.md says what each shows and the diagnosis its thread reached). For each: the exact number of
 stats records, and the set of warning/error codes diag reports equals the expected set (derived from
 the thread's diagnosis): an expected code missing or any extra finding fails. tests/README.md shows
-the same table."""
+the same table. An own row may carry `known_miss` (why diag does not reach the thread's diagnosis yet):
+its check is a strict xfail, so the gap stays visible and the test fails once diag gets it right."""
 
 from __future__ import annotations
 
@@ -52,9 +53,17 @@ def test_corpora_are_complete_and_sourced(real_logs: Path) -> None:
     for r in SHARED_ROWS:
         assert manifest[r["file"]].startswith(f"| {r['file']} | {r['source']}"), r["file"]
     assert all(r["source"].startswith("https://github.com/") for r in OWN_ROWS)
+    assert all(r["known_miss"].strip() for r in OWN_ROWS if "known_miss" in r)
 
 
-@pytest.mark.parametrize("row", OWN_ROWS, ids=[r["file"] for r in OWN_ROWS])
+def own_param(row: dict) -> object:
+    """A row, marked as a strict expected failure where diag is known to miss the thread's diagnosis."""
+    if "known_miss" not in row:
+        return row
+    return pytest.param(row, marks=pytest.mark.xfail(reason=row["known_miss"], raises=AssertionError, strict=True))
+
+
+@pytest.mark.parametrize("row", [own_param(r) for r in OWN_ROWS], ids=[r["file"] for r in OWN_ROWS])
 def test_own_excerpt(row: dict) -> None:
     check(OWN / row["file"], row)
 
@@ -68,7 +77,8 @@ def test_readme_table_matches_the_expectations() -> None:
     text = (ROOT / "tests" / "README.md").read_text()
     for r in (*OWN_ROWS, *SHARED_ROWS):
         want = ", ".join(r["expected"]) or "-"
-        assert re.search(rf"^\| {re.escape(r['file'])} \| {r['stats']} \| {re.escape(want)} \| {re.escape(want)} \|$",
+        got = f"known miss: {r['known_miss']}" if "known_miss" in r else want
+        assert re.search(rf"^\| {re.escape(r['file'])} \| {r['stats']} \| {re.escape(want)} \| {re.escape(got)} \|$",
                          text, re.M), r["file"]
 
 
@@ -109,3 +119,29 @@ def test_kv_load_failures_of_lmcache_and_vllm_are_one_e002(tmp_path: Path) -> No
     hits = [f for f in report_of([str(log)]).findings if f.code == "DIAG-E002"]
     assert len(hits) == 1
     assert hits[0].evidence["counts"] == {"kv_connector": 1, "kv_load_recovered": 215}
+
+
+@pytest.mark.parametrize(("name", "counts"), [
+    ("n-57.log", {"sglang_kv_transfer": 2}),
+    ("n-58.log", {"sglang_kv_transfer": 1}),
+    ("n-65.log", {"mooncake_transfer": 8, "v0_kv_receive": 1}),
+    ("n-66.log", {"mooncake_transfer": 2}),
+    ("n-82.log", {"mooncake_transfer": 3, "ascend_mooncake_transfer": 2}),
+    ("n-83.log", {"ascend_mooncake_transfer": 2}),
+])
+def test_kv_transfer_failures_of_other_stacks_are_one_e002(name: str, counts: dict[str, int]) -> None:
+    """SGLang (KVTransferError, also inside an abort response), Mooncake's engine and store glog lines,
+    vllm-ascend's MooncakeConnector and vLLM's V0 connectors: each wording counted once per line."""
+    hits = [f for f in report_of([str(OWN / name)]).findings if f.code == "DIAG-E002"]
+    assert len(hits) == 1
+    assert hits[0].evidence["counts"] == counts
+
+
+@pytest.mark.parametrize(("name", "code"), [("n-64.log", "DIAG-E004"), ("n-85.log", "DIAG-E001"),
+                                            ("n-86.log", "DIAG-E001")])
+def test_sglang_scheduler_exception_is_a_death_phased_by_its_frames(name: str, code: str) -> None:
+    """'Scheduler hit an exception' kills the SGLang server: in Scheduler.__init__ a start-up failure, in
+    the event loop (run_event_loop, event_loop_overlap, run_batch) an engine death."""
+    hits = [f for f in report_of([str(OWN / name)]).findings if f.code in ("DIAG-E001", "DIAG-E004")]
+    assert [f.code for f in hits] == [code]
+    assert hits[0].evidence["faults"].get("sglang_process_died") == 1

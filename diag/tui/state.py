@@ -31,9 +31,8 @@ from diag.rules.runmodel import _DP_PROC as DP_PROC  # the engine (DP rank) a pr
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
-from .. import report as S
 from ..pipeline import Pipeline
-from ..report import Report
+from ..report import EndpointSummary, Report, gpu_counts
 from ..sources import MultiSource, ReplaySource
 from . import WINDOWS
 from .records import RecordLine, record_line, stats_line
@@ -69,7 +68,7 @@ class EngineRow:
 
 @dataclass(frozen=True)
 class EndpointRow:
-    s: S.EndpointSummary
+    s: EndpointSummary
     age_s: float | None
     series: tuple[Point, ...]
     engine_names: tuple[str, ...] = ()  # the order of each point's ``engine_kv``
@@ -269,7 +268,7 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     if v is not None:
         rows.append(("verdict", f"{v.label} · {v.confidence}" + (f" @{v.concurrency}" if v.concurrency else "")))
     total = sum((s.prompt_tps_mean or 0.0) + (s.gen_tps_mean or 0.0) for s in report.endpoints)
-    gpus = S.gpu_counts(run)
+    gpus = gpu_counts(run)
     working = gpus.get("working_gpus") or gpus.get("working")
     tps = f"{total:,.0f}"
     if working:
