@@ -80,6 +80,12 @@ FIELDS: dict[str, tuple[str, tuple[tuple[str, tuple[str, str] | None], ...]]] = 
     "prefix_h": ("counter", (("vllm:prefix_cache_hits", None),)),
     "ext_q": ("counter", (("vllm:external_prefix_cache_queries", None),)),
     "ext_h": ("counter", (("vllm:external_prefix_cache_hits", None),)),
+    # waiting split (vLLM >= 0.31, v1/metrics/loggers.py): ``deferred`` is the log's "Deferred: N reqs"
+    # (skipped: KV transfer, LoRA budget, blocked), ``capacity`` the rest; a P/D decode engine's (KV
+    # consumer, 0.33) KV loads by stage are the log's "KV fetch: N waiting to start, N in progress, ..."
+    "deferred": ("gauge", (("vllm:num_requests_waiting_by_reason", ("reason", "deferred")),)),
+    **{f"kv_fetch_{key}": ("gauge", (("vllm:num_requests_kv_fetch_by_stage", ("stage", stage)),))
+       for key, stage in (("waiting", "waiting_to_start"), ("running", "in_progress"), ("done", "completed_waiting"))},
 }
 COUNTERS = tuple(k for k, (kind, _) in FIELDS.items() if kind == "counter")
 
@@ -479,7 +485,9 @@ def _sample(line: int, ts: datetime, engine: str | None, gauges: Mapping[str, fl
         line, variant=VARIANT, engine=_engine_int(engine), ts=ts,
         prompt_tps=rates.get("prompt"), gen_tps=rates.get("gen"),
         running=_int(gauges.get("running")), waiting=_int(gauges.get("waiting")),
-        preemptions=_int(rates.get("preempt")),
+        preemptions=_int(rates.get("preempt")), deferred=_int(gauges.get("deferred")),
+        kv_fetch_waiting=_int(gauges.get("kv_fetch_waiting")), kv_fetch_running=_int(gauges.get("kv_fetch_running")),
+        kv_fetch_done=_int(gauges.get("kv_fetch_done")),
         kv_usage=None if "kv" not in gauges else gauges["kv"] * 100.0,
         prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
         latency=dict(latency) or None)
