@@ -383,3 +383,17 @@ def test_component_request_errors_summed_over_error_types() -> None:
     got = [r for i, s in enumerate((scrape(10, 0, 0), scrape(60, 2, 1), scrape(60, 2, 1), scrape(5, 1, 0)))
            for r in conv.add(T0 + timedelta(seconds=10 * i), s, i)]
     assert [(r.line, r.requests, r.errors) for r in got if isinstance(r, RequestCounts)] == [(1, 50, 3), (3, 5, 1)]
+
+
+def test_aiperf_backend_is_decode_only_beside_prefill() -> None:
+    """AIPerf's export: Dynamo's ``backend`` endpoints are decode when an endpoint is ``prefill``, else agg."""
+    from diag.parsers.telemetry import aiperf_jsonl
+
+    def line(url: str, comp: str) -> str:
+        return json.dumps({"endpoint_url": url, "timestamp_ns": 1, "metrics": {"vllm:num_requests_running": [
+            {"labels": {"dynamo_component": comp, "engine": "0"}, "value": 1}]}})
+
+    pd, _ = aiperf_jsonl([line("http://a:1/metrics", "prefill"), line("http://b:1/metrics", "backend")])
+    agg, _ = aiperf_jsonl([line("http://b:1/metrics", "backend"), line("http://c:1/metrics", "backend")])
+    assert [(p.key, p.role, p.index) for p in pd] == [("http://a:1/metrics", "prefill", 0), ("http://b:1/metrics", "decode", 0)]
+    assert [(p.key, p.role, p.index) for p in agg] == [("http://b:1/metrics", "agg", 0), ("http://c:1/metrics", "agg", 1)]
