@@ -64,7 +64,10 @@ _SERVING = "|".join(w for w in ROLE_WORDS if w != "frontend")
 _ROLE_FROM = [*((label, role, alias) for label, aliases in ROLE_ALIASES.items() for alias, role in aliases.items()),
               *((label, "$1", f".*?({_SERVING}).*") for label in reversed(ROLE_LABELS))]
 _WORKER_FROM = [("instance", "$1", "(.+)")] + [(label, "$1", WORKER_NUMBER) for label in reversed(INDEX_LABELS)]
-WITH_PREFILL = (f"group by({RUN}) (" + " or ".join(f'{{{label}=~".*prefill.*"}}' for label in ROLE_LABELS) + ")")
+# a few series per target say whether it is prefill: its scrape's ``up``, vLLM's running gauge, a Dynamo worker's requests
+_PRESENCE = "up|vllm:num_requests_running|dynamo_component_requests_total"
+WITH_PREFILL = (f"group by({RUN}) ("
+                + " or ".join(f'{{__name__=~"{_PRESENCE}", {label}=~".*prefill.*"}}' for label in ROLE_LABELS) + ")")
 
 
 def labelled(selector: str) -> str:
