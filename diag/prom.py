@@ -43,14 +43,18 @@ from diag import __version__
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prometheus import (
+    COUNTS,
     MAX_POINTS,
     ExpositionError,
     PromSample,
     StatsConverter,
     choose_step,
+    count_records,
+    engine_label,
     iter_capture,
     parse_duration,
     parse_exposition,
+    prefill_deployments,
     role_from_samples,
     series_endpoint,
     server_queries,
@@ -203,11 +207,11 @@ class Scraper:
             if t.role and t.index is not None:
                 self._taken[t.role].add(t.index)
 
-    def _log_for(self, i: int, samples: list[PromSample]) -> ParsedLog:
+    def _log_for(self, i: int, samples: list[PromSample], with_prefill: bool) -> ParsedLog:
         log = self._logs[i]
         if log is None:
             t = self.targets[i]
-            role = t.role or role_from_samples(samples) or "unknown"
+            role = t.role or role_from_samples(samples, with_prefill) or "unknown"
             idx = t.index
             if idx is None:
                 taken = self._taken[role]
@@ -220,6 +224,7 @@ class Scraper:
         """Scrape every target once; the errors of this poll (one line each)."""
         self.polls += 1
         errors = []
+        got: list[tuple[int, str, list[PromSample]]] = []
         for i, t in enumerate(self.targets):
             try:
                 text = fetch(t.url, timeout_s=self.timeout_s, max_bytes=self.max_bytes)
@@ -230,7 +235,12 @@ class Scraper:
                 errors.append(msg)
                 continue
             self._errors[i] = None
-            log = self._log_for(i, samples)
+            got.append((i, text, samples))
+        # a bare URL's Dynamo ``backend`` is decode when the scrape set has a prefill endpoint
+        with_prefill = any((self.targets[i].role or role_from_samples(samples)) == "prefill" for i, _, samples in got)
+        with_prefill = with_prefill or any(log is not None and log.info.role == "prefill" for log in self._logs)
+        for i, text, samples in got:
+            log = self._log_for(i, samples, with_prefill)
             log.counts.lines += 1
             log.counts.candidates += 1
             log.size += len(text)
@@ -363,8 +373,9 @@ def _why(e: Exception) -> str:
 
 def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], step: float) -> list[ParsedLog]:
     keyed = []
+    with_prefill = prefill_deployments(labels for labels, _ in series)
     for labels, df in series:
-        role, idx = series_endpoint(labels)
+        role, idx = series_endpoint(labels, with_prefill)
         keyed.append((role, idx, labels.get("instance") or "", labels, df))
     # an index from the instance's position among its role's instances, when no label gives one
     instances: dict[str, list[str]] = defaultdict(list)
@@ -376,7 +387,7 @@ def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], st
         if idx is None:
             idx = sorted(instances[role]).index(inst)
         frames.append(df.with_columns(role=pl.lit(role), index=pl.lit(idx, pl.Int64), instance=pl.lit(inst),
-                                      engine=pl.lit(labels.get("engine"), pl.Utf8)))
+                                      engine=pl.lit(engine_label(labels), pl.Utf8)))
     if not frames:
         return []
     wide = (pl.concat(frames).pivot(on="field", index=["role", "index", "instance", "engine", "ts"],
@@ -390,6 +401,7 @@ def _server_logs(url: str, series: list[tuple[dict[str, str], pl.DataFrame]], st
         for n, row in enumerate(part.iter_rows(named=True), 1):
             ts = datetime.fromtimestamp(row["ts"], tz=UTC)
             log.records.append(StatsConverter.from_rates(ts, n, row["engine"], row, step))
+            log.records.extend(count_records(n, ts, {k: v * step for k in COUNTS if (v := row.get(k)) is not None and v == v}))
         log.counts.lines = log.counts.candidates = part.height
         logs.append(log)
     return logs

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-__all__ = ["COLUMNS", "LATENCY", "QUANTILES", "Buckets", "bucket_delta", "buckets", "column", "interval_quantiles",
+__all__ = ["COLUMNS", "FALLBACK", "LATENCY", "QUANTILES", "Buckets", "bucket_delta", "buckets", "column", "interval_quantiles",
            "quantile"]
 
 # run-model key -> histogram family (seconds); current names
@@ -28,6 +28,13 @@ LATENCY: dict[str, str] = {
     "itl": "vllm:inter_token_latency_seconds",
     "e2e": "vllm:e2e_request_latency_seconds",
     "queue": "vllm:request_queue_time_seconds",
+}
+# the same latencies as Dynamo's frontend measures them (ai-dynamo 1.6 prometheus_names.py frontend_service),
+# read where no vLLM histogram of the key is present
+FALLBACK: dict[str, str] = {
+    "dynamo_frontend_time_to_first_token_seconds": "ttft",
+    "dynamo_frontend_inter_token_latency_seconds": "itl",
+    "dynamo_frontend_request_duration_seconds": "e2e",
 }
 QUANTILES = (0.5, 0.9, 0.99)
 

@@ -18,6 +18,9 @@
 * :func:`read_capture` reads srt-slurm's ``raw_prometheus.jsonl`` (srt-dynamo.md §3.1):
   one scrape per line ``{timestamp_ns, endpoint_url, role, worker_id, text}``.
 * :func:`choose_step` and :func:`server_queries` hold the PromQL side (same FIELDS and ALIASES).
+
+The module is long because it holds the one metric vocabulary (fields, KV signals, endpoint roles) that
+the scrape, capture and server paths and the exported rules all read.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,15 +36,19 @@ from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from .columns import KV_VALUE_KEYS
 from .histogram import COLUMNS as LATENCY_COLUMNS
+from .histogram import FALLBACK as LATENCY_FALLBACK
 from .histogram import LATENCY, QUANTILES, Buckets, buckets, column, interval_quantiles, parse_le
-from .records import StatsSample
+from .records import KVExpiry, KVTransfer, Record, RequestCounts, StatsSample
 
 __all__ = [
-    "ALIASES", "FIELDS", "GROUP_LABELS", "MAX_POINTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
-    "canonical", "choose_step", "clean_exposition", "engine_histograms", "engine_values", "hit_rate", "iter_capture",
-    "parse_duration", "parse_exposition", "read_capture", "role_from_samples", "role_of_label",
-    "scrapes_to_stats", "series_endpoint", "server_queries", "worker_of",
+    "ALIASES", "BACKEND", "COUNTED_METRICS", "COUNTS", "DEPLOYMENT_LABEL", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS",
+    "KV_COUNTS", "MAX_POINTS", "REQUEST_COUNTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
+    "backend_role", "canonical", "choose_step", "clean_exposition", "combine_vectors", "count_records",
+    "engine_counters", "engine_histograms", "engine_label", "engine_values", "hit_rate", "iter_capture", "member_of",
+    "parse_duration", "parse_exposition", "prefill_deployments", "read_capture", "role_from_samples",
+    "role_of_label", "scrapes_to_stats", "series_endpoint", "server_queries", "signal_increase", "worker_of",
 ]
 
 VARIANT = "prom"
@@ -58,10 +65,13 @@ ALIASES: dict[str, str] = {
 # stats field -> (kind, sources in priority order: (current metric name, required label or None)).
 # Since 2026-02 the log's "Avg prompt throughput" counts locally computed tokens only: the
 # ``prompt_tokens_by_source{source="local_compute"}`` counter matches it; ``prompt_tokens`` counts all.
+# Dynamo's own series come after vLLM's (ai-dynamo 1.6 prometheus_names.py, common/utils/prometheus.py):
+# a worker's ``dynamo_component_gpu_cache_usage_percent`` (0..1, per ``dp_rank``), a frontend's
+# in-flight and queued requests, so a capture without vllm: series still has its endpoints' load.
 FIELDS: dict[str, tuple[str, tuple[tuple[str, tuple[str, str] | None], ...]]] = {
-    "running": ("gauge", (("vllm:num_requests_running", None),)),
-    "waiting": ("gauge", (("vllm:num_requests_waiting", None),)),
-    "kv": ("gauge", (("vllm:kv_cache_usage_perc", None),)),
+    "running": ("gauge", (("vllm:num_requests_running", None), ("dynamo_frontend_inflight_requests", None))),
+    "waiting": ("gauge", (("vllm:num_requests_waiting", None), ("dynamo_frontend_queued_requests", None))),
+    "kv": ("gauge", (("vllm:kv_cache_usage_perc", None), ("dynamo_component_gpu_cache_usage_percent", None))),
     "prompt": ("counter", (("vllm:prompt_tokens_by_source", ("source", "local_compute")),
                            ("vllm:prompt_tokens", None))),
     "gen": ("counter", (("vllm:generation_tokens", None),)),
@@ -70,8 +80,54 @@ FIELDS: dict[str, tuple[str, tuple[tuple[str, tuple[str, str] | None], ...]]] = 
     "prefix_h": ("counter", (("vllm:prefix_cache_hits", None),)),
     "ext_q": ("counter", (("vllm:external_prefix_cache_queries", None),)),
     "ext_h": ("counter", (("vllm:external_prefix_cache_hits", None),)),
+    # waiting split (vLLM >= 0.31, v1/metrics/loggers.py): ``deferred`` is the log's "Deferred: N reqs"
+    # (skipped: KV transfer, LoRA budget, blocked), ``capacity`` the rest; a P/D decode engine's (KV
+    # consumer, 0.33) KV loads by stage are the log's "KV fetch: N waiting to start, N in progress, ..."
+    "deferred": ("gauge", (("vllm:num_requests_waiting_by_reason", ("reason", "deferred")),)),
+    **{f"kv_fetch_{key}": ("gauge", (("vllm:num_requests_kv_fetch_by_stage", ("stage", stage)),))
+       for key, stage in (("waiting", "waiting_to_start"), ("running", "in_progress"), ("done", "completed_waiting"))},
 }
 COUNTERS = tuple(k for k, (kind, _) in FIELDS.items() if kind == "counter")
+
+# P/D KV-connector failure counters (counters without ``_total``), per signal: groups whose
+# increases add up, each group's members overlapping (the group counts its largest increase).
+# NIXL: up to vLLM 0.30 ``nixl_num_failed_transfers`` and ``nixl_num_failed_notifications`` were
+# disjoint; since 0.31 (nixl/stats.py) failed transfers include handshake and notification failures
+# and notifications are also counted on their own. The largest of the two is exact since 0.31 and
+# still sees every failed interval before it (a lower bound on the count), without a version.
+# Mooncake (vLLM >= 0.33, mooncake/stats.py): failed transfers and failed receives are disjoint.
+KV_SIGNALS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "kv_failures": (("vllm:nixl_num_failed_transfers", "vllm:nixl_num_failed_notifications"),
+                    ("vllm:mooncake_num_failed_transfers",), ("vllm:mooncake_num_failed_recvs",)),
+    "kv_expiry": (("vllm:nixl_num_kv_expired_reqs",), ("vllm:mooncake_num_kv_expired_reqs",)),
+}
+# what the Python paths count besides the exported signals: successful transfers, one observation of the
+# connector's transfer-time histogram each (nixl/stats.py, mooncake/stats.py observe every transfer_duration)
+KV_COUNTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    **KV_SIGNALS,
+    "kv_transfers": (("vllm:nixl_xfer_time_seconds_count",), ("vllm:mooncake_xfer_time_seconds_count",)),
+}
+# Dynamo's request counters (ai-dynamo 1.6 prometheus_names.py): the frontend's ``requests_total``
+# (``status`` success|error) and ``failures_total`` (terminal failures: the same failed requests, so one
+# group), a worker's ``dynamo_component_requests_total`` and ``errors_total`` (per ``error_type``).
+# A member ``name{label="value"}`` counts that label value's series only.
+REQUEST_COUNTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "requests": (("dynamo_frontend_requests",), ("dynamo_component_requests",)),
+    "request_errors": (('dynamo_frontend_requests{status="error"}', "dynamo_frontend_failures"),
+                       ("dynamo_component_errors",)),
+}
+COUNTS = {**KV_COUNTS, **REQUEST_COUNTS}   # every counter signal the Python paths turn into records
+_MEMBER = re.compile(r'^([^{]+)(?:\{(\w+)="([^"]*)"\})?$')
+
+
+def member_of(member: str) -> tuple[str, tuple[str, str] | None]:
+    """(metric, required (label, value) or None) of a counter-group member."""
+    m = _MEMBER.match(member)
+    assert m, member
+    return m[1], (m[2], m[3]) if m[2] else None
+
+
+COUNTED_METRICS = {member_of(m)[0] for groups in COUNTS.values() for group in groups for m in group}
 
 
 class ExpositionError(ValueError):
@@ -134,7 +190,8 @@ def _bad_line(text: str) -> tuple[int, str, str] | None:
 
 def family_names() -> set[str]:
     """Every metric family diag reads (FIELDS and the LATENCY histograms), current and old names."""
-    names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | set(LATENCY.values())
+    names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | set(LATENCY.values()) | set(LATENCY_FALLBACK)
+    names |= COUNTED_METRICS
     return names | {old for old, new in ALIASES.items() if new in names}
 
 
@@ -169,6 +226,14 @@ def parse_exposition(text: str, *, fields_only: bool = False) -> list[PromSample
     return out
 
 
+ENGINE_LABELS = ("engine", "dp_rank")   # vLLM's engine index; Dynamo's component gauges: the DP rank
+
+
+def engine_label(labels: Mapping[str, str]) -> str | None:
+    """The engine a series belongs to (:data:`ENGINE_LABELS`); None for an endpoint-wide series."""
+    return next((labels[k] for k in ENGINE_LABELS if k in labels), None)
+
+
 def engine_values(samples: Iterable[PromSample]) -> dict[str | None, dict[str, float]]:
     """Per ``engine`` label (None when absent): the FIELDS values present, best source first."""
     rank: dict[tuple[str | None, str], tuple[int, bool]] = {}
@@ -178,7 +243,7 @@ def engine_values(samples: Iterable[PromSample]) -> dict[str | None, dict[str, f
             for pos, (metric, need) in enumerate(sources):
                 if s.metric != metric or (need and s.labels.get(need[0]) != need[1]):
                     continue
-                eng = s.labels.get("engine")
+                eng = engine_label(s.labels)
                 r = (pos, s.legacy)
                 if rank.get((eng, fname), (99, True)) > r:
                     rank[(eng, fname)] = r
@@ -190,25 +255,29 @@ _LATENCY_KEY = {family: key for key, family in LATENCY.items()}
 
 
 def engine_histograms(samples: Iterable[PromSample]) -> dict[str | None, dict[str, Buckets]]:
-    """Per ``engine`` label: the LATENCY histograms present (:data:`parsers.histogram.LATENCY` key ->
-    cumulative buckets), label sets of one engine summed, the current name preferred over an old one."""
-    acc: dict[tuple[str | None, str, bool], dict[float, float]] = {}
+    """Per engine (:func:`engine_label`): the LATENCY histograms present (:data:`parsers.histogram.LATENCY`
+    key -> cumulative buckets), label sets of one engine summed; the current name preferred over an old
+    one, vLLM's over Dynamo's (:data:`parsers.histogram.FALLBACK`)."""
+    acc: dict[tuple[str | None, str, int], dict[float, float]] = {}
     for s in samples:
         if not s.name.endswith("_bucket") or "le" not in s.labels:
             continue
         canon = canonical(s.name.removesuffix("_bucket"))
-        key = _LATENCY_KEY.get(canon[0]) if canon else None
-        if canon is None or key is None:
+        if canon is None:
+            continue
+        key = _LATENCY_KEY.get(canon[0]) or LATENCY_FALLBACK.get(canon[0])
+        if key is None:
             continue
         try:
             le = parse_le(s.labels["le"])
         except ValueError:
             continue
-        counts = acc.setdefault((s.labels.get("engine"), key, canon[1]), {})
+        rank = 2 if canon[0] in LATENCY_FALLBACK else int(canon[1])
+        counts = acc.setdefault((engine_label(s.labels), key, rank), {})
         counts[le] = counts.get(le, 0.0) + s.value
     out: dict[str | None, dict[str, Buckets]] = {}
     for (eng, key, _), counts in sorted(acc.items(), key=lambda kv: kv[0][2], reverse=True):
-        out.setdefault(eng, {})[key] = buckets(counts.items())  # current names last: they win
+        out.setdefault(eng, {})[key] = buckets(counts.items())  # the preferred names last: they win
     return out
 
 
@@ -219,14 +288,19 @@ def engine_histograms(samples: Iterable[PromSample]) -> dict[str | None, dict[st
 ROLE_LABELS = ("dynamo_component", "worker_role", "role", "worker_type", "job")  # the first that names a role wins
 INDEX_LABELS = ("worker_index", "worker", "job")   # the first with a trailing number (a role label: of that role)
 ROLE_WORDS = ("prefill", "decode", "frontend", "agg")   # a label value names the first one it contains
-ROLE_ALIASES = {"dynamo_component": {"backend": "decode"}}  # Dynamo's vLLM decode worker is component ``backend``
+# Dynamo's vLLM worker is component ``prefill`` in prefill mode and ``backend`` otherwise (ai-dynamo 1.6
+# dynamo/vllm/args.py): ``backend`` is a decode worker beside a prefill component of its deployment, an
+# aggregated one without; it yields to any other label that names a role.
+BACKEND = "backend"
+ROLE_ALIASES = {"dynamo_component": {"backend": BACKEND}}
+DEPLOYMENT_LABEL = "dynamo_namespace"   # one deployment (a run); series without it: one deployment ""
 WORKER_NUMBER = r"(?:.*[-_])?w?([0-9]+)"           # ``decode-w1``, ``prefill_3``, ``2``: the worker index
 _WORKER_NUMBER = re.compile(WORKER_NUMBER)
 
 
 def role_of_label(value: str | None, label: str | None = None) -> str | None:
-    """The role a label value names: prefill | decode | agg | frontend (None: unknown). ``label``: the
-    label it is the value of (:data:`ROLE_ALIASES`)."""
+    """The role a label value names: prefill | decode | agg | frontend, or :data:`BACKEND` (None: unknown).
+    ``label``: the label it is the value of (:data:`ROLE_ALIASES`)."""
     v = (value or "").lower()
     for word in ROLE_WORDS:
         if word in v:
@@ -234,25 +308,44 @@ def role_of_label(value: str | None, label: str | None = None) -> str | None:
     return ROLE_ALIASES.get(label or "", {}).get(v)
 
 
-def series_endpoint(labels: dict[str, str]) -> tuple[str, int | None]:
+def backend_role(with_prefill: bool) -> str:
+    """What a :data:`BACKEND` worker is: decode when its deployment has a prefill component, else agg."""
+    return "decode" if with_prefill else "agg"
+
+
+def _series_role(labels: Mapping[str, str]) -> str | None:
+    """The role the first of :data:`ROLE_LABELS` naming one gives; :data:`BACKEND` only when none other does."""
+    roles = [r for key in ROLE_LABELS if (r := role_of_label(labels.get(key), key))]
+    return next((r for r in roles if r != BACKEND), roles[0] if roles else None)
+
+
+def prefill_deployments(label_sets: Iterable[Mapping[str, str]]) -> set[str]:
+    """The deployments (:data:`DEPLOYMENT_LABEL` values, "" without one) that have a prefill series."""
+    return {ls.get(DEPLOYMENT_LABEL, "") for ls in label_sets if _series_role(ls) == "prefill"}
+
+
+def series_endpoint(labels: Mapping[str, str], with_prefill: Container[str] = ()) -> tuple[str, int | None]:
     """(role, index or None) of one series: the role from the first of :data:`ROLE_LABELS` that names
-    one, the index from the first of :data:`INDEX_LABELS` with a trailing number (``job`` only when it
-    names that role); ``unknown`` without a role label."""
-    for key in ROLE_LABELS:
-        role = role_of_label(labels.get(key), key)
-        if role:
-            for ikey in INDEX_LABELS:
-                m = _WORKER_NUMBER.fullmatch(labels.get(ikey) or "")
-                if m and (ikey not in ROLE_LABELS or role_of_label(labels.get(ikey), ikey) == role):
-                    return role, int(m.group(1))
-            return role, None
-    return "unknown", None
+    one (:data:`BACKEND`: decode when its deployment is in ``with_prefill``, see
+    :func:`prefill_deployments`, else agg), the index from the first of :data:`INDEX_LABELS` with a
+    trailing number (``job`` only when it names that role); ``unknown`` without a role label."""
+    role = _series_role(labels)
+    if role is None:
+        return "unknown", None
+    if role == BACKEND:
+        role = backend_role(labels.get(DEPLOYMENT_LABEL, "") in with_prefill)
+    for ikey in INDEX_LABELS:
+        m = _WORKER_NUMBER.fullmatch(labels.get(ikey) or "")
+        if m and (ikey not in ROLE_LABELS or role_of_label(labels.get(ikey), ikey) == role):
+            return role, int(m.group(1))
+    return role, None
 
 
-def role_from_samples(samples: Iterable[PromSample]) -> str | None:
+def role_from_samples(samples: Iterable[PromSample], with_prefill: bool = False) -> str | None:
     """An endpoint's role from the labels of its scrape: the first of :data:`ROLE_LABELS` whose values
     name exactly one role, Dynamo frontend metrics right after the component label (a frontend exposes
-    per-worker gauges of both ``worker_type`` values)."""
+    per-worker gauges of both ``worker_type`` values); :data:`BACKEND` only when no other label names a
+    role, then :func:`backend_role` (``with_prefill``: the scrape set has a prefill endpoint)."""
     values: dict[str, set[str]] = {label: set() for label in ROLE_LABELS}
     frontend = False
     for s in samples:
@@ -260,18 +353,24 @@ def role_from_samples(samples: Iterable[PromSample]) -> str | None:
             if label in s.labels:
                 values[label].add(s.labels[label])
         frontend = frontend or s.name.startswith("dynamo_frontend_")
+    backend = False
     for label in ROLE_LABELS:
         roles = {r for v in values[label] if (r := role_of_label(v, label))}
+        backend = backend or roles == {BACKEND}
+        roles.discard(BACKEND)
         if len(roles) == 1:
             return roles.pop()
         if label == ROLE_LABELS[0] and frontend:
             return "frontend"
-    return None
+    return backend_role(with_prefill) if backend else None
 
 
 def _engine_int(label: str | None) -> int | None:
     m = re.search(r"\d+", label or "")
     return int(m.group()) if m else None
+
+
+_COUNTED = [m for groups in COUNTS.values() for group in groups for m in group]
 
 
 @dataclass
@@ -282,10 +381,25 @@ class StatsConverter:
     baseline_rows: bool = False
     resets: int = 0
     _prev: dict[str | None, tuple[datetime, dict[str, float], dict[str, Buckets]]] = field(default_factory=dict)
+    _kv_prev: dict[str | None, tuple[datetime, dict[str, float]]] = field(default_factory=dict)
 
-    def add(self, ts: datetime, samples: Iterable[PromSample], line: int) -> list[StatsSample]:
-        out = []
+    def add(self, ts: datetime, samples: Iterable[PromSample], line: int) -> list[Record]:
+        """The rows of one scrape: a ``StatsSample`` per engine, and the KV-transfer failures and lease
+        expiries counted since the previous scrape as the logs' records (:func:`kv_records`)."""
         samples = list(samples)
+        out: list[Record] = list(self._stats(ts, samples, line))
+        for eng, cur in engine_counters(samples, _COUNTED).items():
+            prev = self._kv_prev.get(eng)
+            if prev is not None and (ts - prev[0]).total_seconds() <= 0:
+                continue
+            self._kv_prev[eng] = (ts, cur)
+            if prev is not None:
+                out.extend(count_records(line, ts, {signal: signal_increase(groups, prev[1], cur)
+                                                    for signal, groups in COUNTS.items()}))
+        return out
+
+    def _stats(self, ts: datetime, samples: list[PromSample], line: int) -> list[StatsSample]:
+        out = []
         hists = engine_histograms(samples)
         for eng, vals in sorted(engine_values(samples).items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
             prev = self._prev.get(eng)
@@ -321,6 +435,48 @@ class StatsConverter:
         return _sample(line, ts, engine, vals, rates, latency)
 
 
+def engine_counters(samples: Iterable[PromSample], members: Iterable[str]) -> dict[str | None, dict[str, float]]:
+    """Per engine (:func:`engine_label`): the value of each counter-group member present
+    (:func:`member_of`), label sets summed."""
+    by_metric: dict[str, list[tuple[str, tuple[str, str] | None]]] = {}
+    for m in members:
+        name, need = member_of(m)
+        by_metric.setdefault(name, []).append((m, need))
+    out: dict[str | None, dict[str, float]] = {}
+    for s in samples:
+        for m, need in by_metric.get(s.metric, ()):
+            if need is None or s.labels.get(need[0]) == need[1]:
+                vals = out.setdefault(engine_label(s.labels), {})
+                vals[m] = vals.get(m, 0.0) + s.value
+    return out
+
+
+def signal_increase(groups: tuple[tuple[str, ...], ...], prev: Mapping[str, float], cur: Mapping[str, float]) -> float:
+    """A KV signal's increase between two scrapes of one engine (:data:`KV_SIGNALS`): the largest member
+    increase of each group, summed over the groups; a counter that went down restarted from zero."""
+    def delta(m: str) -> float:
+        return cur[m] - prev[m] if cur[m] >= prev[m] else cur[m]
+    return sum(max((delta(m) for m in group if m in cur and m in prev), default=0.0) for group in groups)
+
+
+_TRANSFER_KEYS = {"kv_transfers": KV_VALUE_KEYS["transfers"][0], "kv_failures": KV_VALUE_KEYS["failed"][0]}
+
+
+def count_records(line: int, ts: datetime | None, increases: Mapping[str, float]) -> list[Record]:
+    """The records the increases of :data:`COUNTS` in an interval stand for: successful and failed KV
+    transfers as a ``KV Transfer metrics`` row, each expired lease as a ``KVExpiry`` (``expired``), the
+    requests finished and failed as ``RequestCounts``."""
+    out: list[Record] = []
+    counts = {key: float(round(increases.get(signal, 0.0))) for signal, key in _TRANSFER_KEYS.items()}
+    if any(counts.values()):
+        out.append(KVTransfer(line, connector=None, values=tuple(counts.items()), ts=ts))
+    out.extend(KVExpiry(line, event="expired", ts=ts) for _ in range(round(increases.get("kv_expiry", 0.0))))
+    requests, errors = (round(increases.get(k, 0.0)) for k in REQUEST_COUNTS)
+    if requests or errors:
+        out.append(RequestCounts(line, requests=max(requests, errors), errors=errors, ts=ts))
+    return out
+
+
 def _sample(line: int, ts: datetime, engine: str | None, gauges: Mapping[str, float], rates: Mapping[str, float],
             latency: Mapping[str, float]) -> StatsSample:
     """One ``StatsSample(variant="prom")`` from an engine's gauges (FIELDS names), per-interval counter rates
@@ -329,7 +485,9 @@ def _sample(line: int, ts: datetime, engine: str | None, gauges: Mapping[str, fl
         line, variant=VARIANT, engine=_engine_int(engine), ts=ts,
         prompt_tps=rates.get("prompt"), gen_tps=rates.get("gen"),
         running=_int(gauges.get("running")), waiting=_int(gauges.get("waiting")),
-        preemptions=_int(rates.get("preempt")),
+        preemptions=_int(rates.get("preempt")), deferred=_int(gauges.get("deferred")),
+        kv_fetch_waiting=_int(gauges.get("kv_fetch_waiting")), kv_fetch_running=_int(gauges.get("kv_fetch_running")),
+        kv_fetch_done=_int(gauges.get("kv_fetch_done")),
         kv_usage=None if "kv" not in gauges else gauges["kv"] * 100.0,
         prefix_hit=hit_rate(rates, "prefix"), ext_hit=hit_rate(rates, "ext"),
         latency=dict(latency) or None)
@@ -345,10 +503,10 @@ def _int(x: float | None) -> int | None:
     return None if x is None or math.isnan(x) else round(x)
 
 
-def scrapes_to_stats(scrapes: Iterable[tuple[datetime, int, list[PromSample]]]) -> list[StatsSample]:
+def scrapes_to_stats(scrapes: Iterable[tuple[datetime, int, list[PromSample]]]) -> list[Record]:
     """Rows of one endpoint's scrapes ``(ts, line, samples)``, taken in time order."""
     conv = StatsConverter()
-    out: list[StatsSample] = []
+    out: list[Record] = []
     for ts, line, samples in sorted(scrapes, key=lambda t: (t[0], t[1])):
         out.extend(conv.add(ts, samples, line))
     return out
@@ -444,13 +602,29 @@ def _dur(seconds: float) -> str:
 
 
 # the labels a pushed-down query keeps: what names an endpoint (:func:`series_endpoint`) and the engine
-GROUP_LABELS = tuple(dict.fromkeys(("instance", "engine", *ROLE_LABELS, *INDEX_LABELS)))
+GROUP_LABELS = tuple(dict.fromkeys(("instance", *ENGINE_LABELS, *ROLE_LABELS, *INDEX_LABELS, DEPLOYMENT_LABEL)))
+
+
+def combine_vectors(how: str, label: str, parts: list[str]) -> str:
+    """PromQL: ``max``/``sum`` of vectors that may each be absent: each part tagged by ``label``, the union
+    taken with ``or``, then aggregated without the tag (series of one engine pair up)."""
+    if len(parts) == 1:
+        return parts[0]
+    tagged = " or ".join(f'label_replace({e}, "{label}", "{i}", "__name__", ".*")' for i, e in enumerate(parts))
+    return f"{how} without({label}) ({tagged})"
+
+
+def _counter_selector(member: str) -> str:
+    """The series selector of a counter-group member: ``_total`` added (not to a histogram's ``_count``)."""
+    name, need = member_of(member)
+    sel = f'{{{need[0]}="{need[1]}"}}' if need else ""
+    return f"{name if name.endswith('_count') else name + '_total'}{sel}"
 
 
 def server_queries(window_s: float) -> dict[str, str]:
     """PromQL per stats field, summed by endpoint and engine (:data:`GROUP_LABELS`) on the server: gauges
     with old names as ``or`` fallbacks, counters as ``rate()`` over ``window_s`` (per second;
-    preemptions are turned into per-step counts by the caller), latency quantiles per
+    preemptions and the KV signals are turned into per-step counts by the caller), latency quantiles per
     :data:`parsers.histogram.COLUMNS` as ``histogram_quantile`` of the buckets' ``irate()``."""
     old_of: dict[str, list[str]] = {}
     for old, new in ALIASES.items():
@@ -468,12 +642,21 @@ def server_queries(window_s: float) -> dict[str, str]:
                 else:
                     parts.append(f"{by} (rate({name}_total{sel}[{w}]))")
         out[fname] = " or ".join(parts)
+        dynamo = [p for p in parts if "(dynamo_" in p]
+        if dynamo:  # Dynamo's series only where an instance has no vLLM one (they name the engine differently)
+            vllm = " or ".join(p for p in parts if p not in dynamo)
+            out[fname] = f"{vllm} or (({' or '.join(dynamo)}) unless on(instance) ({vllm}))"
+    # KV signals (per second, turned into per-step counts by the caller): the groups of KV_SIGNALS
+    for signal, groups in COUNTS.items():
+        out[signal] = combine_vectors("sum", "diag_group", [combine_vectors("max", "diag_counter", [
+            f"{by} (rate({_counter_selector(m)}[{w}]))" for m in group]) for group in groups])
     # latency quantiles: the server's histogram_quantile over irate() of the buckets, the delta of the
     # last two scrapes (rate()'s extrapolation clamps each bucket series to zero on its own, which
     # bends the quantiles; irate is the per-interval bucket delta every other source uses)
     by_le = f"sum by(le, {', '.join(GROUP_LABELS)})"
     for key, family in LATENCY.items():
+        names = (family, *old_of.get(family, []), *(f for f, k in LATENCY_FALLBACK.items() if k == key))
         for q in QUANTILES:
             out[column(key, q)] = " or ".join(f"histogram_quantile({q}, {by_le} (irate({name}_bucket[{w}])))"
-                                              for name in (family, *old_of.get(family, [])))
+                                              for name in names)
     return out

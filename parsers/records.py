@@ -66,8 +66,8 @@ class StatsSample(Record):
     corrupted: int | None = field(default=None, metadata=column("requests", "requests with corrupted KV"))
     swapped: int | None = field(default=None, metadata=column("requests", "requests swapped to CPU (V0)"))
     cpu_kv: float | None = field(default=None, metadata=column("%", "CPU KV cache usage (V0)"))
-    kv_fetch_waiting: int | None = field(default=None, metadata=column("requests", "KV fetch: waiting to start (P/D decode)"))
-    kv_fetch_running: int | None = field(default=None, metadata=column("requests", "KV fetch: in progress"))
+    kv_fetch_waiting: int | None = field(default=None, metadata=column("requests", "KV fetch: waiting to start (P/D decode)", run=True))
+    kv_fetch_running: int | None = field(default=None, metadata=column("requests", "KV fetch: in progress", run=True))
     kv_fetch_done: int | None = field(default=None, metadata=column("requests", "KV fetch: completed, waiting to run"))
     latency: dict[str, float] | None = field(  # one run-model column per quantile: parsers.histogram.COLUMNS
         default=None, metadata=column("s", "per-interval latency quantiles from Prometheus histograms", run=True))
@@ -286,3 +286,14 @@ class PrefixCacheRate(Record):
     cpu: float | None = None
 
     kind = "prefix_cache"
+
+
+@dataclass(slots=True)
+class RequestCounts(Record):
+    """Requests an endpoint finished in one metrics interval and how many of them failed (Dynamo's
+    frontend and component request counters, :data:`parsers.prometheus.REQUEST_COUNTS`)."""
+
+    requests: int
+    errors: int
+
+    kind = "requests"

@@ -15,7 +15,8 @@ Histogram buckets (Tachometer: the family name with ``le`` inline) become ``<fam
   skipped with a reason (they are relative to a start only ``tachometer.out`` knows).
 * AIPerf Parquet: one column per label key, ``value`` (histograms: a row per bucket, ``bucket_le``,
   ``bucket_count``); AIPerf JSONL: ``metrics: {name: [{labels, value} | {labels, buckets: {le: count}}]}``. Counter names have no ``_total`` and Parquet counters are deltas from a reference scrape
-  (rates are unchanged). The role comes from Dynamo's ``dynamo_component`` label; the worker index
+  (rates are unchanged). The role comes from Dynamo's ``dynamo_component`` label (``backend``: decode
+  when an endpoint of the export is ``prefill``, else agg); the worker index
   from the order of the role's endpoint URLs, where a process whose lowest ``engine`` rank is not 0
   continues the previous one (a data-parallel group spread over nodes is one endpoint).
 """
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .prometheus import ROLE_LABELS, PromSample, canonical, family_names, role_of_label
+from .prometheus import BACKEND, ROLE_LABELS, PromSample, backend_role, canonical, family_names, role_of_label
 
 __all__ = ["Scrapes", "aiperf_jsonl", "aiperf_parquet", "is_tachometer_path", "metric_names",
            "tachometer_parquet"]
@@ -189,9 +190,11 @@ def _aiperf_endpoints(per_url: dict[str, list[tuple[int, PromSample | None]]]) -
         scrapes = [(datetime.fromtimestamp(ts / 1e9, tz=UTC), by_ts[ts]) for ts in sorted(by_ts)]
         found.append((url, comps.pop() if len(comps) == 1 else None, min(engines, default=0), scrapes))
     found.sort(key=lambda f: _url_order(f[0]))
+    with_prefill = any(role == "prefill" for _, role, _, _ in found)
     out: list[Scrapes] = []
     nxt: dict[str | None, int] = {}
-    for url, role, low, scrapes in found:
+    for url, comp, low, scrapes in found:
+        role = backend_role(with_prefill) if comp == BACKEND else comp
         if low > 0 and role in nxt:
             idx = nxt[role] - 1  # a later node of the previous process's data-parallel group
         else:

@@ -31,12 +31,17 @@ import yaml
 
 from diag.parsers.prometheus import (
     ALIASES,
+    BACKEND,
+    DEPLOYMENT_LABEL,
     FIELDS,
     INDEX_LABELS,
+    KV_SIGNALS,
     ROLE_ALIASES,
     ROLE_LABELS,
     ROLE_WORDS,
     WORKER_NUMBER,
+    backend_role,
+    combine_vectors,
 )
 
 from .catalog import Rule
@@ -46,18 +51,23 @@ STATS_INTERVAL_S = 10.0     # vLLM's stats interval: one bucket of diag's window
 IRATE_WINDOW = "1m"         # how far back irate looks for its last two samples
 
 GROUPS = ["diag-recording", "diag-alerts"]   # the rule groups, in evaluation order
-RUN = "dynamo_namespace"
+RUN = DEPLOYMENT_LABEL
 ROLE = f"{RUN}, diag_role"
 ENDPOINT = f"{ROLE}, diag_worker"
 ENGINE = f"{ENDPOINT}, engine"
 
 # (label, replacement, regex) from parsers.prometheus's label mapping, lowest priority first: a later
 # match overrides an earlier one. The serving roles only (a frontend's series are not an endpoint's).
+# Dynamo's ``backend`` component (BACKEND) is weakest; it becomes decode in a deployment with a prefill
+# series (any role label naming prefill), agg otherwise.
 _SERVING = "|".join(w for w in ROLE_WORDS if w != "frontend")
-_ROLE_FROM = [entry for label in reversed(ROLE_LABELS)
-              for entry in [*((label, role, alias) for alias, role in ROLE_ALIASES.get(label, {}).items()),
-                            (label, "$1", f".*?({_SERVING}).*")]]
+_ROLE_FROM = [*((label, role, alias) for label, aliases in ROLE_ALIASES.items() for alias, role in aliases.items()),
+              *((label, "$1", f".*?({_SERVING}).*") for label in reversed(ROLE_LABELS))]
 _WORKER_FROM = [("instance", "$1", "(.+)")] + [(label, "$1", WORKER_NUMBER) for label in reversed(INDEX_LABELS)]
+# a few series per target say whether it is prefill: its scrape's ``up``, vLLM's running gauge, a Dynamo worker's requests
+_PRESENCE = "up|vllm:num_requests_running|dynamo_component_requests_total"
+WITH_PREFILL = (f"group by({RUN}) ("
+                + " or ".join(f'{{__name__=~"{_PRESENCE}", {label}=~".*prefill.*"}}' for label in ROLE_LABELS) + ")")
 
 
 def labelled(selector: str) -> str:
@@ -67,7 +77,10 @@ def labelled(selector: str) -> str:
         expr = f'label_replace({expr}, "diag_role", "{repl}", "{label}", "{regex}")'
     for label, repl, regex in _WORKER_FROM:
         expr = f'label_replace({expr}, "diag_worker", "{repl}", "{label}", "{regex}")'
-    return expr
+    as_role = {role: f'label_replace({expr}, "diag_role", "{role}", "diag_role", "{BACKEND}")'
+               for role in (backend_role(True), backend_role(False))}
+    return (f"({as_role[backend_role(True)]} and on({RUN}) {WITH_PREFILL}"
+            f" or {as_role[backend_role(False)]} unless on({RUN}) {WITH_PREFILL})")
 
 
 def _names(metric: str) -> list[str]:
@@ -93,12 +106,23 @@ def _increase(metrics: tuple[str, ...]) -> str:
     return f"sum by({ENDPOINT}) ({labelled(inner)})"
 
 
-# the counters behind the presence rules' signals (vllm-formats.md §3.2: handshake failures are
-# folded into failed transfers; the P side counts requests whose lease expired)
+def _kv_increase(groups: tuple[tuple[str, ...], ...]) -> str:
+    """The increase of a KV signal over :data:`RUN_WINDOW` per endpoint: per engine the largest increase
+    within each group of overlapping counters, summed over the groups (:data:`parsers.prometheus.KV_SIGNALS`)."""
+    per_engine = combine_vectors("sum", "diag_group", [
+        combine_vectors("max", "diag_counter", [f"increase({m}_total[{RUN_WINDOW}])" for m in group]) for group in groups])
+    return f"sum by({ENDPOINT}) ({labelled(per_engine)})"
+
+
+# the counters behind the presence rules' signals (vllm-formats.md §3.2; overlapping NIXL counters and
+# Mooncake's in parsers.prometheus.KV_SIGNALS)
 SIGNALS: dict[str, tuple[str, ...]] = {
     "preemptions": ("vllm:num_preemptions",),
-    "kv_failures": ("vllm:nixl_num_failed_transfers", "vllm:nixl_num_failed_notifications"),
-    "kv_expiry": ("vllm:nixl_num_kv_expired_reqs",),
+    **{signal: tuple(m for group in groups for m in group) for signal, groups in KV_SIGNALS.items()},
+}
+SIGNAL_EXPR: dict[str, str] = {
+    "preemptions": _increase(SIGNALS["preemptions"]),
+    **{signal: _kv_increase(groups) for signal, groups in KV_SIGNALS.items()},
 }
 
 RECORDING: dict[str, str] = {
@@ -118,7 +142,7 @@ RECORDING: dict[str, str] = {
     "diag:vllm_running:role_avg": f"avg by({ROLE}) (diag:vllm_running:engine)",
     "diag:vllm_kv_usage:role_avg_percent": f"avg by({ROLE}) (diag:vllm_kv_usage:engine_percent)",
     "diag:vllm_prompt_tokens:role_irate": f"sum by({ROLE}) (diag:vllm_prompt_tokens:engine_irate)",
-    **{f"diag:vllm_{signal}:endpoint_increase": _increase(m) for signal, m in SIGNALS.items()},
+    **{f"diag:vllm_{signal}:endpoint_increase": expr for signal, expr in SIGNAL_EXPR.items()},
     "diag:up:target": f"max by(job, instance, {ENDPOINT}) ({labelled('up')})",
 }
 

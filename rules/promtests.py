@@ -17,9 +17,11 @@ from typing import Any
 
 import yaml
 
+from diag.parsers.prometheus import KV_SIGNALS
+
 from .catalog import Rule
 from .examples import DEFAULTS, SERIES, example_findings, series_length, value_at
-from .promrules import GROUPS, SIGNALS, STATS_INTERVAL_S, expressible
+from .promrules import GROUPS, STATS_INTERVAL_S, expressible
 
 GAUGES = {"running": ("vllm:num_requests_running", 1.0), "waiting": ("vllm:num_requests_waiting", 1.0),
           "kv_usage": ("vllm:kv_cache_usage_perc", 0.01)}
@@ -75,10 +77,11 @@ def example_series(spec: dict[str, Any]) -> tuple[list[dict[str, str]], int]:
 
 
 def _events(r: dict[str, Any], n: int) -> dict[str, list[float]]:
-    """NIXL counters per step: failed transfers from the KV metrics of each interval, failures and
-    expiries at the step after the intervals (when the example logs them)."""
-    transfers, notifications = SIGNALS["kv_failures"]
-    (expired,) = SIGNALS["kv_expiry"]
+    """NIXL counters per step as vLLM >= 0.31 exports them: failed transfers from the KV metrics of each
+    interval, failures and expiries at the step after the intervals (when the example logs them); a
+    failed notification counts in both failure counters (:data:`parsers.prometheus.KV_SIGNALS`)."""
+    (transfers, notifications), *_ = KV_SIGNALS["kv_failures"]
+    (expired,), *_ = KV_SIGNALS["kv_expiry"]
     out: dict[str, list[float]] = {}
 
     def bump(metric: str, step: int, by: float) -> None:
@@ -87,7 +90,9 @@ def _events(r: dict[str, Any], n: int) -> dict[str, list[float]]:
     for i, (_, failed) in enumerate(r.get("kv", [])):
         bump(transfers, i + 1, float(failed))
     for ftype in r.get("nixl", []):
-        bump(notifications if "notif" in ftype else transfers, n + 1, 1.0)
+        bump(transfers, n + 1, 1.0)
+        if "notif" in ftype:
+            bump(notifications, n + 1, 1.0)
     for event in r.get("expiry", []):
         bump(expired, n + 1, 1.0 if event in EXPIRY_COUNTED else 0.0)
     return out

@@ -6,8 +6,8 @@ reading (follow, replay, the TUI's compaction) changes its own logs, never a Run
 
 An endpoint is (role, worker index): ``nodeC_decode_w0.out`` and ``nodeD_decode_w0.out`` are the
 one decode endpoint ``decode-w0``, whose engines are the union of the DP ranks logged in both.
-Output interleaved in one ``slurm-<id>.out`` with srun ``N:`` labels is split per task, and each
-task's role comes from its content (``kv_role``, ``--disaggregation-mode``).
+Output interleaved in one ``slurm-<id>.out`` with srun ``N:`` labels is split per task, and each task's role
+comes from its content (``kv_role``, ``--disaggregation-mode``). Long because every rule reads this one model.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from diag.parsers.records import (
     NixlFailure,
     Preemption,
     Record,
+    RequestCounts,
     StartupFact,
     StatsSample,
 )
@@ -167,6 +168,12 @@ class Run:
         if not out:
             out = [("run", f, r) for f, r in self.orchestrator_faults]
         return sorted(out, key=lambda t: (t[2].ts is None, t[2].ts or datetime.min.replace(tzinfo=UTC), t[2].line))
+
+    def request_counts(self) -> pl.DataFrame:
+        """Per metrics interval and endpoint (frontends too): requests finished and failed, by Dynamo's counters."""
+        rows = [(r.ts, endpoint_id(src.info.role or "unknown", src.info.index), r.requests, r.errors)
+                for src in self.sources if src.kind == "prometheus" for r in src.records if isinstance(r, RequestCounts)]
+        return pl.DataFrame(rows, schema={"ts": TS, "endpoint": pl.Utf8, "requests": pl.Int64, "errors": pl.Int64}, orient="row")
 
     def ready_at(self) -> datetime | None:
         """When the orchestrator saw every worker ready (None when it never did, or no log says)."""

@@ -7,6 +7,8 @@ The catalog side (vocabulary, thresholds, experiments) is :mod:`rules.verdict_ca
 Windows: each benchmark point's measured window is cut into warm-up, steady state and drain (see the
 catalog's header); a run without points is judged over its active intervals. Figures come from the
 steady window only, never from the idle tail after the run.
+
+Long because every class's test reads one judge over one window's figures (:class:`_Judge`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ from .verdict_catalog import DECODING, _r, _v, capacity, experiments, verdict_ca
 INTERVAL_S = 10.0    # vLLM's stats interval: a stats line reports the 10 s before it
 EMPTY_FIGURES: Mapping[str, Any] = {"window_s": None, "prefill": {}, "decode": {}, "decode_role": None,
                                     "decode_util": None}
-FIGURE_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "preemptions")
+FIGURE_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "preemptions", "kv_fetch_waiting",
+               "kv_fetch_running", "deferred")
+# requests waiting for their KV transfer: KV loads not started or in progress (vLLM >= 0.32, P/D decode), else
+# the deferred requests (>= 0.31: skipped for a KV transfer, LoRA budget or a blocked status)
+WAITING_KV = (("kv_fetch_waiting", "kv_fetch_running"), ("deferred",))
 
 
 # ------------------------------------------------------------------ the verdict
@@ -144,6 +150,12 @@ def _side(df: pl.DataFrame) -> dict[str, Any]:
         out[key] = {"mean": _r(s.mean(), 2), "p90": _r(s.quantile(0.9), 2), "peak": _r(s.max(), 2)} if len(s) \
             else {"mean": None, "p90": None, "peak": None}
     out["preemptions"] = int(df["preemptions"].fill_null(0).sum()) if "preemptions" in df.columns else 0
+    for cols in WAITING_KV:   # logged only when not zero: a null beside a value is 0
+        present = [c for c in cols if c in df.columns and df[c].drop_nulls().len()]
+        if present:
+            kv_wait = df.select(pl.sum_horizontal(pl.col(present).fill_null(0)))[:, 0]
+            out["waiting_kv"] = {"mean": _r(kv_wait.mean(), 2), "peak": _r(kv_wait.max(), 2)}
+            break
     return out
 
 
@@ -159,8 +171,22 @@ def figures(run: Run, start: datetime, end: datetime, cap: Mapping[str, Any]) ->
         if dec["running"]["mean"] is not None:
             parts.append(dec["running"]["mean"] / batch)
         util = _r(max(parts), 3) if parts else None
-    return {"window_s": _r((end - start).total_seconds(), 0), "prefill": pre, "decode": dec,
-            "decode_role": role, "decode_util": util}
+    out = {"window_s": _r((end - start).total_seconds(), 0), "prefill": pre, "decode": dec,
+           "decode_role": role, "decode_util": util}
+    if requests := request_figures(run, start, end):
+        out["requests"] = requests
+    return out
+
+
+def request_figures(run: Run, start: datetime, end: datetime) -> dict[str, Any]:
+    """Requests finished and failed over [start, end] by Dynamo's request counters: the frontends' (every
+    request once), else the generating side's workers; {} without them."""
+    counts = run.request_counts().filter((pl.col("ts") >= start) & (pl.col("ts") <= end))
+    for side in ("frontend", *DECODING):
+        part = counts.filter(pl.col("endpoint").str.starts_with(side))
+        if part.height:
+            return {"source": side, "requests": int(part["requests"].sum()), "errors": int(part["errors"].sum())}
+    return {}
 
 
 def p_batch_default() -> float:
@@ -225,6 +251,16 @@ class _Judge:
     def dec_run(self) -> float | None:
         return _v(self.fig, "decode", "running", "mean")
 
+    @property
+    def dec_wait_kv(self) -> float | None:
+        """Decode's requests waiting for their KV transfer per sample (None: the split is unknown)."""
+        return _v(self.fig, "decode", "waiting_kv", "mean")
+
+    @property
+    def dec_wait_capacity(self) -> float:
+        """Decode's requests waiting for capacity: the waiting ones not waiting for their KV."""
+        return max(0.0, (self.dec_wait or 0.0) - (self.dec_wait_kv or 0.0))
+
     def has_stats(self) -> bool:
         return bool(self.fig["prefill"] or self.fig["decode"])
 
@@ -232,7 +268,7 @@ class _Judge:
         return (self.pre_wait or 0.0) >= self.p["prefill_queue"]
 
     def decode_kv_full(self) -> bool:
-        kv, w = self.dec_kv or 0.0, self.dec_wait or 0.0
+        kv, w = self.dec_kv or 0.0, self.dec_wait_capacity
         pre = _v(self.fig, "decode", "preemptions") or 0
         return kv >= self.p["decode_kv_high"] or ((w >= self.p["transfer_wait_min"] or pre > 0)
                                                    and kv >= self.p["decode_waiting_kv_min"])
@@ -240,7 +276,7 @@ class _Judge:
     def decode_batch_full(self) -> bool:
         cap = self.cap.get("batch_cap")
         return bool(cap and (self.dec_run or 0.0) >= self.p["decode_batch_frac"] * cap
-                    and ((self.dec_wait or 0.0) >= self.p["transfer_wait_min"] or self.prefill_queue()))
+                    and (self.dec_wait_capacity >= self.p["transfer_wait_min"] or self.prefill_queue()))
 
     @property
     def disaggregated(self) -> bool:
@@ -253,9 +289,19 @@ class _Judge:
                 and (self.dec_kv or 0.0) < self.p["decode_waiting_kv_min"] and not self.decode_batch_full())
 
     def waiting_on_transfers(self) -> bool:
+        """Decode requests wait for their KV: by the KV-fetch split when known (more wait for KV than for
+        capacity), else inferred from waiting requests with decode's KV not full."""
+        if self.dec_wait_kv is not None:
+            return (self.disaggregated and self.dec_wait_kv >= self.p["transfer_wait_min"]
+                    and self.dec_wait_kv >= self.dec_wait_capacity and not self.prefill_queue())
         return (self.disaggregated and (self.dec_wait or 0.0) >= self.p["transfer_wait_min"]
                 and (self.dec_kv or 0.0) < self.p["decode_waiting_kv_min"] and not self.prefill_queue()
                 and not self.decode_batch_full())
+
+    def waiting_for_capacity(self) -> bool:
+        """By the KV-fetch split: more decode requests wait for capacity (their KV loaded) than for their KV."""
+        return (self.disaggregated and self.dec_wait_kv is not None
+                and self.dec_wait_capacity >= self.p["transfer_wait_min"] and self.dec_wait_capacity > self.dec_wait_kv)
 
     def batch_text(self) -> str:
         return (f"decode's batch is full: {number(self.dec_run, 1)} running/engine at max-num-seqs "
@@ -312,6 +358,11 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
                 "high", j.codes("DIAG-E002")
     if deaths:
         return "invalid", None, _cause(deaths[0]), "high", deaths
+    metered = j.fig.get("requests") or {}
+    if bench is None and metered.get("requests") and metered["errors"] / metered["requests"] > p["failed_invalid_frac"]:
+        share = 100.0 * metered["errors"] / metered["requests"]
+        return "invalid", None, (f"{metered['errors']} of {metered['requests']} requests failed ({share:.0f} %, "
+                                 f"Dynamo's {metered['source']} metrics)"), "high", j.codes("DIAG-E002")
     if bench is None:
         stuck = j.codes("DIAG-S001") + [f for f in j.codes("DIAG-E004") if _stalled(f)]
         if stuck:
@@ -352,9 +403,16 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
             f"requests wait on the engine ({number(j.dec_wait, 1)} waiting/engine) with its KV at {number(j.dec_kv, 1)} %: " \
             f"admission waits on prefill (prompt {number(pt, 0)} tok/s)", _confidence(2, j.fig, p), []
     if j.waiting_on_transfers():
+        split = "" if j.dec_wait_kv is None else \
+            f", {number(j.dec_wait_kv, 1)} of them for their KV transfer, {number(j.dec_wait_capacity, 1)} for capacity"
         return "transfer-bound", "kv-transfer latency", \
-            f"decode requests wait for their KV ({number(j.dec_wait, 1)} waiting/engine) with decode's cache at " \
-            f"{number(j.dec_kv, 1)} % and no prefill queue", _confidence(2, j.fig, p), []
+            f"decode requests wait for their KV ({number(j.dec_wait, 1)} waiting/engine{split}) with decode's cache at " \
+            f"{number(j.dec_kv, 1)} % and no prefill queue", _confidence(2 + (j.dec_wait_kv is not None), j.fig, p), []
+    if j.waiting_for_capacity():
+        return "decode-bound", "batch/compute", \
+            f"decode requests wait for capacity, not for their KV ({number(j.dec_wait_capacity, 1)} of " \
+            f"{number(j.dec_wait, 1)} waiting/engine have theirs) with decode's cache at {number(j.dec_kv, 1)} %", \
+            _confidence(2, j.fig, p), []
     if not j.has_stats():
         return "unknown", None, "no stats in the window and no finding that decides", "low", []
     util = j.fig["decode_util"]
@@ -374,7 +432,7 @@ def _ruled_out(chosen: str, j: _Judge) -> list[dict[str, str]]:
     pre = f"prefill waiting {number(j.pre_wait, 1)}/engine (a queue is >= {number(p['prefill_queue'], 0)})"
     reasons = {
         "prefill-bound": None if j.prefill_queue() or j.engine_prefilling() or j.codes("DIAG-B001") else pre,
-        "decode-bound": None if j.decode_kv_full() or j.decode_batch_full() or j.codes("DIAG-K001", "DIAG-K002", "DIAG-B002")
+        "decode-bound": None if j.decode_kv_full() or j.decode_batch_full() or j.waiting_for_capacity() or j.codes("DIAG-K001", "DIAG-K002", "DIAG-B002")
         else j.decode_text(),
         "transfer-bound": None if j.waiting_on_transfers() or j.codes("DIAG-E002")
         else f"no KV-transfer failure, decode waiting {number(j.dec_wait, 1)}/engine",
@@ -490,4 +548,4 @@ def run_verdicts(run: Run, findings: Sequence[Finding], clock: datetime | None, 
 
 
 __all__ = ["INTERVAL_S", "Verdict", "Verdicts", "active_window", "capacity", "figures", "in_window", "point_phases",
-           "point_verdict", "points", "run_verdicts"]
+           "point_verdict", "points", "request_figures", "run_verdicts"]

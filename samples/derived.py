@@ -82,7 +82,22 @@ _STUCK_POLLS = _polls(18, 17, 3, "Model is not ready, waiting for 0 prefills and
 _STALL_POLLS = (_polls(18, 17, 1, "Model is not ready, waiting for 1 prefills and 2 decodes. Have 3 prefills and 0 decodes.")
                 + _polls(18, 18, 8, "Model is not ready, waiting for 1 prefills and 0 decodes. Have 3 prefills and 2 decodes."))
 
+# Dynamo's own series in place of vLLM's (ai-dynamo 1.6.1 common/utils/prometheus.py LLMBackendMetrics):
+# the KV gauge per DP rank, 0..1; the frontend's series are Dynamo's already. Text inside JSON strings.
+_DYNAMO_ONLY = (
+    Edit("logs/raw_prometheus.jsonl", r'vllm:kv_cache_usage_perc\{engine=\\"(\d+)\\",model_name=\\"([^"\\]*)\\"\}',
+         r'dynamo_component_gpu_cache_usage_percent{dp_rank=\\"\1\\",model=\\"\2\\"}'),
+    Edit("logs/raw_prometheus.jsonl", r"# HELP vllm:kv_cache_usage_perc [^\\]*\\n# TYPE vllm:kv_cache_usage_perc",
+         r"# HELP dynamo_component_gpu_cache_usage_percent GPU cache usage as a percentage (0.0-1.0).\\n"
+         r"# TYPE dynamo_component_gpu_cache_usage_percent"),
+    Edit("logs/raw_prometheus.jsonl", r"(?:# (?:HELP|TYPE) vllm:[^\\]*|vllm:\w+\{[^}]*\} [^\\]*)\\n", ""),
+)
+
 DERIVED = (
+    Derived("stats-missing-dynamo", "stats-missing", 4999084,
+            "the stats-missing run captured from a Dynamo build whose workers export only Dynamo's series "
+            "(no vllm: series): the same endpoints and findings from the KV gauge and the frontend's requests",
+            ("DIAG-L001",), ("healthy", None), (), _DYNAMO_ONLY),
     Derived("drift-batched-tokens", "prefill-bound", 4987301,
             "the recipe says prefill max-num-batched-tokens 16384 (2 x ISL) but the workers ran 8192: the "
             "recipe looks right, the run was prefill-bound because of what ran",

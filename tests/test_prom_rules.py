@@ -109,3 +109,58 @@ def test_promtool_unit_tests_from_the_catalog_examples(tmp_path: Path) -> None:
                          text=True, timeout=120)
     assert res.returncode == 1
     assert 'code="DIAG-K001"' in res.stdout + res.stderr and 'code="DIAG-E002"' in res.stdout + res.stderr
+
+
+def test_kv_failure_counters_counted_once(tmp_path: Path) -> None:
+    """vLLM >= 0.31 counts a failed NIXL notification in both nixl counters (nixl/stats.py): the exported
+    signal counts it once; Mooncake's failed transfers and receives (vLLM 0.33) add up, its expired
+    requests reach the expiry signal; counters of vLLM <= 0.30 (disjoint) still fire."""
+    (tmp_path / "rules.yml").write_text(export([catalog()["DIAG-E002"], catalog()["DIAG-E003"]]))
+    labels = 'job="w",instance="n{i}:8000",worker_role="{role}",worker_index="{i}",engine="0",model_name="m"'
+
+    def series(metric: str, role: str, i: int, values: str) -> dict[str, str]:
+        return {"series": f"vllm:{metric}_total{{{labels.format(role=role, i=i)}}}", "values": values}
+
+    inputs = [series("nixl_num_failed_transfers", "decode", 0, "0 0 3 3"),      # 2 notifications + 1 handshake
+              series("nixl_num_failed_notifications", "decode", 0, "0 0 2 2"),
+              series("mooncake_num_failed_transfers", "decode", 1, "0 1 1 1"),
+              series("mooncake_num_failed_recvs", "decode", 1, "0 0 0 2"),
+              series("mooncake_num_kv_expired_reqs", "prefill", 0, "0 0 4 4"),
+              series("nixl_num_failed_notifications", "decode", 2, "0 0 1 1")]  # vLLM <= 0.30: alone
+    want = {"diag:vllm_kv_failures:endpoint_increase": [("decode", "0", 3), ("decode", "1", 3), ("decode", "2", 1)],
+            "diag:vllm_kv_expiry:endpoint_increase": [("prefill", "0", 4)]}
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": inputs,
+        "promql_expr_test": [{"expr": f"sum by(diag_role, diag_worker) ({rec})", "eval_time": "3m", "exp_samples": [
+            {"labels": f'{{diag_role="{r}", diag_worker="{w}"}}', "value": v} for r, w, v in rows]}
+            for rec, rows in want.items()]}]}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    res = subprocess.run([_promtool(), "test", "rules", str(tmp_path / "tests.yml")], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_backend_is_decode_beside_prefill_else_agg(tmp_path: Path) -> None:
+    """Dynamo's worker is component ``backend`` in decode and aggregated mode (ai-dynamo 1.6 dynamo/vllm/args.py):
+    decode in a deployment with a prefill component, aggregated in one without; another role label wins."""
+    (tmp_path / "rules.yml").write_text(export([]))
+    lab = 'dynamo_namespace="{ns}",dynamo_component="{comp}",instance="n{i}:8000",job="{job}",engine="0"'
+
+    def running(ns: str, comp: str, i: int, value: int, job: str = "dynamo") -> dict[str, str]:
+        return {"series": f"vllm:num_requests_running{{{lab.format(ns=ns, comp=comp, i=i, job=job)}}}",
+                "values": f"{value}x3"}
+
+    inputs = [running("disagg", "prefill", 0, 1), running("disagg", "backend", 1, 2),
+              running("agg", "backend", 2, 3), running("agg", "backend", 3, 4, job="decode-w7")]
+    want = [("agg", "agg", "n2:8000", 3), ("agg", "decode", "7", 4),
+            ("disagg", "decode", "n1:8000", 2), ("disagg", "prefill", "n0:8000", 1)]
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": inputs,
+        "promql_expr_test": [{"expr": "sum by(dynamo_namespace, diag_role, diag_worker) (diag:vllm_running:engine)",
+                              "eval_time": "2m", "exp_samples": [
+            {"labels": f'{{diag_role="{r}", diag_worker="{w}", dynamo_namespace="{ns}"}}', "value": v}
+            for ns, r, w, v in want]}]}]}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    res = subprocess.run([_promtool(), "test", "rules", str(tmp_path / "tests.yml")], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr

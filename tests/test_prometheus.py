@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
 
+import polars as pl
 import pytest
 from loading import load_run
 from prometheus_client.parser import text_string_to_metric_families
@@ -26,9 +27,11 @@ from diag.parsers.prometheus import (
     engine_values,
     parse_duration,
     parse_exposition,
+    prefill_deployments,
     read_capture,
     role_from_samples,
     scrapes_to_stats,
+    series_endpoint,
     server_queries,
     worker_of,
 )
@@ -155,7 +158,10 @@ def test_roles_from_labels() -> None:
         return role_from_samples(parse_exposition(text))
 
     assert role('dynamo_component_requests_total{dynamo_component="prefill"} 1\n') == "prefill"
-    assert role('dynamo_component_uptime_seconds{dynamo_component="backend"} 1\n') == "decode"
+    backend = 'dynamo_component_uptime_seconds{dynamo_component="backend"} 1\n'
+    assert role(backend) == "agg"   # no prefill endpoint in the scrape set: aggregated
+    assert role_from_samples(parse_exposition(backend), with_prefill=True) == "decode"
+    assert role('dynamo_component_uptime_seconds{dynamo_component="backend",worker_role="decode"} 1\n') == "decode"
     assert role('dynamo_frontend_worker_active_prefill_tokens{worker_type="prefill"} 1\n'
                 'dynamo_frontend_worker_active_decode_blocks{worker_type="decode"} 1\n') == "frontend"
     assert role('x{worker_type="decode"} 1\n') == "decode"
@@ -164,9 +170,18 @@ def test_roles_from_labels() -> None:
 
 def test_promql_side() -> None:
     q = server_queries(60)
-    by = "sum by(instance, engine, dynamo_component, worker_role, role, worker_type, job, worker_index, worker)"
-    assert q["kv"] == f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc)"
+    by = ("sum by(instance, engine, dp_rank, dynamo_component, worker_role, role, worker_type, job, worker_index, "
+          "worker, dynamo_namespace)")
+    vllm = f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc)"
+    assert q["kv"] == f"{vllm} or (({by} (dynamo_component_gpu_cache_usage_percent)) unless on(instance) ({vllm}))"
+    assert q["ttft_p90_s"].endswith("(irate(dynamo_frontend_time_to_first_token_seconds_bucket[60000ms])))")
     assert q["gen"] == f"{by} (rate(vllm:generation_tokens_total[60000ms]))"
+    tag = 'label_replace({by} (rate(vllm:{m}[60000ms])), "diag_{t}", "{i}", "__name__", ".*")'
+    nixl = (f'max without(diag_counter) ({tag.format(by=by, m="nixl_num_failed_transfers_total", t="counter", i=0)} or '
+            f'{tag.format(by=by, m="nixl_num_failed_notifications_total", t="counter", i=1)})')
+    assert q["kv_failures"].startswith(f'sum without(diag_group) (label_replace({nixl}, "diag_group", "0", "__name__"')
+    assert q["kv_transfers"] == (f'sum without(diag_group) ({tag.format(by=by, m="nixl_xfer_time_seconds_count", t="group", i=0)}'
+                                 f' or {tag.format(by=by, m="mooncake_xfer_time_seconds_count", t="group", i=1)})')
     assert q["prompt"].startswith(
         f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms]))')
     assert q["prompt"].endswith(f" or {by} (rate(vllm:prompt_tokens_total[60000ms]))")
@@ -209,7 +224,14 @@ def test_capture_values_match_the_file() -> None:
     want = _file_values()
     logs = {lg.path.split("#")[1]: lg for lg in capture_logs(CAPTURE)}
     assert set(logs) == set(want)
-    assert logs["frontend_0"].records == [] and logs["frontend_0"].info.role == "frontend"
+    # the frontend: Dynamo's in-flight and queued requests, one row per scrape (gauges need no baseline)
+    fe = [json.loads(ln) for ln in CAPTURE.read_text().splitlines() if '"frontend_0"' in ln]
+    gauge = {k: [float(re.search(rf"^dynamo_frontend_{k}_requests{{[^}}]*}} (\S+)$", d["text"], re.M)[1]) for d in fe]
+             for k in ("inflight", "queued")}
+    assert logs["frontend_0"].info.role == "frontend"
+    assert [(r.running, r.waiting, r.engine) for r in logs["frontend_0"].records] == [
+        (round(i), round(q), None) for i, q in zip(gauge["inflight"], gauge["queued"], strict=True)]
+    assert [r.running for r in logs["frontend_0"].records] == [512, 512, 1024, 1024, 1024]
     for wid, scrapes in want.items():
         if wid == "frontend_0":
             continue
@@ -276,3 +298,102 @@ def test_tail_json_shows_prometheus_samples() -> None:
     assert all("more than one API server" in f["message"] and "Prometheus has" in f["message"] for f in l001)
     kinds = [s["kind"] for s in doc["sources"]]
     assert kinds.count("prometheus") == 7
+
+
+def test_dynamo_only_capture_gives_what_its_vllm_twin_gives() -> None:
+    """stats-missing-dynamo is stats-missing with Dynamo's series only (no vllm: series): the same
+    endpoints, the same KV usage per engine and the same findings."""
+    from diag.rules.engine import evaluate
+
+    runs = {name: load_run([str(ROOT / "samples" / "runs" / name)]) for name in ("stats-missing", "stats-missing-dynamo")}
+    vllm, dynamo = runs["stats-missing"], runs["stats-missing-dynamo"]
+    assert sorted(dynamo.endpoints) == sorted(vllm.endpoints)
+    for ep_id, ep in vllm.endpoints.items():
+        want = ep.stats.filter(pl.col("file").str.contains("raw_prometheus")).select("ts", "engine", "kv_usage").sort("ts", "engine")
+        got = dynamo.endpoints[ep_id].stats.filter(pl.col("file").str.contains("raw_prometheus")).select("ts", "engine", "kv_usage").sort("ts", "engine")
+        if ep.role == "frontend":
+            assert got.height == want.height == 5, ep_id
+            continue
+        # vLLM's counters need a baseline scrape; Dynamo's gauge alone gives every scrape a row
+        assert got.join(want, on=["ts", "engine"], how="inner").filter(
+            (pl.col("kv_usage") - pl.col("kv_usage_right")).abs() > 1e-9).height == 0, ep_id
+        assert got.height > want.height > 0, ep_id
+    codes = {name: sorted((f.code, f.endpoint) for f in evaluate(run)) for name, run in runs.items()}
+    assert codes["stats-missing-dynamo"] == codes["stats-missing"] and ("DIAG-L001", "decode-w0") in codes["stats-missing"]
+
+
+def test_backend_endpoint_from_its_deployment() -> None:
+    """A server's series: ``backend`` is decode in a Dynamo namespace with a prefill series, agg elsewhere."""
+    series = [{"dynamo_namespace": "pd", "dynamo_component": "prefill", "instance": "a:1"},
+              {"dynamo_namespace": "pd", "dynamo_component": "backend", "instance": "b:1"},
+              {"dynamo_namespace": "solo", "dynamo_component": "backend", "instance": "c:1", "worker": "w3"},
+              {"dynamo_component": "backend", "instance": "d:1"}]
+    with_prefill = prefill_deployments(series)
+    assert with_prefill == {"pd"}
+    assert [series_endpoint(ls, with_prefill) for ls in series] == [
+        ("prefill", None), ("decode", None), ("agg", 3), ("agg", None)]
+    assert series_endpoint(series[3], prefill_deployments([*series, {"job": "prefill-w0"}])) == ("decode", None)
+
+
+def _capture(tmp_path: Path, texts: dict[str, list[str]]) -> Path:
+    """A ``raw_prometheus.jsonl`` run of one worker per role, one scrape per text, 10 s apart."""
+    rows = [{"timestamp_ns": 1787218704_000_000_000 + i * 10_000_000_000, "endpoint_url": f"http://n1:{7500 + k}/metrics",
+             "role": role, "worker_id": f"{role}_0_n1", "text": text}
+            for i in range(max(map(len, texts.values()))) for k, (role, scrapes) in enumerate(texts.items())
+            for text in scrapes[i:i + 1]]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "raw_prometheus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def test_kv_connector_counters_are_the_kv_failure_and_expiry_evidence(tmp_path: Path) -> None:
+    """A metrics-only run: NIXL (vLLM >= 0.31: a failed notification in both counters, counted once) and
+    Mooncake failures become KV Transfer rows, Mooncake expiries lease expiries: E002 and E003 fire."""
+    from diag.rules.engine import evaluate
+
+    def scrape(eng: str, counters: dict[str, float]) -> str:
+        lines = [f'vllm:kv_cache_usage_perc{{engine="{eng}"}} 0.2', f'vllm:num_requests_running{{engine="{eng}"}} 0']
+        return "\n".join(lines + [f'vllm:{m}{{engine="{eng}",model_name="m"}} {v}' for m, v in counters.items()]) + "\n"
+
+    decode = [scrape("0", {"nixl_num_failed_transfers_total": f, "nixl_num_failed_notifications_total": n,
+                           "nixl_xfer_time_seconds_count": x}) +
+              scrape("1", {"mooncake_num_failed_transfers_total": t, "mooncake_num_failed_recvs_total": r})
+              for f, n, x, t, r in ((0, 0, 10, 0, 0), (0, 0, 30, 0, 2), (3, 2, 30, 1, 2))]
+    prefill = [scrape("0", {"mooncake_num_kv_expired_reqs_total": e}) for e in (0, 0, 4)]
+    run = load_run([str(_capture(tmp_path, {"prefill": prefill, "decode": decode}))])
+    kv = run.endpoints["decode-w0"].kv
+    assert kv.select("transfers", "failed").rows() == [(20.0, 0.0), (0.0, 2.0), (0.0, 3.0), (0.0, 1.0)]
+    found = {f.code: f for f in evaluate(run) if f.code in ("DIAG-E002", "DIAG-E003", "DIAG-V002")}
+    assert set(found) == {"DIAG-E002", "DIAG-E003"}   # transfers succeeded: not every one failed
+    assert (found["DIAG-E002"].endpoint, found["DIAG-E002"].evidence["counts"]) == (
+        "decode-w0", {"metrics_failed_transfers": 6})
+    assert (found["DIAG-E003"].endpoint, found["DIAG-E003"].evidence["counts"]) == ("prefill-w0", {"expired": 4})
+
+
+def test_component_request_errors_summed_over_error_types() -> None:
+    """A worker's dynamo_component_requests_total and errors_total (every error_type) -> RequestCounts."""
+    from diag.parsers.records import RequestCounts
+
+    def scrape(req: int, gen: int, pub: int) -> list:
+        return parse_exposition(f'dynamo_component_requests_total{{dynamo_component="backend"}} {req}\n'
+                                f'dynamo_component_errors_total{{dynamo_component="backend",error_type="generate"}} {gen}\n'
+                                f'dynamo_component_errors_total{{dynamo_component="backend",error_type="publish_response"}} {pub}\n')
+
+    conv = StatsConverter()
+    got = [r for i, s in enumerate((scrape(10, 0, 0), scrape(60, 2, 1), scrape(60, 2, 1), scrape(5, 1, 0)))
+           for r in conv.add(T0 + timedelta(seconds=10 * i), s, i)]
+    assert [(r.line, r.requests, r.errors) for r in got if isinstance(r, RequestCounts)] == [(1, 50, 3), (3, 5, 1)]
+
+
+def test_aiperf_backend_is_decode_only_beside_prefill() -> None:
+    """AIPerf's export: Dynamo's ``backend`` endpoints are decode when an endpoint is ``prefill``, else agg."""
+    from diag.parsers.telemetry import aiperf_jsonl
+
+    def line(url: str, comp: str) -> str:
+        return json.dumps({"endpoint_url": url, "timestamp_ns": 1, "metrics": {"vllm:num_requests_running": [
+            {"labels": {"dynamo_component": comp, "engine": "0"}, "value": 1}]}})
+
+    pd, _ = aiperf_jsonl([line("http://a:1/metrics", "prefill"), line("http://b:1/metrics", "backend")])
+    agg, _ = aiperf_jsonl([line("http://b:1/metrics", "backend"), line("http://c:1/metrics", "backend")])
+    assert [(p.key, p.role, p.index) for p in pd] == [("http://a:1/metrics", "prefill", 0), ("http://b:1/metrics", "decode", 0)]
+    assert [(p.key, p.role, p.index) for p in agg] == [("http://b:1/metrics", "agg", 0), ("http://c:1/metrics", "agg", 1)]

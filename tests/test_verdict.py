@@ -220,3 +220,70 @@ def test_report_names_the_crash_as_the_invalid_points_cause() -> None:
     assert [e["code"] for e in point["evidence"] if e["kind"] == "finding"] == ["DIAG-E001"]
     assert doc["runs"][0]["verdict"]["class"] == "invalid"
     assert doc["runs"][0]["verdict"]["why"] == point["reason"]
+
+
+def _metrics_only_run(tmp_path: Path, texts: dict[str, list[str]]) -> Path:
+    """A run of a ``raw_prometheus.jsonl`` alone: one worker per role, one scrape per text, 10 s apart."""
+    rows = [{"timestamp_ns": 1787218704_000_000_000 + i * 10_000_000_000, "endpoint_url": f"http://n1:{7500 + k}/metrics",
+             "role": role, "worker_id": f"{role}_0_n1", "text": scrapes[i]}
+            for i in range(max(map(len, texts.values()))) for k, (role, scrapes) in enumerate(texts.items())
+            if i < len(scrapes)]
+    (tmp_path / "logs").mkdir(parents=True)
+    (tmp_path / "logs" / "raw_prometheus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def _decode_scrape(i: int, waiting: int = 0, extra: str = "") -> str:
+    return (f'vllm:kv_cache_usage_perc{{engine="0"}} 0.3\nvllm:num_requests_running{{engine="0"}} 40\n'
+            f'vllm:num_requests_waiting{{engine="0"}} {waiting}\nvllm:generation_tokens_total{{engine="0"}} {1000 * i}\n'
+            f'vllm:prompt_tokens_total{{engine="0"}} {500 * i}\n' + extra)
+
+
+def test_metered_request_errors_make_a_metrics_only_run_invalid(tmp_path: Path) -> None:
+    """Dynamo's frontend counters (requests_total by status, failures_total: the same failures, counted once)
+    are the run's request series; more failed than the catalog's failed_invalid_frac: invalid."""
+    def frontend(counts: tuple[tuple[int, int, int], ...]) -> list[str]:
+        return ['dynamo_frontend_requests_total{{model="m",status="success"}} {}\n'
+                'dynamo_frontend_requests_total{{model="m",status="error"}} {}\n'
+                'dynamo_frontend_failures_total{{model="m"}} {}\n'.format(*c) for c in counts]
+
+    decode = [_decode_scrape(i) for i in range(4)]
+    bad = report_of([str(_metrics_only_run(tmp_path / "bad", {
+        "frontend": frontend(((0, 0, 0), (90, 6, 6), (180, 12, 13), (270, 18, 19))), "decode": decode}))])
+    assert bad.run.request_counts().select("endpoint", "requests", "errors").rows() == [
+        ("frontend-w0", 96, 6), ("frontend-w0", 96, 7), ("frontend-w0", 96, 6)]
+    v = bad.verdicts.run
+    assert (v.cls, v.why) == ("invalid", "19 of 288 requests failed (7 %, Dynamo's frontend metrics)")
+    assert v.figures["requests"] == {"source": "frontend", "requests": 288, "errors": 19}
+    ok = report_of([str(_metrics_only_run(tmp_path / "ok", {
+        "frontend": frontend(((0, 0, 0), (90, 4, 4), (180, 8, 9), (270, 12, 13))), "decode": decode}))])
+    assert ok.verdicts.run.figures["requests"] == {"source": "frontend", "requests": 282, "errors": 13}
+    assert 19 / 288 > CATALOG.params["failed_invalid_frac"] > 13 / 282 and ok.verdicts.run.cls == "under-loaded"
+
+
+def test_kv_fetch_stages_separate_waiting_for_transfer_from_waiting_for_capacity(tmp_path: Path) -> None:
+    """vLLM 0.33's waiting split on a P/D decode: requests whose KV load has not started or is in progress
+    wait for the transfer (transfer-bound); the same queue with every KV load done waits for capacity
+    (decode-bound; without the split, waiting with decode's KV low read as waiting for transfers)."""
+    def decode(fetch: tuple[int, int, int]) -> list[str]:
+        stages = zip(("waiting_to_start", "in_progress", "completed_waiting"), fetch, strict=True)
+        split = "".join(f'vllm:num_requests_kv_fetch_by_stage{{engine="0",stage="{s}"}} {n}\n' for s, n in stages)
+        return [_decode_scrape(i, waiting=6, extra=split + 'vllm:num_requests_waiting_by_reason{engine="0",reason="deferred"} '
+                               f'{sum(fetch[:2])}\n') for i in range(4)]
+
+    prefill = [f'vllm:kv_cache_usage_perc{{engine="0"}} 0.1\nvllm:num_requests_running{{engine="0"}} 2\n'
+               f'vllm:num_requests_waiting{{engine="0"}} 0\nvllm:prompt_tokens_total{{engine="0"}} {9000 * i}\n'
+               for i in range(4)]
+    kv = report_of([str(_metrics_only_run(tmp_path / "kv", {"prefill": prefill, "decode": decode((3, 2, 1))}))])
+    v = kv.verdicts.run
+    assert v.figures["decode"]["waiting_kv"] == {"mean": 5.0, "peak": 5.0}
+    assert (v.cls, v.limiter) == ("transfer-bound", "kv-transfer latency")
+    assert v.why == ("decode requests wait for their KV (6.0 waiting/engine, 5.0 of them for their KV transfer, "
+                     "1.0 for capacity) with decode's cache at 30.0 % and no prefill queue")
+    cap = report_of([str(_metrics_only_run(tmp_path / "cap", {"prefill": prefill, "decode": decode((0, 0, 6))}))])
+    assert cap.verdicts.run.figures["decode"]["waiting_kv"] == {"mean": 0.0, "peak": 0.0}
+    assert (cap.verdicts.run.cls, cap.verdicts.run.limiter, cap.verdicts.run.why) == (
+        "decode-bound", "batch/compute", "decode requests wait for capacity, not for their KV (6.0 of 6.0 waiting/engine "
+        "have theirs) with decode's cache at 30.0 %")
+    rows = cap.run.endpoints["decode-w0"].stats.select("waiting", "deferred", "kv_fetch_waiting", "kv_fetch_running").rows()
+    assert rows == [(6, 0, 0, 0)] * 3
