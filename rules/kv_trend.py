@@ -35,15 +35,17 @@ def forecast(kv: pl.DataFrame, before: datetime, samples: int) -> dict[str, Any]
             "time_to_full_s": round(max(0.0, (100 - ys[-1]) / slope), 0), "from_pct": ys[0], "to_pct": ys[-1]}
 
 
-def _rising_runs(kv: list[float], ok: list[bool]) -> list[tuple[int, int]]:
-    """[start, end) runs of consecutive stats lines where KV usage rose at every line and ``ok`` held."""
+def _rising_runs(kv: list[float | None], ok: list[bool]) -> list[tuple[int, int]]:
+    """[start, end) runs of consecutive stats lines where KV usage rose at every line and ``ok`` held (a
+    line without KV usage, as some stats lines are, ends a run)."""
     runs, start = [], None
     for i in range(len(kv)):
-        if ok[i] and start is not None and kv[i] > kv[i - 1]:
+        here = bool(ok[i]) and kv[i] is not None
+        if here and start is not None and kv[i] > kv[i - 1]:  # type: ignore[operator]
             continue
         if start is not None and i - start > 1:
             runs.append((start, i))
-        start = i if ok[i] else None
+        start = i if here else None
     if start is not None and len(kv) - start > 1:
         runs.append((start, len(kv)))
     return runs

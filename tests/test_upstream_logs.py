@@ -95,3 +95,11 @@ def test_a_stats_line_with_escapes_between_its_words() -> None:
             "\x1b[1mtokens/s\x1b[0m, Running: 3 reqs, Waiting: 0 \x1b[1mreqs\x1b[0m, GPU KV cache usage: 4.0%\n")
     assert [r.kind for r in parse_text(line)] == ["stats"]
     assert _assert_same(line.encode(), 4096, 3) == 1
+
+
+def test_kv_rise_runs_skip_stats_lines_without_kv_usage() -> None:
+    """A stats line may carry no KV-usage segment: it ends a rising run instead of breaking the rule."""
+    from diag.rules.kv_trend import _rising_runs
+
+    assert _rising_runs([10.0, None, 20.0, 30.0, 40.0, None], [True] * 6) == [(2, 5)]
+    assert _rising_runs([None, None], [True, True]) == []
