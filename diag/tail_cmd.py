@@ -60,7 +60,8 @@ def tail(
     paths: list[str] = typer.Argument(None, metavar="PATH...", help="Run directories, log files or globs (slurm-*.out, "
                                       "*_decode_w0.out); none with --prom: the server alone."),
     fmt: TailFormat = typer.Option(TailFormat.text, "--format",
-                                   help="Output format: text, json (one document) or jsonl (a stream)."),
+                                   help="Output format: text, json (one document), jsonl (a stream), sarif or "
+                                        "github (the findings)."),
     fail_on: FailOnOption = None,
     select: Select = None,
     ignore: Ignore = None,

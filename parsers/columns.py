@@ -21,6 +21,7 @@ from . import kvtransfer
 from .lineparser import (
     _CSI,
     _FAST_STATS,
+    _FAST_STATS_ORDERED,
     ANSI_PATTERN,
     MAX_JOIN,
     TRIGGER_PATTERN,
@@ -73,6 +74,7 @@ def _ascii_digits(pattern: str) -> str:
 
 CSI_PATTERN = _CSI.pattern
 STATS_RX = "^" + _ascii_digits(_FAST_STATS.pattern) + "$"
+STATS_ORDERED_RX = "^" + _ascii_digits(_FAST_STATS_ORDERED) + "$"   # tried first: see stats.V1_ORDERED
 _NUM = r"-?[0-9]+(?:\.[0-9]+)?"
 _KEY = r"[A-Za-z](?:[A-Za-z0-9 ()/_%.-]*[A-Za-z0-9()/_%.-])?"
 KV_RX = (r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>[0-9]+)\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
@@ -110,8 +112,13 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     df = pl.concat([df.filter(~esc).with_columns(line.alias("text")),
                     df.filter(esc).with_columns(line.str.replace_all(CSI_PATTERN, "").alias("text"))])
     text = pl.col("text")
-    s = df.filter(pl.col("try_s")).select(
-        pl.col("n"), text.str.strip_chars_end("\r").str.extract_groups(STATS_RX).alias("g")).unnest("g")
+    s_in = df.filter(pl.col("try_s")).select(pl.col("n"), text.str.strip_chars_end("\r"))
+    s = s_in.select(pl.col("n"), text.str.extract_groups(STATS_ORDERED_RX).alias("g")).unnest("g")
+    rest = s_in.filter(pl.Series(s["md"].is_null()))
+    if rest.height:   # segments out of the usual order, or unknown ones: the any-order pattern
+        s = pl.concat([s.filter(pl.col("md").is_not_null()),
+                       rest.select(pl.col("n"), text.str.extract_groups(STATS_RX).alias("g")).unnest("g")
+                       .select(s.columns)])
     s = s.filter(pl.col("md").is_not_null()).sort("n")
     k_in = df.filter(pl.col("try_k")).with_columns(text.str.strip_suffix("\r"))
     k_in = k_in.filter(~text.str.contains(_OTHER_TRIGGERS))

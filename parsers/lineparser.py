@@ -72,9 +72,10 @@ def trigger_literals() -> list[str]:
 # colours allowed, nothing else around it). It gives the same record as the general path, which
 # handles everything else (pastes, prefixes, glued and torn records).
 _CSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\[[0-?]*[ -/]*[@-~]")
-_FAST_STATS = re.compile(
-    r"(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\) ?)?(?:DEBUG|INFO|WARNING) (?P<md>\d\d-\d\d \d\d:\d\d:\d\d) "
-    r"\[[^\]\s]+:\d+\] " + stats.V1.regex.pattern + r"(?:, [A-Z][\w ]*: [\w./% ]*)*")
+_FAST_HEAD = (r"(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\) ?)?(?:DEBUG|INFO|WARNING) "
+              r"(?P<md>\d\d-\d\d \d\d:\d\d:\d\d) \[[^\]\s]+:\d+\] ")
+_FAST_STATS = re.compile(_FAST_HEAD + stats.V1.regex.pattern + r"(?:, [A-Z][\w ]*: [\w./% ]*)*")
+_FAST_STATS_ORDERED = _FAST_HEAD + stats.V1_ORDERED + r"(?:, [A-Z][\w ]*: [\w./% ]*)*"
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())

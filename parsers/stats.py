@@ -7,6 +7,19 @@ import re
 from .formats import declare, record_parser
 from .records import Header, Preemption, PrefixCacheRate, SpecDecode, StatsSample
 
+# The segments in the order vllm/v1/metrics/loggers.py writes them: one pass of this pattern takes nearly
+# every stats line; the bulk path tries it first, and V1's any-order pattern (4x slower in polars' regex
+# engine) only on the lines it did not take. Same group names as V1.
+V1_ORDERED = (
+    r"(?:(?:Engine (?P<engine>\d+)|(?P<n_agg>\d+) Engines Aggregated): )?"
+    r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
+    r"Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
+    r"(?:, Deferred: (?P<deferred>\d+) reqs)?(?:, Preemptions: (?P<preempt>\d+))?"
+    r"(?:, KV fetch: (?P<kvf_wait>\d+) waiting to start, (?P<kvf_run>\d+) in progress, "
+    r"(?P<kvf_done>\d+) completed waiting)?,? [A-Z]{2,5} KV cache usage: (?P<kv>[\d.]+)%\.?"
+    r"(?:, Prefix cache hit rate: (?P<prefix>[\d.]+)%)?(?:, Corrupted: (?P<corrupted>\d+) reqs)?"
+    r"(?:, External prefix cache hit rate: (?P<ext>[\d.]+)%)?(?:, MM cache hit rate: (?P<mm>[\d.]+)%)?")
+
 V1 = declare(
     "vllm-v1-stats", "record",
     r"(?:(?:Engine (?P<engine>\d+)|(?P<n_agg>\d+) Engines Aggregated): )?"
