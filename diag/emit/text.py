@@ -282,9 +282,10 @@ def render_check(findings: Sequence[Finding], console: Console, *, files: int | 
     def path_of(f: Finding) -> str:
         return f.location.path if f.location else (f.endpoint or "-")
 
-    files_order = list(dict.fromkeys(path_of(f) for f in sort_findings(findings)))
+    ordered = sort_findings(findings)
+    rank = {path: i for i, path in enumerate(dict.fromkeys(map(path_of, ordered)))}   # worst file first
     current: str | None = None
-    for f in sorted(sort_findings(findings), key=lambda f: files_order.index(path_of(f))):
+    for f in sorted(ordered, key=lambda f: rank[path_of(f)]):
         path = path_of(f)
         if path != current:
             if current is not None:
