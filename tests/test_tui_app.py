@@ -732,6 +732,8 @@ async def test_a_tall_screen_fills_the_rows_the_findings_leave() -> None:
         events = app.screen.query_one("#events", Static)
         await until(pilot, lambda: events.display)
         findings = app.screen.query_one("#findings", OptionList)
+        # the events pane is re-filled after the layout settles (the findings pane grows as they arrive)
+        await until(pilot, lambda: len(str(events.render()).splitlines()) == events.region.height)
         assert findings.region.height == findings.virtual_size.height, "the findings whole, no empty rows"
         assert events.region.y == findings.region.bottom and events.region.bottom == app.screen.query_one(
             Footer).region.y
