@@ -46,14 +46,54 @@ def samples_dir() -> Path:
     return SAMPLES
 
 
-@pytest.fixture(scope="session")
-def replayed(tmp_path_factory: pytest.TempPathFactory):
-    """One real Prometheus for the session, scraping a replay of the prefill-bound scenario with the
-    exported rules loaded (tests/prom_replay.py); yields a :class:`prom_replay.Replayed`."""
-    import json
+def _replay_selected(config: pytest.Config) -> bool:
+    """Whether this session may run a test on the replay: the whole suite or one of its files named."""
+    if "not prometheus" in (config.getoption("markexpr") or ""):
+        return False
+    args = [a for a in config.args if not a.startswith("-")]
+    return any(Path(a).resolve() == ROOT / "tests" or "prometheus_al" in a for a in args) or not args
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The replay starts with the session, in the process that spawns the xdist workers: its real-time
+    minute (the alert's ``for``) passes while the workers run other tests, and one server serves them all."""
+    import shutil
+
+    if hasattr(session.config, "workerinput") or os.environ.get(ENV_REPLAY) or not shutil.which("prometheus") \
+            or not _replay_selected(session.config):
+        return
+    import contextlib
+    import tempfile
 
     import prom_replay
 
-    logs = json.loads(prom_replay.diag("tail", str(prom_replay.RUN), "--format", "json").stdout)
-    with prom_replay.start(tmp_path_factory.mktemp("prom-replay"), logs) as running:
-        yield running
+    stack = contextlib.ExitStack()
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="diag-prom-replay-")))
+    os.environ[ENV_REPLAY] = stack.enter_context(prom_replay.running(tmp)).to_env()
+    session.config.stash[_REPLAY] = stack
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stack = session.config.stash.get(_REPLAY, None)
+    if stack is not None:
+        stack.close()
+        os.environ.pop(ENV_REPLAY, None)
+
+
+ENV_REPLAY = "DIAG_TEST_REPLAY"  # prom_replay.ENV, without importing it (and polars) in every session
+_REPLAY = pytest.StashKey["object"]()
+
+
+@pytest.fixture(scope="session")
+def replayed(tmp_path_factory: pytest.TempPathFactory):
+    """One real Prometheus for the session, scraping a replay of the prefill-bound scenario with the
+    exported rules loaded (tests/prom_replay.py); yields a :class:`prom_replay.Replayed`. Started with the
+    session (above) when the session selects its tests, else here on first use."""
+    import prom_replay
+
+    if os.environ.get(ENV_REPLAY):
+        yield prom_replay.Replayed.from_env(os.environ[ENV_REPLAY])
+        return
+    with prom_replay.running(tmp_path_factory.mktemp("prom-replay")) as replay:
+        yield replay

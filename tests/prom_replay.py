@@ -73,18 +73,25 @@ def steps(path: Path) -> list[list[tuple[float, str]]]:
 
 class Replay:
     """Serves step k of the scenario, its timestamps shifted by ``offset_s``; a scrape moves on to the
-    next step once that step's shifted time has come (so the past is caught up one step per scrape)."""
+    next step once that step's shifted time has come (so the past is caught up one step per scrape). A
+    step counts as served once its response was written whole: a scrape that timed out on a loaded
+    machine gets the same step again, so no step is missing from the server (its irate would span two)."""
 
     def __init__(self, series: list[list[tuple[float, str]]], offset_s: float) -> None:
         self.steps, self.offset_s, self.k = series, offset_s, 0
         self.lock = threading.Lock()
 
-    def body(self) -> str:
+    def body(self) -> tuple[int, str]:
+        """The step to serve now and its exposition text."""
         with self.lock:
-            nxt = self.k + 1
-            if nxt < len(self.steps) and max(t for t, _ in self.steps[nxt]) + self.offset_s <= time.time():
-                self.k = nxt
-            return "".join(f"{line} {int((t + self.offset_s) * 1000)}\n" for t, line in self.steps[self.k])
+            k = self.k + 1
+            if k >= len(self.steps) or max(t for t, _ in self.steps[k]) + self.offset_s > time.time():
+                k = self.k
+            return k, "".join(f"{line} {int((t + self.offset_s) * 1000)}\n" for t, line in self.steps[k])
+
+    def delivered(self, k: int) -> None:
+        with self.lock:
+            self.k = max(self.k, k)
 
     def served_until(self) -> float:
         """The scenario time (s) of the newest step served so far."""
@@ -95,12 +102,23 @@ class Replay:
 def _handler(replay: Replay) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            data = replay.body().encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            k = None
+            if self.path == "/served":  # the tests' view of the replay (they may run in other processes)
+                data, kind = json.dumps({"until": replay.served_until(), "k": replay.k}).encode(), "application/json"
+            else:
+                k, text = replay.body()
+                data, kind = text.encode(), "text/plain; version=0.0.4"
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the scraper gave up (its timeout): this step is served again
+            if k is not None:
+                replay.delivered(k)
 
         def log_message(self, *args: object) -> None:
             pass
@@ -117,14 +135,28 @@ def query(url: str, expr: str, at: float | None = None) -> list[dict]:
 
 @dataclass(frozen=True)
 class Replayed:
-    """A running replay: the Prometheus URL, the replay, the wall time at which it plays ``real_from``
-    (scenario time) in real time, and the shift from scenario to wall time."""
+    """A running replay: the Prometheus URL, the exporter's URL, the wall time at which it plays
+    ``real_from`` (scenario time) in real time, and the shift from scenario to wall time. Plain values, so
+    the process that started it hands it to the test workers through the environment (tests/conftest.py)."""
 
     url: str
-    replay: Replay
+    exporter: str
     real_start: float
     real_from: datetime
     offset_s: float
+
+    def to_env(self) -> str:
+        return json.dumps({**self.__dict__, "real_from": self.real_from.isoformat()})
+
+    @classmethod
+    def from_env(cls, text: str) -> Replayed:
+        fields = json.loads(text)
+        return cls(**{**fields, "real_from": datetime.fromisoformat(fields["real_from"])})
+
+    def served(self) -> dict:
+        """The replay's progress: ``until`` (scenario time, s, of the newest step served) and step ``k``."""
+        with urllib.request.urlopen(f"{self.exporter}/served", timeout=5) as resp:
+            return json.loads(resp.read())
 
     def wall(self, scenario: datetime) -> float:
         return scenario.timestamp() + self.offset_s
@@ -132,7 +164,7 @@ class Replayed:
     def wait_served(self, scenario: datetime, timeout_s: float = 60.0) -> None:
         """Wait until Prometheus has scraped the scenario up to ``scenario`` (raises on timeout)."""
         deadline = time.time() + timeout_s
-        while self.replay.served_until() < scenario.timestamp():
+        while self.served()["until"] < scenario.timestamp():
             if time.time() > deadline:
                 raise TimeoutError(f"the replay did not reach {scenario} in {timeout_s:g} s")
             time.sleep(0.2)
@@ -167,8 +199,35 @@ def start(tmp: Path, logs: dict) -> Iterator[Replayed]:
                              f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        yield Replayed(f"http://127.0.0.1:{port}", replay, begin + CATCH_UP_S, real_from, offset)
+        yield Replayed(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{server.server_address[1]}",
+                       begin + CATCH_UP_S, real_from, offset)
     finally:
         stop_server(proc, log)
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def running(tmp: Path) -> Iterator[Replayed]:
+    """The replay in a process of its own (``python prom_replay.py TMP``): its exporter answers each scrape
+    in time however busy the test process is (a scrape that times out loses its step's irate pair)."""
+    proc = subprocess.Popen([sys.executable, __file__, str(tmp)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    try:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the replay did not start (exit {proc.wait(timeout=30)}); see {tmp}")
+        yield Replayed.from_env(line)
+    finally:
+        proc.stdin.close()  # end of input: the replay stops its server and exits
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    with start(out, json.loads(diag("tail", str(RUN), "--format", "json").stdout)) as replayed:
+        print(replayed.to_env(), flush=True)
+        sys.stdin.read()

@@ -35,7 +35,7 @@ def test_exported_alerts_fire_as_diag_finds(replayed: Replayed) -> None:
             pass  # still starting
         if first is None:
             if time.time() > real_start + 110:
-                pytest.fail(f"DIAG-B001 did not fire within 110 s of the real-time replay (step {replayed.replay.k})")
+                pytest.fail(f"DIAG-B001 did not fire within 110 s of the real-time replay (step {replayed.served()['k']})")
             time.sleep(1)
     assert first > real_start + 30  # the alert waited for its `for` (50 s), on data replayed in real time
     # every alert that fired up to then, and diag's findings (exported codes) on the logs that hold over

@@ -25,10 +25,23 @@ def _app(scenario: str) -> WatchApp:
     return WatchApp(WatchState(src, clock=lambda run: run.end), interval=3600.0)
 
 
+async def _settled(pilot) -> None:
+    """Wait until two screenshots 0.1 s apart agree: the layout settles in a few refreshes (the findings pane
+    grows as they arrive, then the spare rows refill), later on a loaded machine than on an idle one."""
+    shot = None
+    for _ in range(100):
+        await pilot.pause(0.1)
+        now = pilot.app.export_screenshot()
+        if now == shot:
+            return
+        shot = now
+    raise AssertionError("the screen did not settle in 10 s")
+
+
 async def _loaded(pilot) -> None:
     while pilot.app.snapshot is None or not isinstance(pilot.app.screen, MainScreen):
         await pilot.pause(0.05)
-    await pilot.pause()
+    await _settled(pilot)
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
@@ -46,7 +59,7 @@ async def _plots(pilot) -> None:
     await pilot.press("down", "down", "down", "down", "g")
     while not isinstance(pilot.app.screen, PlotScreen) or pilot.app.screen.plots is None:
         await pilot.pause(0.05)
-    await pilot.pause(0.2)
+    await _settled(pilot)
 
 
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
