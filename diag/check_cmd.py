@@ -26,7 +26,7 @@ from .options import (
     Ignore,
     Select,
     console_for,
-    fail,
+    fail_all,
     quiet_pipe,
 )
 
@@ -176,7 +176,7 @@ def check(
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
                            fail_on=fail_on.value if fail_on is not None else None, exit_zero=exit_zero)
     except SettingsError as exc:
-        fail("check", f"config error: {exc}")
+        fail_all("check", [f"config error: {line}" for line in exc.lines])
     result = run_check(paths, settings)
     if not result.files and not result.errors and not allow_empty:
         shown = ", ".join(map(str, paths))

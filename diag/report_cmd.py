@@ -8,7 +8,17 @@ from pathlib import Path
 
 import typer
 
-from .options import EXIT_USAGE, ConfigFile, Example, ReportFormat, console_for, fail, positive, quiet_pipe
+from .options import (
+    EXIT_USAGE,
+    ConfigFile,
+    Example,
+    ReportFormat,
+    console_for,
+    fail,
+    fail_all,
+    positive,
+    quiet_pipe,
+)
 from .sla import DEFAULT_SLA
 
 EXAMPLES: tuple[Example, ...] = (
@@ -55,7 +65,7 @@ def report(
     try:
         settings = resolve(Path.cwd(), config)
     except SettingsError as e:
-        fail("report", f"config error: {e}")
+        fail_all("report", [f"config error: {line}" for line in e.lines])
     try:
         runs = find_runs(paths)
     except InputError as e:

@@ -29,6 +29,7 @@ from .options import (
     TailFormat,
     console_for,
     fail,
+    fail_all,
     positive,
     printable,
     quiet_pipe,
@@ -95,7 +96,7 @@ def tail(
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
                            fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
     except SettingsError as e:
-        fail("tail", f"config error: {e}")
+        fail_all("tail", [f"config error: {line}" for line in e.lines])
     paths, scrape = list(paths or []), list(scrape or [])
     try:
         window = _when(prom_start, "--prom-start"), _when(prom_end, "--prom-end")

@@ -28,6 +28,7 @@ from .options import (
     Select,
     console_for,
     fail,
+    fail_all,
     positive,
     printable,
     quiet_pipe,
@@ -105,7 +106,7 @@ def watch(
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
                            fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
     except SettingsError as e:
-        fail("watch", f"config error: {e}")
+        fail_all("watch", [f"config error: {line}" for line in e.lines])
     if not paths and replay is None and not prom:
         fail("watch", "give a run directory or log files, --replay RUN_DIR, or --prom URL alone")
     if replay is not None and paths and not once:
