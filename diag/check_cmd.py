@@ -53,15 +53,18 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
     """(file, explicitly named) pairs in a stable order, and errors for paths that do not exist."""
     files: list[tuple[Path, bool]] = []
     errors: list[str] = []
+    from .files import is_dir, not_readable, path_problem
+
     for p in paths:
-        if p.is_file():
-            files.append((p, True))
-        elif p.is_dir():
-            found = [f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file()
+        why = path_problem(p) or (None if is_dir(p) else not_readable(p))  # a FIFO or device: never opened
+        if why is not None:
+            errors.append(f"{p}: {why}")
+        elif is_dir(p):
+            found = [f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and not is_dir(f)
                      and not SKIP_DIRS.intersection(f.relative_to(p).parts[:-1])]
             files.extend((f, False) for f in sorted(found))
         else:
-            errors.append(f"{p}: no such file or directory")
+            files.append((p, True))
     return files, errors
 
 
@@ -110,7 +113,9 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     from diag.parsers.recipe import NotARecipe, RecipeError
 
     result = CheckResult()
-    runs = [p for p in paths if p.is_dir() and (p / "logs").is_dir()]  # run directories: check what ran
+    from .files import is_dir
+
+    runs = [p for p in paths if is_dir(p) and is_dir(p / "logs")]  # run directories: check what ran
     paths = [p for p in paths if p not in runs]
     files, result.errors = collect_files(paths)
     rules = settings.rules("recipe")

@@ -90,7 +90,7 @@ def tail(
     """Per-endpoint health of a run from its logs: throughput, queues, KV, faults, findings."""
     from diag.rules.settings import SettingsError, resolve
 
-    from .files import InputError
+    from .files import InputError, output_problem
 
     try:  # the configuration first: a broken diag.toml fails before any log is read
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
@@ -98,6 +98,8 @@ def tail(
     except SettingsError as e:
         fail_all("tail", [f"config error: {line}" for line in e.lines])
     paths, scrape = list(paths or []), list(scrape or [])
+    if export is not None and (why := output_problem(export, directory=True)) is not None:
+        fail("tail", f"--export {export}: {why}")
     try:
         window = _when(prom_start, "--prom-start"), _when(prom_end, "--prom-end")
         if since is not None:

@@ -149,13 +149,13 @@ def _live_metrics(scrape: list[str], prom: str | None) -> list[Any]:
 
 
 def _live_source(paths: list[str], replay: Path | None, speed: float) -> Any:
-    from .files import InputError, find_runs
+    from .files import InputError, find_runs, path_problem
     from .sources import BatchSource, FollowSource, ReplaySource
 
     if replay is None:
         return FollowSource(paths)
-    if not replay.exists():
-        raise InputError(f"{replay}: no such file or directory")
+    if (why := path_problem(replay)) is not None:
+        raise InputError(f"{replay}: {why}")
     runs = find_runs([str(replay)])
     if len(runs) != 1:
         raise InputError(f"{replay}: holds {len(runs)} runs; replay one run directory")
