@@ -68,6 +68,13 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
     return files, errors
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None,
                display: str | None = None) -> list[Finding]:
     """Findings of every job in one recipe file (raises RecipeError / NotARecipe)."""
@@ -123,6 +130,13 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     parse_errors: list[Finding] = []  # never filtered by select/ignore/suppressions: the file was not checked
     for path, explicit in files:
         shown = str(path)
+        size = _size(path)
+        if size > settings.max_recipe_bytes:   # before parsing: a huge YAML costs minutes and gigabytes
+            message = (f"{size:,} bytes, over the recipe size limit of {settings.max_recipe_bytes:,} "
+                       "(max-recipe-bytes in diag.toml); not read")
+            result.errors.append(f"{shown}: {message}")
+            parse_errors.append(parse_error_finding(shown, message, None, None))
+            continue
         try:
             raw.extend(check_file(path, rules, shown))
             result.files += 1
@@ -130,8 +144,9 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
             if explicit or path.suffix in (".yaml", ".yml"):
                 result.notes.append(f"{exc}; skipped")
         except RecipeError as exc:
-            result.errors.append(f"{shown}:{exc.line or 1}:{exc.col or 1}: parse error: {exc}")
-            parse_errors.append(parse_error_finding(shown, str(exc), exc.line, exc.col))
+            for message, line, col in exc.violations or [(str(exc), exc.line, exc.col)]:  # all of them
+                result.errors.append(f"{shown}:{line or 1}:{col or 1}: parse error: {message}")
+                parse_errors.append(parse_error_finding(shown, message, line, col))
             result.files += 1
         except OSError as exc:
             result.errors.append(f"{shown}: cannot read: {exc.strerror}")

@@ -6,6 +6,7 @@ with a ``[tool.diag]`` table, wins), or given with ``--config``::
     select = ["DIAG-C", "DIAG-K"]      # codes or prefixes; default everything ("ALL")
     ignore = ["DIAG-C009"]
     fail-on = "warning"                # error (default) | warning | info | never
+    max-recipe-bytes = 5242880         # diag check reads no bigger recipe (default 5 MiB)
     [rules.DIAG-C005]                  # threshold / param overrides, `for`, `severity`
     headroom = 256
     [[suppress]]
@@ -34,7 +35,8 @@ from .catalog import Rule, catalog
 from .finding import SEVERITIES, Finding, Location, severity_rank
 from .params import ParamError, coerce, kind_of
 
-TOP_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "fail-on", "rules", "suppress"}
+TOP_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "fail-on", "rules", "suppress", "max-recipe-bytes"}
+MAX_RECIPE_BYTES = 5 << 20   # `diag check` reads no recipe over this (5 MiB; real recipes are a few KiB)
 RULE_KEYS = {"for", "keep_firing_for", "severity"}
 X_NO_REASON, X_UNUSED = "DIAG-X001", "DIAG-X002"
 
@@ -124,6 +126,7 @@ class Settings:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     suppressions: list[Suppression] = field(default_factory=list)
     unreasoned: list[str] = field(default_factory=list)   # config `ignore` entries given without a reason
+    max_recipe_bytes: int = MAX_RECIPE_BYTES
 
     def enabled(self, code: str) -> bool:
         return _specificity(code, self.select) > _specificity(code, self.ignore)
@@ -355,6 +358,12 @@ def settings_from(table: dict[str, Any], source: Path | None = None, text: str =
     fail_on = table.get("fail-on", table.get("fail_on"))
     if fail_on is not None:
         s.fail_on = checked(lambda: _fail_on(fail_on, "fail-on"), s.fail_on)
+    limit = table.get("max-recipe-bytes")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            errors.append(f"max-recipe-bytes must be a whole number of bytes >= 1, not {limit!r}")
+        else:
+            s.max_recipe_bytes = limit
     s.overrides, rule_errors = _overrides(table.get("rules", {}), text)
     errors += rule_errors
     s.suppressions = checked(lambda: _suppressions(table.get("suppress", []), text), [])
