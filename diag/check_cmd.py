@@ -26,7 +26,7 @@ from .options import (
     Ignore,
     Select,
     console_for,
-    fail,
+    fail_all,
     quiet_pipe,
 )
 
@@ -53,16 +53,26 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
     """(file, explicitly named) pairs in a stable order, and errors for paths that do not exist."""
     files: list[tuple[Path, bool]] = []
     errors: list[str] = []
+    from .files import is_dir, not_readable, path_problem
+
     for p in paths:
-        if p.is_file():
-            files.append((p, True))
-        elif p.is_dir():
-            found = [f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file()
+        why = path_problem(p) or (None if is_dir(p) else not_readable(p))  # a FIFO or device: never opened
+        if why is not None:
+            errors.append(f"{p}: {why}")
+        elif is_dir(p):
+            found = [f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and not is_dir(f)
                      and not SKIP_DIRS.intersection(f.relative_to(p).parts[:-1])]
             files.extend((f, False) for f in sorted(found))
         else:
-            errors.append(f"{p}: no such file or directory")
+            files.append((p, True))
     return files, errors
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None,
@@ -110,7 +120,9 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     from diag.parsers.recipe import NotARecipe, RecipeError
 
     result = CheckResult()
-    runs = [p for p in paths if p.is_dir() and (p / "logs").is_dir()]  # run directories: check what ran
+    from .files import is_dir
+
+    runs = [p for p in paths if is_dir(p) and is_dir(p / "logs")]  # run directories: check what ran
     paths = [p for p in paths if p not in runs]
     files, result.errors = collect_files(paths)
     rules = settings.rules("recipe")
@@ -118,6 +130,13 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     parse_errors: list[Finding] = []  # never filtered by select/ignore/suppressions: the file was not checked
     for path, explicit in files:
         shown = str(path)
+        size = _size(path)
+        if size > settings.max_recipe_bytes:   # before parsing: a huge YAML costs minutes and gigabytes
+            message = (f"{size:,} bytes, over the recipe size limit of {settings.max_recipe_bytes:,} "
+                       "(max-recipe-bytes in diag.toml); not read")
+            result.errors.append(f"{shown}: {message}")
+            parse_errors.append(parse_error_finding(shown, message, None, None))
+            continue
         try:
             raw.extend(check_file(path, rules, shown))
             result.files += 1
@@ -125,8 +144,9 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
             if explicit or path.suffix in (".yaml", ".yml"):
                 result.notes.append(f"{exc}; skipped")
         except RecipeError as exc:
-            result.errors.append(f"{shown}:{exc.line or 1}:{exc.col or 1}: parse error: {exc}")
-            parse_errors.append(parse_error_finding(shown, str(exc), exc.line, exc.col))
+            for message, line, col in exc.violations or [(str(exc), exc.line, exc.col)]:  # all of them
+                result.errors.append(f"{shown}:{line or 1}:{col or 1}: parse error: {message}")
+                parse_errors.append(parse_error_finding(shown, message, line, col))
             result.files += 1
         except OSError as exc:
             result.errors.append(f"{shown}: cannot read: {exc.strerror}")
@@ -176,7 +196,7 @@ def check(
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
                            fail_on=fail_on.value if fail_on is not None else None, exit_zero=exit_zero)
     except SettingsError as exc:
-        fail("check", f"config error: {exc}")
+        fail_all("check", [f"config error: {line}" for line in exc.lines])
     result = run_check(paths, settings)
     if not result.files and not result.errors and not allow_empty:
         shown = ", ".join(map(str, paths))

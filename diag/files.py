@@ -28,11 +28,12 @@ from diag.parsers.benchmark import (
     read_rollup,
     read_sa_bench_json,
 )
-from diag.parsers.ingest import LineCap, ParsedLog, infer_tz_offset, infer_year, parse_blocks
+from diag.parsers.ingest import LineCap, ParsedLog, infer_tz_offset, parse_blocks
 from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
 from diag.parsers.layout import FileInfo, classify_path, role_from_content, sniff_kind
 from diag.parsers.recipe import Recipe
 from diag.parsers.records import AccuracyResult, BenchResult
+from diag.parsers.timestamps import infer_year
 from diag.rules.assemble import Side
 
 BLOCK = 4 << 20   # per block, polars holds several times its size: this bounds the peak
@@ -94,6 +95,58 @@ def not_readable(path: Path) -> str | None:
     return None
 
 
+def path_problem(path: Path) -> str | None:
+    """Why a path named on the command line cannot be looked at, in words, or None (it exists, or it
+    is a symlink that loops or leads nowhere: listed as skipped later). Never raises: a directory on
+    the way without the x bit is "permission denied", not a traceback."""
+    try:
+        path.stat()
+        return None
+    except OSError as e:
+        err = e
+    try:
+        path.lstat()
+        return None
+    except OSError:
+        pass
+    if err.errno == errno.EACCES:
+        return "permission denied (a directory on its path cannot be searched: its x bit is off)"
+    if err.errno == errno.ENOENT:
+        return "no such file or directory"
+    if err.errno == errno.ENOTDIR:
+        return "a part of its path is not a directory"
+    return err.strerror or str(err)
+
+
+def output_problem(path: Path, *, directory: bool = False) -> str | None:
+    """Why ``path`` cannot be written (a file, or with ``directory`` a directory made if missing), or
+    None; checked before any work, so a bad ``-o`` is one line, not a traceback after the run is read."""
+    exists = path_problem(path) is None
+    if exists and is_dir(path) != directory:
+        return "is a directory (give a file name)" if not directory else "is a file (give a directory)"
+    if exists:
+        return None if os.access(path, os.W_OK) else "permission denied"
+    parent = path.absolute().parent
+    while directory and path_problem(parent) == "no such file or directory" and parent != parent.parent:
+        parent = parent.parent  # --export makes the directories it needs
+    why = path_problem(parent)
+    if why is not None:
+        return f"cannot write into {parent}: {why}"
+    if not is_dir(parent):
+        return f"cannot write into {parent}: not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot write into {parent}: permission denied"
+    return None
+
+
+def is_dir(path: Path) -> bool:
+    """``path`` is a directory (False when it cannot be looked at, instead of raising)."""
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except OSError:
+        return False
+
+
 def classify(path: Path) -> FileInfo:
     """A file's kind by its name; a compressed log (``x_decode_w0.out.gz``) is the log it holds."""
     if path.name.endswith(".gz"):
@@ -118,15 +171,18 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
     seen: set[Path] = set()
     for arg in paths:
         matches = [Path(p) for p in sorted(glob.glob(arg))] if any(c in arg for c in "*?[") else [Path(arg)]
-        if not matches or not (matches[0].exists() or matches[0].is_symlink()):
+        if not matches:
             raise InputError(f"{arg}: no such file or directory")
         for p in matches:
-            candidates = list(_walk(p, skipped)) if p.is_dir() else [p]
+            why = path_problem(p)
+            if why is not None:
+                raise InputError(f"{p}: {why}")
+            candidates = list(_walk(p, skipped)) if is_dir(p) else [p]
             found = 0
             for f in candidates:
                 why = not_readable(f)
                 if why is not None:
-                    if not p.is_dir() or classify(f).kind != "unknown" or rotated_of(f) or f.is_symlink() \
+                    if not is_dir(p) or classify(f).kind != "unknown" or rotated_of(f) or f.is_symlink() \
                             or f.suffix in (".out", ".log", ".err"):
                         skipped.append(Skipped(f, why))
                     continue
@@ -139,14 +195,14 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
                     base = rotated_of(f)
                     if base is not None:
                         skipped.append(Skipped(f, f"a rotated copy of {base} (older lines; not read)"))
-                    elif not p.is_dir():
+                    elif not is_dir(p):
                         skipped.append(Skipped(f, "not a file diag understands"))
                     elif f.suffix in (".out", ".log", ".err"):
                         skipped.append(Skipped(f, "log of an unknown kind"))
                     continue
                 files.append((f, info))
                 found += 1
-            if p.is_dir() and found == 0:
+            if is_dir(p) and found == 0:
                 skipped.append(Skipped(p, "no run logs in this directory"))
     return files, skipped
 
@@ -251,8 +307,9 @@ def _size(path: Path) -> int:
 def check_paths(paths: list[str]) -> None:
     """Every non-glob path exists (InputError otherwise)."""
     for p in paths:
-        if not any(c in p for c in "*?[") and not Path(p).exists():
-            raise InputError(f"{p}: no such file or directory")
+        why = None if any(c in p for c in "*?[") else path_problem(Path(p))
+        if why is not None:
+            raise InputError(f"{p}: {why}")
 
 
 def reclassify(files: Files, skipped: list[Skipped]) -> Files:
@@ -303,7 +360,7 @@ def run_root(path: Path) -> Path:
     for cand in (d, *d.parents[:3]):
         if cand.name == "logs":
             return cand.parent
-        if (cand / "logs").is_dir():
+        if is_dir(cand / "logs"):
             return cand
     return d
 
@@ -336,7 +393,7 @@ def find_runs(paths: list[str]) -> list[RunFiles]:
         return [RunFiles(None, (), tuple(skipped))]
     runs = []
     for n, (root, group) in enumerate(groups.items()):
-        mine = [s for s in skipped if run_root(s.path) == root or (n == 0 and s.path.is_dir())]
+        mine = [s for s in skipped if run_root(s.path) == root or (n == 0 and is_dir(s.path))]
         runs.append(RunFiles(root, tuple(group), tuple(mine)))
     return runs
 

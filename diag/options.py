@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -75,7 +75,13 @@ def printable(text: str, limit: int = 300) -> str:
 
 def fail(command: str, message: str) -> NoReturn:
     """A usage or input error: one line on stderr, exit 2."""
-    typer.echo(f"diag {command}: {printable(message)}", err=True)
+    fail_all(command, [message])
+
+
+def fail_all(command: str, messages: Sequence[str]) -> NoReturn:
+    """Several errors of one input (a config file's): one line each on stderr, exit 2."""
+    for message in messages:
+        typer.echo(f"diag {command}: {printable(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 

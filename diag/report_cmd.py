@@ -8,7 +8,17 @@ from pathlib import Path
 
 import typer
 
-from .options import EXIT_USAGE, ConfigFile, Example, ReportFormat, console_for, fail, positive, quiet_pipe
+from .options import (
+    EXIT_USAGE,
+    ConfigFile,
+    Example,
+    ReportFormat,
+    console_for,
+    fail,
+    fail_all,
+    positive,
+    quiet_pipe,
+)
 from .sla import DEFAULT_SLA
 
 EXAMPLES: tuple[Example, ...] = (
@@ -43,7 +53,7 @@ def report(
     One page: the Pareto frontier, the verdict behind every point, run vs run."""
     from diag.rules.settings import SettingsError, resolve
 
-    from .files import InputError, find_runs
+    from .files import InputError, find_runs, output_problem
     from .pipeline import Pipeline
     from .sla import SlaError, parse_sla, resolve_sla
     from .sources import BatchSource
@@ -52,10 +62,13 @@ def report(
         option = parse_sla(sla) if sla is not None else None
     except SlaError as e:
         fail("report", f"--sla: {e}")
+    out = output or (Path("report.html") if fmt is ReportFormat.html else None)
+    if out is not None and (why := output_problem(out)) is not None:
+        fail("report", f"-o {out}: {why}")
     try:
         settings = resolve(Path.cwd(), config)
     except SettingsError as e:
-        fail("report", f"config error: {e}")
+        fail_all("report", [f"config error: {line}" for line in e.lines])
     try:
         runs = find_runs(paths)
     except InputError as e:
@@ -70,18 +83,26 @@ def report(
     result_files = [{info.concurrency: path for path, info in rf.of("sa-bench-result") if info.concurrency}
                     for rf in runs]
     doc = build(reports, target, result_files, min_tok_s_user)
-    if fmt is ReportFormat.html:
+    try:
+        _write(doc, fmt, out)
+    except OSError as e:   # the path went bad while the runs were read
+        fail("report", f"-o {out}: cannot write: {e.strerror or e}")
+    raise typer.Exit(EXIT_USAGE if any(rep.run.errors for rep in reports) else 0)
+
+
+def _write(doc: dict, fmt: ReportFormat, out: Path | None) -> None:
+    """The report document in ``fmt`` to ``out`` (stdout when None)."""
+    if fmt is ReportFormat.html and out is not None:
         from .emit.html import render_html
 
-        out = output or Path("report.html")
         out.write_text(render_html(doc), encoding="utf-8")
         typer.echo(f"wrote {out}", err=True)
     elif fmt is ReportFormat.json:
         from .emit import dumps
 
         text = dumps(doc) + "\n"
-        if output:
-            output.write_text(text, encoding="utf-8")
+        if out:
+            out.write_text(text, encoding="utf-8")
         else:
             with quiet_pipe():
                 sys.stdout.write(text)
@@ -89,10 +110,9 @@ def report(
     else:
         from .emit.report_text import render_report
 
-        if output:
-            with output.open("w", encoding="utf-8") as fh:
+        if out:
+            with out.open("w", encoding="utf-8") as fh:
                 render_report(doc, console_for(fh))
         else:
             with quiet_pipe():
                 render_report(doc, console_for())
-    raise typer.Exit(EXIT_USAGE if any(rep.run.errors for rep in reports) else 0)

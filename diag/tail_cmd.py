@@ -29,6 +29,7 @@ from .options import (
     TailFormat,
     console_for,
     fail,
+    fail_all,
     positive,
     printable,
     quiet_pipe,
@@ -89,14 +90,16 @@ def tail(
     """Per-endpoint health of a run from its logs: throughput, queues, KV, faults, findings."""
     from diag.rules.settings import SettingsError, resolve
 
-    from .files import InputError
+    from .files import InputError, output_problem
 
     try:  # the configuration first: a broken diag.toml fails before any log is read
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
                            fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
     except SettingsError as e:
-        fail("tail", f"config error: {e}")
+        fail_all("tail", [f"config error: {line}" for line in e.lines])
     paths, scrape = list(paths or []), list(scrape or [])
+    if export is not None and (why := output_problem(export, directory=True)) is not None:
+        fail("tail", f"--export {export}: {why}")
     try:
         window = _when(prom_start, "--prom-start"), _when(prom_end, "--prom-end")
         if since is not None:

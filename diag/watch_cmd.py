@@ -28,6 +28,7 @@ from .options import (
     Select,
     console_for,
     fail,
+    fail_all,
     positive,
     printable,
     quiet_pipe,
@@ -105,7 +106,7 @@ def watch(
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
                            fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
     except SettingsError as e:
-        fail("watch", f"config error: {e}")
+        fail_all("watch", [f"config error: {line}" for line in e.lines])
     if not paths and replay is None and not prom:
         fail("watch", "give a run directory or log files, --replay RUN_DIR, or --prom URL alone")
     if replay is not None and paths and not once:
@@ -148,13 +149,13 @@ def _live_metrics(scrape: list[str], prom: str | None) -> list[Any]:
 
 
 def _live_source(paths: list[str], replay: Path | None, speed: float) -> Any:
-    from .files import InputError, find_runs
+    from .files import InputError, find_runs, path_problem
     from .sources import BatchSource, FollowSource, ReplaySource
 
     if replay is None:
         return FollowSource(paths)
-    if not replay.exists():
-        raise InputError(f"{replay}: no such file or directory")
+    if (why := path_problem(replay)) is not None:
+        raise InputError(f"{replay}: {why}")
     runs = find_runs([str(replay)])
     if len(runs) != 1:
         raise InputError(f"{replay}: holds {len(runs)} runs; replay one run directory")

@@ -483,37 +483,3 @@ def infer_tz_offset(head: str) -> int:
         return tz_offset_from(m.group(1), m.group(2))
     except ValueError:
         return 0
-
-
-def infer_year(head: str, ref: datetime | None = None, first_md: str | None = None,
-               not_after: datetime | None = None) -> int | None:
-    """The year of a log's first month-day time.
-
-    The reference date is the log's own first full date, else ``ref`` (the run's orchestrator
-    start, or the file's mtime). When the first month-day lies more than half a year from the
-    reference month, the run crossed New Year between them. ``not_after`` (the file's mtime: no
-    line was written after it) is a bound: a first month-day that would fall after it (a day of
-    slack for local time) belongs to the year before.
-    """
-    m = re.search(r"(?<!\d)(20\d\d)-(\d\d)-\d\d[T ]\d\d:\d\d:\d\d", head)
-    if m:
-        year, month = int(m.group(1)), int(m.group(2))
-    elif ref is not None:
-        year, month = ref.year, ref.month
-    else:
-        return None
-    if first_md is None:
-        mm = re.search(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d) \d\d:\d\d:\d\d", head)
-        first_md = mm.group(1) if mm else None
-    if first_md:
-        md_month = int(first_md[:2])
-        if md_month - month > 6:
-            year -= 1
-        elif month - md_month > 6:
-            year += 1
-        if not_after is not None and not m:
-            year = min(year, not_after.year)
-            day = int(first_md[3:5]) if len(first_md) >= 5 and first_md[3:5].isdigit() else 1
-            if (md_month, day) > (not_after.month, not_after.day + 1):
-                year -= 1
-    return year

@@ -443,4 +443,17 @@ def load_recipes(path: Path, display: str | None = None) -> list[Recipe]:
     data = load_yaml_file(path)
     if not looks_like_recipe(data):
         raise NotARecipe(f"{shown}: not an srt-slurm recipe (no model/resources/roles or base/override)")
-    return [build_recipe(job.data, shown, job.name, job.variant) for job in expand_jobs(data)]
+    return [_built(job.data, shown, job.name, job.variant) for job in expand_jobs(data)]
+
+
+def _built(data: YMap, shown: str, name: str, variant: str | None) -> Recipe:
+    """One job; when it cannot be built, the error carries every schema error of the job, not the first."""
+    try:
+        return build_recipe(data, shown, name, variant)
+    except RecipeError as exc:
+        from .recipe_schema import validate
+
+        errors = [v for v in validate(data) if v.severity == "error"]
+        if errors:
+            exc.violations = [(v.message, *(v.mark or (None, None))) for v in errors]
+        raise

@@ -27,6 +27,7 @@ class RecipeError(ValueError):
         super().__init__(msg)
         self.line = line
         self.col = col
+        self.violations: list[tuple[str, int | None, int | None]] = []   # every schema error, when known
 
 
 class YMap(dict[str, Any]):

@@ -8,7 +8,7 @@ UTC stamp (docker, Dynamo) on the same line. Everything returned here is timezon
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 _MD = re.compile(r"^\s*(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\s*$")
 _ISO = re.compile(
@@ -133,3 +133,48 @@ def tz_offset_from(ext_iso: str, md: str) -> int:
     if best is None:
         raise ValueError(f"cannot place {md!r} near {ext_iso!r}")
     return round(best / _QUARTER_HOUR) * _QUARTER_HOUR
+
+
+def infer_year(head: str, ref: datetime | None = None, first_md: str | None = None,
+               not_after: datetime | None = None) -> int | None:
+    """The year of a log's first month-day time.
+
+    The reference date is the log's own first full date, else ``ref`` (the run's orchestrator
+    start, or the file's mtime). When the first month-day lies more than half a year from the
+    reference month, the run crossed New Year between them. ``not_after`` (the file's mtime: no
+    line was written after it) is a bound: a first month-day that would fall after it (a day of
+    slack for local time) belongs to the year before.
+    """
+    m = re.search(r"(?<!\d)(20\d\d)-(\d\d)-\d\d[T ]\d\d:\d\d:\d\d", head)
+    if m:
+        year, month = int(m.group(1)), int(m.group(2))
+    elif ref is not None:
+        year, month = ref.year, ref.month
+    else:
+        return None
+    if first_md is None:
+        mm = re.search(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d) \d\d:\d\d:\d\d", head)
+        first_md = mm.group(1) if mm else None
+    if first_md:
+        md_month = int(first_md[:2])
+        if md_month - month > 6:
+            year -= 1
+        elif month - md_month > 6:
+            year += 1
+        if not_after is not None and not m:   # the latest such year whose date is not after the bound
+            day = int(first_md[3:5]) if len(first_md) >= 5 and first_md[3:5].isdigit() else 1
+            latest = not_after.date() + timedelta(days=1)
+            while year > 1 and _md_date(year, md_month, day) > latest:
+                year -= 1
+    return year
+
+
+def _md_date(year: int, month: int, day: int) -> date:
+    """The month-day in ``year`` (Feb 29 of a common year as Feb 28; out-of-range days clamped)."""
+    month = min(max(month, 1), 12)
+    for d in range(min(max(day, 1), 31), 27, -1):
+        try:
+            return date(year, month, d)
+        except ValueError:
+            continue
+    return date(year, month, min(max(day, 1), 28))

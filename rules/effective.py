@@ -43,6 +43,7 @@ class Ran:
     env: dict[str, tuple[str, SourceMark]] = field(default_factory=dict)
     version: tuple[str, SourceMark] | None = None
     differs: list[str] = field(default_factory=list)   # flags whose value differs between processes
+    args_from: str | None = None   # "command" (Command: lines) | "non_default_args": absent flags ran at default
 
 
 def managed() -> tuple[frozenset[str], frozenset[str]]:
@@ -57,6 +58,7 @@ def what_ran(run: Run) -> dict[str, Ran]:
     for ep in run.endpoints.values():
         ran = out.setdefault(ep.role, Ran())
         for p in ep.launch:
+            ran.args_from = ran.args_from or "command"
             mark = SourceMark(p["file"], p.get("command_line") or p["line"])
             for name, value in (p.get("flags") or {}).items():
                 _put(ran, name, value, mark, m_flags)
@@ -67,9 +69,13 @@ def what_ran(run: Run) -> dict[str, Ran]:
         args = ep.facts.get("non_default_args")
         if not ep.launch and isinstance(args, dict) and "non_default_args" in ep.fact_lines:
             file, line = ep.fact_lines["non_default_args"]
+            ran.args_from = ran.args_from or "non_default_args"
             known = known_flags()
+            per_process = set(_data("launch.toml")["per_process_fields"])
             for name, value in args.items():
-                if isinstance(value, (bool, int, float, str)) and name in known:
+                if isinstance(value, dict):   # a config object's repr: KVTransferConfig(kv_role=..., ...)
+                    value = {k: v for k, v in value.items() if k != "__class__" and k not in per_process}
+                if isinstance(value, (bool, int, float, str, dict)) and name in known:
                     _put(ran, name, value, SourceMark(file, line), m_flags)
         for fact, name in FACT_FLAGS.items():  # what vLLM reported it did, where no command line said it
             if fact in ep.facts and fact in ep.fact_lines and ep.facts[fact] is not None:
@@ -112,11 +118,35 @@ def canon(value: Any) -> str:
     return str(value)
 
 
+def same(recipe_value: Any, ran_value: Any) -> bool:
+    """The recipe's value is what ran: equal, or a config object (``--kv-transfer-config``) whose every
+    field the recipe sets ran with that value (what ran also lists the fields left at their defaults)."""
+    if canon(recipe_value) == canon(ran_value):
+        return True
+    want, got = _as_dict(recipe_value), _as_dict(ran_value)
+    return want is not None and got is not None and all(k in got and canon(v) == canon(got[k])
+                                                        for k, v in want.items())
+
+
+def _as_dict(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def vllm_defaults() -> dict[str, Any]:
+    """vLLM's defaults of the engine flags whose default is certain (rules/data/launch.toml)."""
+    return _data("launch.toml")["vllm_defaults"]
+
+
 def _overlay_role(role: Role, ran: Ran) -> Role:
     flags = dict(role.flags)
     for key, (value, mark) in ran.flags.items():
         have = flags.get(key)
-        if have is None or canon(have.value) != canon(value):
+        if have is None or not same(have.value, value):
             flags[key] = Flag(key.replace("_", "-"), key, value, mark, (*role.flags_path, key), source="ran")
     env = dict(role.env)
     for name, (value, mark) in ran.env.items():
@@ -174,7 +204,7 @@ def drift(rule: Rule, run: Run) -> list[Finding]:
         role = recipe.roles.get(role_name)
         if role is None:
             continue
-        diffs = _role_drift(role, ran)
+        diffs, cannot_tell = _role_drift(role, ran)
         if not diffs:
             continue
         first = diffs[0]
@@ -185,7 +215,8 @@ def drift(rule: Rule, run: Run) -> list[Finding]:
                            f"{verdict}", endpoint=role_name,
                            location=Location(first["mark"].path, first["mark"][0], first["mark"][1]),
                            evidence={"differences": [{k: v for k, v in d.items() if k != "mark"} for d in diffs],
-                                     "changes_verdict_of": changed, "recipe": recipe.path},
+                                     "changes_verdict_of": changed, "recipe": recipe.path,
+                                     "cannot_tell": cannot_tell},
                            fix="make the recipe say what runs (or find what overrides it: srtctl's topology-managed "
                                "flags, a launcher script, the image's defaults)"))
     build = _build_ran(recipe, runs)
@@ -199,22 +230,38 @@ def drift(rule: Rule, run: Run) -> list[Finding]:
     return out
 
 
-def _role_drift(role: Role, ran: Ran) -> list[dict[str, Any]]:
+def _role_drift(role: Role, ran: Ran) -> tuple[list[dict[str, Any]], list[str]]:
+    """The differences between the recipe's role and what ran, and the recipe flags whose effective
+    value the run does not show (a flag absent from what ran is at vLLM's default: compared with the
+    recipe when the default is known, else it cannot tell)."""
     m_flags, _ = managed()
+    defaults = vllm_defaults()
     diffs: list[dict[str, Any]] = []
+    cannot_tell: list[str] = []
     for key, (value, mark) in sorted(ran.flags.items()):
         have = role.flags.get(key)
         if have is None:
+            if key in defaults and canon(defaults[key]) == canon(value):
+                continue
             diffs.append({"kind": "flag", "name": key, "recipe": None, "ran": value, "mark": mark,
                           "text": f"--{key.replace('_', '-')} {_short(value)} ran but the recipe does not set it"})
-        elif canon(have.value) != canon(value):
+        elif not same(have.value, value):
             diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": value, "mark": mark,
                           "text": f"{have.key} {_short(value)} ran, the recipe says {_short(have.value)}"})
     ran_marks = [m for _, m in ran.flags.values()]
     for key, have in sorted(role.flags.items()):
-        if key not in ran.flags and key not in m_flags and ran_marks and have.source != "extra_args":
+        if key in ran.flags or key in m_flags or not ran_marks or have.source == "extra_args":
+            continue
+        if key in defaults:
+            if canon(defaults[key]) != canon(have.value):
+                diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": defaults[key],
+                              "mark": ran_marks[0], "text": f"the recipe sets {have.key} {_short(have.value)} but "
+                              f"the engine ran at vLLM's default {_short(defaults[key])}"})
+        elif ran.args_from == "command":
             diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": None, "mark": ran_marks[0],
                           "text": f"the recipe sets {have.key} but the command that ran does not pass it"})
+        else:
+            cannot_tell.append(key)
     for name, (value, mark) in sorted(ran.env.items()):
         have = role.env.get(name)
         if have is not None and have.value != value:
@@ -223,7 +270,7 @@ def _role_drift(role: Role, ran: Ran) -> list[dict[str, Any]]:
     for key in ran.differs:
         diffs.append({"kind": "flag", "name": key, "recipe": None, "ran": "differs between processes",
                       "mark": ran.flags[key][1], "text": f"--{key.replace('_', '-')} differs between its processes"})
-    return diffs
+    return diffs, cannot_tell
 
 
 def _short(value: Any) -> str:

@@ -6,6 +6,7 @@ with a ``[tool.diag]`` table, wins), or given with ``--config``::
     select = ["DIAG-C", "DIAG-K"]      # codes or prefixes; default everything ("ALL")
     ignore = ["DIAG-C009"]
     fail-on = "warning"                # error (default) | warning | info | never
+    max-recipe-bytes = 5242880         # diag check reads no bigger recipe (default 5 MiB)
     [rules.DIAG-C005]                  # threshold / param overrides, `for`, `severity`
     headroom = 256
     [[suppress]]
@@ -25,21 +26,27 @@ import dataclasses
 import fnmatch
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .catalog import Rule, catalog
 from .finding import SEVERITIES, Finding, Location, severity_rank
+from .params import ParamError, coerce, kind_of
 
-TOP_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "fail-on", "rules", "suppress"}
+TOP_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "fail-on", "rules", "suppress", "max-recipe-bytes"}
+MAX_RECIPE_BYTES = 5 << 20   # `diag check` reads no recipe over this (5 MiB; real recipes are a few KiB)
 RULE_KEYS = {"for", "keep_firing_for", "severity"}
 X_NO_REASON, X_UNUSED = "DIAG-X001", "DIAG-X002"
 
 
 class SettingsError(ValueError):
-    """A configuration that cannot be used (exit status 2)."""
+    """A configuration that cannot be used (exit status 2): one or more errors, one line each."""
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
 
 
 def normalize_code(code: str) -> str:
@@ -119,6 +126,7 @@ class Settings:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     suppressions: list[Suppression] = field(default_factory=list)
     unreasoned: list[str] = field(default_factory=list)   # config `ignore` entries given without a reason
+    max_recipe_bytes: int = MAX_RECIPE_BYTES
 
     def enabled(self, code: str) -> bool:
         return _specificity(code, self.select) > _specificity(code, self.ignore)
@@ -232,12 +240,6 @@ def _ignores(values: Any, what: str) -> tuple[list[str], list[str]]:
     return reasoned, bare
 
 
-def _severity(value: Any, what: str) -> str:
-    if value not in SEVERITIES:
-        raise SettingsError(f"{what} must be one of {', '.join(SEVERITIES)}, not {value!r}")
-    return str(value)
-
-
 FAIL_ON = (*SEVERITIES, "never")
 
 
@@ -254,25 +256,58 @@ def resolve(start: Path, config: Path | None = None, *, select: list[str] | None
     return load_settings(start, config).with_cli(select, ignore, fail_on, exit_zero)
 
 
-def _overrides(table: Any) -> dict[str, dict[str, Any]]:
+def _overrides(table: Any, text: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The [rules.<CODE>] tables, every value checked against its kind (rules/catalog/params.toml);
+    the errors of all of them, one line each (``LINE: [rules.CODE] key: expected ..., got ...``)."""
     if not isinstance(table, dict):
-        raise SettingsError("[rules] must be a table of [rules.<CODE>] tables")
+        return {}, ["[rules] must be a table of [rules.<CODE>] tables"]
     out: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
     for raw, values in table.items():
         code = normalize_code(raw)
         rule = catalog().get(code)
+        where = _key_line(text, raw, None)
         if rule is None:
-            raise SettingsError(f"[rules.{raw}]: no such rule")
+            errors.append(f"{where}[rules.{raw}]: no such rule")
+            continue
         if not isinstance(values, dict):
-            raise SettingsError(f"[rules.{raw}] must be a table")
-        for key in values:
-            if key not in RULE_KEYS and key not in rule.params:
-                known = ", ".join(sorted(RULE_KEYS | set(rule.params)))
-                raise SettingsError(f"[rules.{raw}]: unknown key {key!r} (known: {known})")
-        if "severity" in values:
-            _severity(values["severity"], f"[rules.{raw}].severity")
-        out[code] = dict(values)
-    return out
+            errors.append(f"{where}[rules.{raw}] must be a table")
+            continue
+        checked: dict[str, Any] = {}
+        for key, value in values.items():
+            at = _key_line(text, raw, key)
+            kind = kind_of(code, key) if key in RULE_KEYS or key in rule.params else None
+            if kind is None:
+                known = ", ".join(sorted(RULE_KEYS | {k for k in rule.params
+                                                      if getattr(kind_of(code, k), "type", "fixed") != "fixed"}))
+                errors.append(f"{at}[rules.{raw}]: unknown key {key!r} (known: {known})")
+                continue
+            try:
+                checked[key] = coerce(kind, value)
+            except ParamError as exc:
+                errors.append(f"{at}[rules.{raw}] {key}: {exc}")
+        out[code] = checked
+    return out, errors
+
+
+_HEADER = re.compile(r"\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+
+
+def _key_line(text: str, rule: str, key: str | None) -> str:
+    """``LINE: `` of ``key`` in the file's [rules.<rule>] table (of its header when ``key`` is None),
+    found by reading the lines (tomllib keeps no positions); empty when it is not written plainly."""
+    heads = {f"rules.{rule}", f'rules."{rule}"', f"tool.diag.rules.{rule}", f'tool.diag.rules."{rule}"'}
+    inside = False
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _HEADER.match(line)
+        if m:
+            inside = m.group(1).replace(" ", "") in heads
+            if inside and key is None:
+                return f"{n}: "
+            continue
+        if inside and key is not None and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
+            return f"{n}: "
+    return ""
 
 
 def _suppress_lines(text: str) -> list[int]:
@@ -298,23 +333,44 @@ def _suppressions(entries: Any, text: str) -> list[Suppression]:
 
 
 def settings_from(table: dict[str, Any], source: Path | None = None, text: str = "") -> Settings:
-    """Settings from an already-parsed table (the body of diag.toml or [tool.diag])."""
+    """Settings from an already-parsed table (the body of diag.toml or [tool.diag]); every error of
+    the table is reported at once, one line each, prefixed with ``source`` (and the line, when known)."""
+    errors: list[str] = []
+
+    def checked(part: Callable[[], Any], default: Any) -> Any:
+        try:
+            return part()
+        except SettingsError as exc:
+            errors.extend(exc.lines)
+            return default
+
     unknown = set(table) - TOP_KEYS - {"fail_on"}
     if unknown:
-        raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(TOP_KEYS))})")
+        errors.append(f"unknown setting(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(TOP_KEYS))})")
     s = Settings(source=source, root=source.parent if source else Path.cwd())
     if "select" in table:
-        s.select = _codes(table["select"], "select")
-    s.select += _codes(table.get("extend-select", []), "extend-select")
+        s.select = checked(lambda: _codes(table["select"], "select"), s.select)
+    s.select += checked(lambda: _codes(table.get("extend-select", []), "extend-select"), [])
     for key in ("ignore", "extend-ignore"):
-        reasoned, bare = _ignores(table.get(key, []), key)
+        reasoned, bare = checked(lambda key=key: _ignores(table.get(key, []), key), ([], []))
         s.ignore += reasoned
         s.unreasoned += bare
     fail_on = table.get("fail-on", table.get("fail_on"))
     if fail_on is not None:
-        s.fail_on = _fail_on(fail_on, "fail-on")
-    s.overrides = _overrides(table.get("rules", {}))
-    s.suppressions = _suppressions(table.get("suppress", []), text)
+        s.fail_on = checked(lambda: _fail_on(fail_on, "fail-on"), s.fail_on)
+    limit = table.get("max-recipe-bytes")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            errors.append(f"max-recipe-bytes must be a whole number of bytes >= 1, not {limit!r}")
+        else:
+            s.max_recipe_bytes = limit
+    s.overrides, rule_errors = _overrides(table.get("rules", {}), text)
+    errors += rule_errors
+    s.suppressions = checked(lambda: _suppressions(table.get("suppress", []), text), [])
+    if errors:
+        prefix = f"{source}:" if source else ""
+        raise SettingsError(*(f"{prefix}{e}" if e[:1].isdigit() else f"{prefix}{' ' if prefix else ''}{e}"
+                              for e in errors))
     return s
 
 
@@ -361,7 +417,4 @@ def load_settings(start: Path, explicit: Path | None = None) -> Settings:
         if explicit is not None:
             raise SettingsError(f"{path}: has no [tool.diag] table")
         return Settings(root=path.parent)
-    try:
-        return settings_from(table, path, text)
-    except SettingsError as exc:
-        raise SettingsError(f"{path}: {exc}") from None
+    return settings_from(table, path, text)

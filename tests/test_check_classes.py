@@ -11,6 +11,7 @@ from diag.check_cmd import check_file
 from diag.cli import app
 
 DATA = Path(__file__).resolve().parent / "data" / "recipes"
+ROOT = Path(__file__).resolve().parents[1]
 R = "srt-slurm-recipes__recipes__"
 MULTI = ('{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":['
          '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_load_failure_policy":"fail"},'
@@ -90,3 +91,32 @@ def test_parse_errors_are_findings_in_json(tmp_path: Path) -> None:
     assert res.exit_code == 2
     doc = json.loads(res.stdout[res.stdout.index("{"):])
     assert doc["summary"]["files"] == 1 and doc["findings"][0]["code"] == "DIAG-C017"
+
+
+def test_every_type_error_of_a_recipe_is_reported_at_once(tmp_path: Path) -> None:
+    """Not only the first (gpus_per_node), then isl after that is fixed: both, each at its line."""
+    text = (ROOT / "samples" / "runs" / "healthy" / "config.yaml").read_text()
+    text = text.replace("gpus_per_node: 4", 'gpus_per_node: "four"', 1).replace("  isl: 8192", '  isl: "long"', 1)
+    (tmp_path / "r.yaml").write_text(text)
+    res = CliRunner().invoke(app, ["check", str(tmp_path / "r.yaml"), "--format", "json"])
+    assert res.exit_code == 2
+    got = [(f["message"], f["location"]["line"]) for f in json.loads(res.stdout)["findings"]]
+    assert got == [("parse error: `resources.gpus_per_node` must be an integer >= 1, not 'four'",
+                    text[:text.index('"four"')].count("\n") + 1),
+                   ("parse error: `benchmark.isl` must be an integer >= 1, not 'long'",
+                    text[:text.index('"long"')].count("\n") + 1)]
+
+
+def test_a_recipe_over_the_size_limit_is_not_parsed(tmp_path: Path, monkeypatch) -> None:
+    import diag.parsers.recipe
+
+    def never(*_a: object, **_k: object) -> None:
+        raise AssertionError("parsed a recipe over the size limit")
+
+    monkeypatch.setattr(diag.parsers.recipe, "load_yaml_file", never)
+    big = tmp_path / "big.yaml"
+    big.write_text("model: {path: x}\n" + "# pad\n" * 400)
+    (tmp_path / "diag.toml").write_text("max-recipe-bytes = 1000\n")
+    res = CliRunner().invoke(app, ["check", str(big), "--config", str(tmp_path / "diag.toml")])
+    assert res.exit_code == 2
+    assert res.stderr == f"{big}: 2,417 bytes, over the recipe size limit of 1,000 (max-recipe-bytes in diag.toml); not read\n"

@@ -128,7 +128,7 @@ def test_local_time_moved_to_utc_by_the_container_stamp() -> None:
 
 
 def test_year_from_an_ansi_coloured_dynamo_stamp() -> None:
-    from diag.parsers.ingest import infer_year
+    from diag.parsers.timestamps import infer_year
 
     head = "\x1b[2m2027-01-01T00:00:05.100Z\x1b[0m \x1b[32m INFO\x1b[0m x: y\n(APIServer pid=1) INFO 12-31 23:59:58 [a.py:1] z"
     assert infer_year(head) == 2026  # the vLLM line is still in December: the run crossed New Year

@@ -118,3 +118,41 @@ def test_real_qwen35_recipes_as_runs_match_diag_check(real_recipes: Path, tmp_pa
         assert got == want, recipe.name
         compared += 1
     assert compared >= 3
+
+
+def _without_command_lines(tmp_path: Path, recipe_edit: tuple[str, str] | None = None) -> dict:
+    """The healthy sample without its sweep log: what ran comes from the workers' `non-default args`."""
+    run = tmp_path / "healthy"
+    shutil.copytree(RUNS / "healthy", run)
+    for log in (run / "logs").glob("sweep_*.log"):
+        log.unlink()
+    if recipe_edit:
+        cfg = run / "config.yaml"
+        text = cfg.read_text()
+        assert recipe_edit[0] in text
+        cfg.write_text(text.replace(recipe_edit[0], recipe_edit[1], 1))
+    doc = json.loads(diag("tail", str(run), "--format", "json").stdout)
+    return doc
+
+
+def test_no_drift_from_non_default_args_when_the_recipe_ran(tmp_path: Path) -> None:
+    """The KVTransferConfig(...) repr of `non-default args` is the recipe's kv-transfer-config having run,
+    and TP/PP absent from it ran at their vLLM default, which the recipe also says: no DIAG-D001."""
+    doc = _without_command_lines(tmp_path)
+    assert [f["message"] for f in doc["findings"] if f["code"] == "DIAG-D001"] == []
+
+
+def test_drift_from_non_default_args_against_vllm_defaults(tmp_path: Path) -> None:
+    doc = _without_command_lines(tmp_path, ('      tensor-parallel-size: 1\n      pipeline-parallel-size: 1\n'
+                                            '      data-parallel-size: 8\n',
+                                            '      tensor-parallel-size: 2\n      pipeline-parallel-size: 1\n'
+                                            '      data-parallel-size: 8\n'))
+    (d001,) = [f for f in doc["findings"] if f["code"] == "DIAG-D001"]
+    assert d001["endpoint"] == "decode" and d001["evidence"]["differences"] == [
+        {"kind": "flag", "name": "tensor_parallel_size", "recipe": 2, "ran": 1,
+         "text": "the recipe sets tensor-parallel-size 2 but the engine ran at vLLM's default 1"}]
+    assert d001["evidence"]["cannot_tell"] == ["disable_hybrid_kv_cache_manager"]
+    assert d001["location"]["path"].endswith("_decode_w0.out")
+    doc = _without_command_lines(tmp_path / "b", ('"kv_role": "kv_consumer"', '"kv_role": "kv_both"'))
+    (d001,) = [f for f in doc["findings"] if f["code"] == "DIAG-D001"]
+    assert [d["name"] for d in d001["evidence"]["differences"]] == ["kv_transfer_config"]

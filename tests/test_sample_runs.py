@@ -112,3 +112,13 @@ def test_interleaved_slurm_out_splits_into_endpoints() -> None:
         want[eid] = sum(e["stats_records"] for e in label["engine_stats"].values())
     got = {eid: ep.samples for eid, ep in run.endpoints.items()}
     assert got == want
+
+
+def test_readme_counts_the_sample_runs() -> None:
+    """The README's layout block says how many sample run directories there are: a count, kept true."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    runs = [p for p in (root / "samples" / "runs").iterdir() if p.is_dir()]
+    said = re.search(r"^samples/\s+(\d+) realistic srt-slurm run directories", (root / "README.md").read_text(), re.M)
+    assert said is not None and int(said.group(1)) == len(runs)

@@ -166,3 +166,90 @@ def test_settings_reach_the_cli(tmp_path: Path, real_recipes: Path) -> None:
     assert res.exit_code == 2 and "config error" in res.stderr and "Traceback" not in res.output
     res = runner.invoke(app, [recipe, "--select", "C9"])
     assert res.exit_code == 2 and "matches no rule" in res.stderr
+
+
+# ---------------------------------------------------------------- typed rule parameters
+
+BAD_FILES = {  # the five bad diag.toml files of issue 24: each is exit 2, one line per error, no run judged
+    "wrong type": ('[rules.DIAG-K001]\nkv_usage = "lots"\n', ['diag.toml:2: [rules.DIAG-K001] kv_usage: expected a '
+                                                              "percentage, 0 to 100, got a string 'lots'"]),
+    "duration string where a number goes": (
+        '[rules.DIAG-K001]\nkv_usage = "2m"\n',
+        ["diag.toml:2: [rules.DIAG-K001] kv_usage: expected a percentage, 0 to 100, got a string '2m' "
+         "(a duration string goes only where a duration does)"]),
+    "negative percent": ("[rules.K001]\nkv_usage = -5\n",
+                         ["diag.toml:2: [rules.K001] kv_usage: expected a percentage, 0 to 100, got -5"]),
+    "percent over 100": ("[rules.K001]\nkv_usage = 250\n",
+                         ["diag.toml:2: [rules.K001] kv_usage: expected a percentage, 0 to 100, got 250"]),
+    "list where a number goes": ("[rules.DIAG-K004]\nmin_intervals = [3]\n",
+                                 ["diag.toml:2: [rules.DIAG-K004] min_intervals: expected a whole number >= 1, "
+                                  "got a list [3]"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_a_badly_typed_rule_parameter_is_exit_2_and_no_run_is_judged(tmp_path: Path, samples_dir: Path, case: str) -> None:
+    from diag.cli import app
+
+    text, lines = BAD_FILES[case]
+    cfg = _cfg(tmp_path, text)
+    res = CliRunner().invoke(app, ["tail", str(samples_dir / "runs" / "healthy"), "--config", str(cfg)])
+    assert res.exit_code == 2 and res.stdout == "" and "Traceback" not in res.output
+    assert res.stderr.splitlines() == [f"diag tail: config error: {tmp_path}/{line}" for line in lines]
+
+
+def test_every_error_of_the_file_is_reported_at_once(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, 'fail-on = "fatal"\n[rules.DIAG-K001]\nfor = "2x"\nkv_usage = "lots"\n\n'
+                         '[rules.DIAG-B001]\nkv_high = 250\nmode = "x"\nbogus = 1\n'
+                         '[rules.DIAG-S001]\nmax_s = {weights = "40m", ready = "soon"}\n')
+    with pytest.raises(SettingsError) as err:
+        load_settings(tmp_path, cfg)
+    assert [line.removeprefix(f"{cfg}:") for line in err.value.lines] == [
+        " fail-on must be one of info, warning, error, never, not 'fatal'",
+        '3: [rules.DIAG-K001] for: expected a duration >= 0: seconds, or a string such as "90s", "2m", "1m30s", '
+        "got a string '2x'",
+        "4: [rules.DIAG-K001] kv_usage: expected a percentage, 0 to 100, got a string 'lots'",
+        "7: [rules.DIAG-B001] kv_high: expected a percentage, 0 to 100, got 250",
+        "8: [rules.DIAG-B001] mode: not a setting: fixed by the rule's template",
+        "9: [rules.DIAG-B001]: unknown key 'bogus' (known: fill_frac, for, interval_s, keep_firing_for, kv_high, "
+        "kv_low, plateau_frac, rise_lookback_s, severity, waiting_high, waiting_min)",
+        '11: [rules.DIAG-S001] max_s: ready: expected a duration >= 0: seconds, or a string such as "90s", "2m", '
+        "\"1m30s\", got a string 'soon'",
+    ]
+
+
+def test_durations_take_seconds_or_prometheus_strings(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, _cfg(tmp_path, '[tool.diag.rules.K001]\nfor = "2m"\nkeep_firing_for = 90\n'
+                                                'interval_s = "15s"\n[tool.diag.rules.S001]\nmax_s = {weights = "1h"}\n',
+                                     "pyproject.toml"))
+    k001 = s.rule("K001")
+    assert (k001.for_s, k001.keep_firing_for_s, k001.params["interval_s"]) == (120.0, 90.0, 15)
+    assert s.rule("S001").params["max_s"]["weights"] == 3600
+    with pytest.raises(SettingsError, match=r"pyproject.toml:3: \[rules.K001\] interval_s: expected a bucket width"):
+        load_settings(tmp_path, _cfg(tmp_path, '[tool.diag.rules.K001]\nfor = 60\ninterval_s = "500ms"\n',
+                                     "pyproject.toml"))
+
+
+def test_every_catalog_parameter_has_a_kind_its_default_fits() -> None:
+    from diag.rules.catalog import catalog
+    from diag.rules.params import coerce, kind_of
+
+    for code, rule in catalog().items():
+        for name, default in {"for": rule.for_s, "keep_firing_for": rule.keep_firing_for_s,
+                              "severity": rule.severity, **rule.params}.items():
+            kind = kind_of(code, name)
+            assert kind is not None, f"{code}.{name} has no declared kind (rules/catalog/params.toml)"
+            if kind.type != "fixed":
+                assert coerce(kind, default) == default, f"{code}.{name}"
+
+
+def test_rules_json_shows_each_parameter_with_type_and_range() -> None:
+    import json
+
+    from diag.cli import app
+
+    res = CliRunner().invoke(app, ["rules", "--format", "json", "--select", "K001"])
+    (k001,) = json.loads(res.stdout)["rules"]
+    assert k001["params"]["kv_usage"] == {"default": 95, "kind": "percent", "type": "number",
+                                          "doc": "a percentage, 0 to 100", "min": 0, "max": 100}
+    assert k001["params"]["for"]["type"] == "duration" and "mode" not in k001["params"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from diag.parsers.timestamps import YearTracker, parse_iso, resolve_md, tz_offset_from
+from diag.parsers.timestamps import YearTracker, infer_year, parse_iso, resolve_md, tz_offset_from
 
 from helpers import year_from_iso
 
@@ -78,3 +80,49 @@ def test_tz_offset_from() -> None:
     # the local time is already in the next year
     assert tz_offset_from("2025-12-31T23:30:00Z", "01-01 08:30:01") == 9 * 3600
     assert tz_offset_from("2026-01-01T02:00:00Z", "12-31 18:00:00") == -8 * 3600
+
+
+# ---------------------------------------------------------------- the year of a log's month-day times
+
+VLLM = "(APIServer pid=1) INFO {md} [api_server.py:1] vLLM API server version 0.19.0\n"
+
+
+def test_a_log_over_new_year_dated_by_its_file_time_keeps_its_year() -> None:
+    """Month-day times only, 12-31 -> 01-01, the file written 2025-01-05: the log starts 2024-12-31
+    (the half-year rule and the mtime bound each moved it back a year: 2023)."""
+    mtime = datetime(2025, 1, 5, 9, 0, tzinfo=UTC)
+    head = VLLM.format(md="12-31 23:50:00") + VLLM.format(md="01-01 00:10:00")
+    assert infer_year(head, mtime, not_after=mtime) == 2024
+    assert infer_year(VLLM.format(md="01-02 08:00:00"), mtime, not_after=mtime) == 2025
+    assert infer_year(VLLM.format(md="01-06 08:00:00"), mtime, not_after=mtime) == 2025   # a day of slack
+    assert infer_year(VLLM.format(md="01-07 08:00:00"), mtime, not_after=mtime) == 2024   # after the mtime
+    assert infer_year(VLLM.format(md="02-29 08:00:00"), datetime(2024, 3, 1, tzinfo=UTC),
+                      not_after=datetime(2024, 3, 1, tzinfo=UTC)) == 2024
+
+
+NEW_YEARS = st.integers(2020, 2032).map(lambda y: datetime(y, 1, 1, tzinfo=UTC))
+OFFSET = st.integers(-20 * 86400, 20 * 86400).map(lambda s: timedelta(seconds=s))
+HOURS = st.integers(0, 6 * 3600).map(lambda s: timedelta(seconds=s))
+SPAN = st.integers(0, 20 * 86400).map(lambda s: timedelta(seconds=s))
+TZ = st.integers(-12, 14).map(lambda h: timedelta(hours=h))
+
+
+@settings(max_examples=200, deadline=None)
+@given(new_year=NEW_YEARS, start=OFFSET, span=SPAN, lag=HOURS, tz=TZ, source=st.sampled_from(
+    ["file time", "job json", "sweep log", "iso line"]))
+def test_the_first_month_day_gets_its_year_under_every_dating_source(
+        new_year: datetime, start: timedelta, span: timedelta, lag: timedelta, tz: timedelta, source: str) -> None:
+    """A log whose first vLLM line is at ``first`` (local time ``first + tz``), around a New Year: the
+    year of that local month-day, whichever source dates it (the file's mtime after its last line, the
+    job's start before its first, or an ISO stamp of another process near it)."""
+    first = new_year + start
+    local = first + tz
+    head = VLLM.format(md=local.strftime("%m-%d %H:%M:%S"))
+    if source == "file time":
+        mtime = first + span + lag
+        got = infer_year(head, mtime, not_after=mtime)
+    elif source in ("job json", "sweep log"):
+        got = infer_year(head, first - lag)
+    else:
+        got = infer_year(f"{(first - lag).isoformat()} INFO dynamo: start\n" + head)
+    assert got == local.year

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from diag.rules.catalog import Rule
+from diag.rules.params import kind_of
 from diag.rules.present import SEVERITY_STYLE
 
 from . import RULES_SCHEMA, envelope
@@ -20,7 +22,18 @@ def rules_document(rules: Sequence[Rule]) -> str:
     """The ``diag rules --format json`` document (schema ``diag-rules-1``)."""
     return json.dumps({**envelope(RULES_SCHEMA), "rules": [
         {"code": r.code, "name": r.name, "severity": r.severity, "scope": r.scope, "summary": r.summary,
-         "health": r.health} for r in rules]}, indent=1) + "\n"
+         "health": r.health, "params": _params(r)} for r in rules]}, indent=1) + "\n"
+
+
+def _params(rule: Rule) -> dict[str, dict[str, Any]]:
+    """Each settable parameter of ``rule`` (``for``, ``keep_firing_for`` included): default, type, range."""
+    defaults = {"for": rule.for_s, "keep_firing_for": rule.keep_firing_for_s, **rule.params}
+    out = {}
+    for name, default in defaults.items():
+        kind = kind_of(rule.code, name)
+        if kind is not None and kind.type != "fixed":
+            out[name] = {"default": default, **kind.describe()}
+    return out
 
 def render_rules(rules: Sequence[Rule], console: Console) -> None:
     """The catalog, a rule a line: a table on a terminal, aligned plain lines when piped."""
