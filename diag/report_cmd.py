@@ -67,9 +67,7 @@ def report(
     target = resolve_sla(option, [rep.run.recipe for rep in reports])
     from .report_doc import build
 
-    result_files = [{info.concurrency: path for path, info in rf.of("sa-bench-result") if info.concurrency}
-                    for rf in runs]
-    doc = build(reports, target, result_files, min_tok_s_user)
+    doc = build(reports, target, [rf.results for rf in runs], min_tok_s_user)
     if fmt is ReportFormat.html:
         from .emit.html import render_html
 

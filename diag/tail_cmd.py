@@ -121,7 +121,7 @@ def tail(
         reports = _read(paths, settings, scrape, prom, window)
     except InputError as e:
         fail("tail", str(e))
-    if not any(s for r in reports for s in r.run.sources if not s.error) and not any(r.run.benchmark for r in reports):
+    if all(r.read_nothing for r in reports):
         _nothing_read(paths, reports)
     if export:
         for i, rep in enumerate(reports):
