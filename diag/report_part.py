@@ -44,6 +44,7 @@ class RunPart:
     sla: Sla | None                                 # the recipe's goodput thresholds
     points: tuple[Point, ...]
     bench: dict[int, BenchResult]                  # concurrency -> its result (the judge reads it)
+    errors: tuple[str, ...] = ()                    # files that could not be read (the report says so)
     requests: dict[int, tuple[Request, ...]] = field(default_factory=dict)  # per-request latencies
     series: pl.DataFrame = field(default_factory=pl.DataFrame)  # endpoint, role, ts, SERIES (10 s)
 
@@ -74,7 +75,7 @@ class RunPart:
                                                        "first_ts", "last_ts")} for f in report.findings),
                    report.verdict.to_dict() if report.verdict is not None else None,
                    effective_config(report, topo), recipe_sla(run.recipe), points_of(report, ""), bench,
-                   requests, series)
+                   tuple(run.errors), requests, series)
 
     # ------------------------------------------------------------------ stored form
     def to_json(self) -> dict[str, Any]:
@@ -85,7 +86,7 @@ class RunPart:
                 "sla": None if self.sla is None else {"limits": [lim.to_dict() for lim in self.sla.limits],
                                                       "source": self.sla.source},
                 "points": [_plain(asdict(p)) for p in self.points],
-                "bench": [_plain(asdict(b)) for b in self.bench.values()]}
+                "bench": [_plain(asdict(b)) for b in self.bench.values()], "errors": list(self.errors)}
 
     def requests_frame(self) -> pl.DataFrame:
         rows = [{"concurrency": c, "ok": r.ok, "tokens": r.tokens, **{f"{k}_ms": r.ms[k] for k in REQUEST_MS}}
@@ -106,7 +107,7 @@ class RunPart:
                    tuple(d["findings"]), d["verdict"], d["config"],
                    None if sla is None else Sla(tuple(Limit(**lim) for lim in sla["limits"]), sla["source"]),
                    tuple(_point(p) for p in d["points"]), {int(b.concurrency or 0): b for b in bench},
-                   {c: tuple(r) for c, r in reqs.items()},
+                   tuple(d["errors"]), {c: tuple(r) for c, r in reqs.items()},
                    series if series is not None else pl.DataFrame())
 
 
