@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from .options import ConfigFile, Example, ListFormat, console_for, fail, printable, quiet_pipe
+from .options import ConfigFile, Example, ListFormat, RunsFormat, console_for, fail, quiet_pipe
 
 INDEX_EXAMPLES: tuple[Example, ...] = (
     ("Every run under outputs/ (any depth), analysed once, 8 at a time (default: outputs/.diag/index)",
@@ -26,12 +25,6 @@ RUNS_EXAMPLES: tuple[Example, ...] = (
     ("The prefill-bound runs as CSV, for a spreadsheet",
      "diag runs campaign --where \"verdict = 'prefill-bound'\" --format csv"),
 )
-
-
-class RunsFormat(StrEnum):
-    text = "text"
-    json = "json"
-    csv = "csv"
 
 
 WHERE_HELP = ("Only the runs matching EXPR: COLUMN OP VALUE joined by and/or, OP one of = != < <= > >= ~ (regex), "
@@ -84,10 +77,9 @@ def index(
 
             sys.stdout.write(dumps(outcome.to_dict()) + "\n")
         else:
-            sys.stdout.write(f"{outcome.runs} runs in {outcome.into}: {outcome.parsed} analysed, {outcome.reused} "
-                             f"reused, {len(outcome.failed)} failed\n")
-            for path, reason in outcome.failed:
-                sys.stdout.write(f"  failed {printable(path)}: {printable(reason)}\n")
+            from .emit.runs import index_summary
+
+            sys.stdout.write(index_summary(outcome.to_dict(), outcome.failed))
         sys.stdout.flush()
 
 
@@ -112,29 +104,12 @@ def runs(
         if fmt is RunsFormat.csv:
             sys.stdout.write(df.write_csv())
         elif fmt is RunsFormat.json:
-            from .emit import dumps, envelope
+            from .emit import dumps
+            from .emit.runs import runs_document
 
-            rows = [{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in row.items()}
-                    for row in df.iter_rows(named=True)]
-            sys.stdout.write(dumps({**envelope("diag-runs-1"), "runs": rows}) + "\n")
+            sys.stdout.write(dumps(runs_document(df)) + "\n")
         else:
-            _table(df.to_dicts())
+            from .emit.runs import render_runs
+
+            render_runs(df, console_for())
         sys.stdout.flush()
-
-
-def _table(rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    from diag.rules.present import number
-
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for name, justify in (("validity", "left"), ("verdict", "left"), ("tok/s/GPU", "right"),
-                          ("top finding", "left"), ("path", "left")):
-        table.add_column(name, justify=justify, no_wrap=name == "path")  # type: ignore[arg-type]
-    for r in rows:
-        top = r["error"] if r["status"] == "failed" else r["top_finding"] or "-"
-        table.add_row(r["validity"] or "-", r["verdict"] or "-", number(r["tok_s_gpu_working"]),
-                      printable(top, 60), printable(r["path"]))
-    console = console_for()
-    console.print(table)
-    console.print(f"{len(rows)} run{'s' if len(rows) != 1 else ''}", style="dim")

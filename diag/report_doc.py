@@ -25,10 +25,10 @@ NO_POINTS = "no benchmark points: the run has no benchmark results (endpoint ser
 REPORT_SCHEMA = "diag-report-1"
 
 
-def _series_rows(rs: RunSweep) -> list[dict[str, Any]]:
+def _series_rows(rs: RunSweep, part: RunPart) -> list[dict[str, Any]]:
     return [{"run": rs.label, "endpoint": row["endpoint"], "role": row["role"], "ts": row["ts"].isoformat(),
              **{c: (round(float(row[c]), 1) if row[c] is not None else None) for c, _ in SERIES}}
-            for row in rs.part.series.iter_rows(named=True)]
+            for row in part.series.iter_rows(named=True)]
 
 
 def _window_rows(rs: RunSweep) -> list[dict[str, Any]]:
@@ -66,16 +66,16 @@ def build_parts(parts: Sequence[RunPart], sla: Sla | None = None,
                          "allocated": "GPUs of the whole nodes the job holds"},
         "sla": sla.to_dict(),
         "pick": pick([p for rs in runs for p in rs.points], sla, min_tok_s_user),
-        "runs": [{"label": rs.label, "root": rs.part.root, "topology": rs.topology, "header": rs.part.header,
-                  "gpus": rs.part.gpus, "tokens_per_gpu": rs.part.tokens_per_gpu,
-                  "findings": rs.part.counts, "best": _best(rs), "note": None if rs.points else NO_POINTS,
-                  "health": rs.part.health,
+        "runs": [{"label": rs.label, "root": part.root, "topology": rs.topology, "header": part.header,
+                  "gpus": part.gpus, "tokens_per_gpu": part.tokens_per_gpu,
+                  "findings": part.counts, "best": _best(rs), "note": None if rs.points else NO_POINTS,
+                  "health": part.health,
                   "finding_list": [{k: f[k] for k in ("code", "name", "severity", "endpoint", "message")}
-                                   for f in rs.part.findings],
-                  "verdict": rs.part.verdict} for rs in runs],
+                                   for f in part.findings],
+                  "verdict": part.verdict} for rs, part in zip(runs, parts, strict=True)],
         "points": points,
         "frontier": {d: _frontier(points, d) for d in DENOMINATORS},
-        "series": [row for rs in runs for row in _series_rows(rs)],
+        "series": [row for rs, part in zip(runs, parts, strict=True) for row in _series_rows(rs, part)],
         "windows": [row for rs in runs for row in _window_rows(rs)],
         "steps": [{"run": p["run"], "concurrency": p["concurrency"], "started": p["started"], "ended": p["ended"]}
                   for p in points if p["started"]],

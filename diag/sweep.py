@@ -17,20 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import polars as pl
 
+from diag.parsers.records import BenchResult
 from diag.rules.present import milliseconds, number
 from diag.rules.runmodel import Endpoint
 from diag.rules.verdict import Verdict
 from diag.rules.verdict_catalog import verdict_catalog
 
 from .report import Report, facts_of, gpu_counts
-from .sla import Judgement, Sla, judge
-
-if TYPE_CHECKING:
-    from .report_part import RunPart
+from .sla import Judgement, Request, Sla, judge
 
 DENOMINATORS = ("working", "allocated")
 VERDICTS = verdict_catalog().names
@@ -83,6 +81,19 @@ class Point:
                 "limiter": self.detail.get("limiter"), "confidence": self.detail.get("confidence"),
                 "experiments": self.detail.get("experiments", []), "ruled_out": self.detail.get("ruled_out", []),
                 "sla": self.sla.to_dict() if self.sla else None}
+
+
+class RunPart(Protocol):
+    """What the sweep reads of a run (:class:`diag.report_part.RunPart`)."""
+
+    @property
+    def name(self) -> str | None: ...
+    topology: str
+    points: tuple[Point, ...]
+    bench: dict[int, BenchResult]
+    requests: dict[int, tuple[Request, ...]]
+    config: dict[str, Any]
+    findings: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True)
