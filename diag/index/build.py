@@ -31,7 +31,7 @@ from .rows import PARTITIONED, TABLES, failed_rows, report_rows, run_id_of
 
 DATASET_SCHEMA = "diag-index-dataset-1"
 MANIFEST = "index.json"
-TAIL_BYTES = 1 << 20
+TAIL_BYTES = 64 << 10
 SAVED = ".diag"   # RUN/.diag/: what `diag tail RUN --save` writes
 Rows = dict[str, pl.DataFrame]
 
