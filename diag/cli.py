@@ -20,6 +20,7 @@ from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup
 from diag import __version__
 from diag.check_cmd import EXAMPLES as CHECK_EXAMPLES
 from diag.check_cmd import check
+from diag.index_cmd import INDEX_EXAMPLES, RUNS_EXAMPLES, index, runs
 from diag.options import CONTEXT, EXIT_USAGE, Example, no_color, printable
 from diag.report_cmd import EXAMPLES as REPORT_EXAMPLES
 from diag.report_cmd import report
@@ -176,6 +177,8 @@ app.add_typer(rules_app, name="rules")
 app.command("explain", cls=_command(EXPLAIN_EXAMPLES), context_settings=CONTEXT)(explain)
 app.command("watch", cls=_command(WATCH_EXAMPLES), context_settings=CONTEXT)(watch)
 app.command("report", cls=_command(REPORT_EXAMPLES), context_settings=CONTEXT)(report)
+app.command("index", cls=_command(INDEX_EXAMPLES), context_settings=CONTEXT)(index)
+app.command("runs", cls=_command(RUNS_EXAMPLES), context_settings=CONTEXT)(runs)
 
 
 # polars' allocator (jemalloc) keeps freed pages for 10 s by default: block after block, a large log

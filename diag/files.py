@@ -380,6 +380,11 @@ class RunFiles:
     def log_bytes(self) -> int:
         return sum(p.stat().st_size for p, _ in self.of(*LOG_KINDS))
 
+    @property
+    def results(self) -> dict[int, Path]:
+        """Concurrency -> its sa-bench result JSON (the per-request latencies goodput is counted from)."""
+        return {info.concurrency: path for path, info in self.of("sa-bench-result") if info.concurrency}
+
 
 def find_runs(paths: list[str]) -> list[RunFiles]:
     """One run per run directory among ``paths`` (files of different runs never share endpoints).

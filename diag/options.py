@@ -37,6 +37,7 @@ class FailOn(StrEnum):
 TailFormat = StrEnum("TailFormat", {f: f for f in FORMATS["tail"]})     # one emitter family: diag.emit
 CheckFormat = StrEnum("CheckFormat", {f: f for f in FORMATS["check"]})
 ReportFormat = StrEnum("ReportFormat", {f: f for f in FORMATS["report"]})
+RunsFormat = StrEnum("RunsFormat", {f: f for f in FORMATS["runs"]})
 
 
 class ListFormat(StrEnum):

@@ -395,5 +395,10 @@ class Report:
     def errors(self) -> tuple[str, ...]:
         return self.run.errors
 
+    @property
+    def read_nothing(self) -> bool:
+        """No log could be read and no benchmark result was found: nothing to judge."""
+        return not any(not s.error for s in self.run.sources) and not self.run.benchmark
+
     def endpoint(self, eid: str) -> EndpointSummary | None:
         return next((e for e in self.endpoints if e.id == eid), None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -21,6 +22,9 @@ from .options import (
 )
 from .sla import DEFAULT_SLA
 
+if TYPE_CHECKING:
+    from .report_part import RunPart
+
 EXAMPLES: tuple[Example, ...] = (
     ("A sweep as one offline HTML page (report.html)", "diag report outputs/5131402 outputs/5131417"),
     ("The same judged by your latency target, as text",
@@ -31,7 +35,8 @@ EXAMPLES: tuple[Example, ...] = (
 
 def report(
     paths: list[str] = typer.Argument(..., metavar="RUN_DIR...", help="Run directories (outputs/<jobid>/); "
-                                      "the first is the baseline of the run-vs-run diff."),
+                                      "the first is the baseline of the run-vs-run diff. Or one index (diag "
+                                      "index), or a ROOT holding one in .diag/index: its runs, no log read."),
     output: Path | None = typer.Option(None, "--output", "-o", metavar="FILE",
                                        help="Write here (default: report.html for html, stdout otherwise)."),
     fmt: ReportFormat = typer.Option(ReportFormat.html, "--format",
@@ -47,6 +52,8 @@ def report(
         None, "--min-tok-s-user", metavar="N", callback=positive("--min-tok-s-user"),
         help="Pick the best point at N output tok/s per user or more (default: the most tok/s/GPU within "
              "the target)."),
+    where: str | None = typer.Option(None, "--where", metavar="EXPR",
+                                     help="With an index: only the runs matching EXPR (as diag runs --where)."),
 ) -> None:
     """The sweep as pictures: which configuration to pick under a latency target and why.
 
@@ -55,7 +62,9 @@ def report(
 
     from .files import InputError, find_runs, output_problem
     from .pipeline import Pipeline
-    from .sla import SlaError, parse_sla, resolve_sla
+    from .report_doc import build_parts
+    from .report_part import RunPart
+    from .sla import SlaError, first_sla, parse_sla
     from .sources import BatchSource
 
     try:
@@ -65,29 +74,27 @@ def report(
     out = output or (Path("report.html") if fmt is ReportFormat.html else None)
     if out is not None and (why := output_problem(out)) is not None:
         fail("report", f"-o {out}: {why}")
-    try:
-        settings = resolve(Path.cwd(), config)
-    except SettingsError as e:
-        fail_all("report", [f"config error: {line}" for line in e.lines])
-    try:
-        runs = find_runs(paths)
-    except InputError as e:
-        fail("report", str(e))
-    reports = [Pipeline(BatchSource(rf), settings).once() for rf in runs]
-    for rep in reports:
-        for err in rep.run.errors:
-            typer.echo(f"diag report: {err}", err=True)
-    target = resolve_sla(option, [rep.run.recipe for rep in reports])
-    from .report_doc import build
-
-    result_files = [{info.concurrency: path for path, info in rf.of("sa-bench-result") if info.concurrency}
-                    for rf in runs]
-    doc = build(reports, target, result_files, min_tok_s_user)
+    problems: list[str] = []
+    parts = _indexed(paths, where, problems)
+    if parts is None:
+        try:
+            settings = resolve(Path.cwd(), config)
+        except SettingsError as e:
+            fail_all("report", [f"config error: {line}" for line in e.lines])
+        try:
+            runs = find_runs(paths)
+        except InputError as e:
+            fail("report", str(e))
+        parts = [RunPart.of(Pipeline(BatchSource(rf), settings).once(), rf.results) for rf in runs]
+    problems += [err for part in parts for err in part.errors]
+    for err in problems:
+        typer.echo(f"diag report: {err}", err=True)
+    doc = build_parts(parts, first_sla(option, [part.sla for part in parts]), min_tok_s_user)
     try:
         _write(doc, fmt, out)
     except OSError as e:   # the path went bad while the runs were read
         fail("report", f"-o {out}: cannot write: {e.strerror or e}")
-    raise typer.Exit(EXIT_USAGE if any(rep.run.errors for rep in reports) else 0)
+    raise typer.Exit(EXIT_USAGE if problems else 0)
 
 
 def _write(doc: dict, fmt: ReportFormat, out: Path | None) -> None:
@@ -116,3 +123,29 @@ def _write(doc: dict, fmt: ReportFormat, out: Path | None) -> None:
         else:
             with quiet_pipe():
                 render_report(doc, console_for())
+
+
+def _indexed(paths: list[str], where: str | None, problems: list[str]) -> list[RunPart] | None:
+    """The parts of the runs an index holds when ``paths`` name one (its failed runs as ``problems``);
+    None for run directories."""
+    from .index.query import QueryError, index_dir, report_parts, select_runs
+
+    try:
+        found = index_dir(paths[0]) if len(paths) == 1 else None
+    except QueryError as e:
+        if where is None:
+            return None
+        fail("report", str(e))
+    if found is None:
+        if where is not None:
+            fail("report", "--where selects runs of an index: give one index (diag index) or a ROOT holding one")
+        return None
+    try:
+        failed = select_runs(found, where).filter(status="failed")
+        parts = report_parts(found, where)
+    except QueryError as e:
+        fail("report", str(e))
+    problems += [f"{path}: not analysed: {reason}" for path, reason in failed.select("path", "error").iter_rows()]
+    if not parts and failed.height == 0:
+        fail("report", f"no run in {found}" + (f" matches --where {where!r}" if where else ""))
+    return parts

@@ -15,29 +15,27 @@ from pathlib import Path
 from typing import Any
 
 from .emit import envelope
-from .report import Report, gpu_counts
-from .sla import Sla, resolve_sla
-from .sweep import DENOMINATORS, SERIES, RunSweep, diffs, eligible, endpoint_series, pick, sweep
+from .report import Report
+from .report_part import RunPart
+from .sla import Sla, first_sla
+from .sweep import DENOMINATORS, SERIES, RunSweep, diffs, eligible, pick, sweep
 
 NO_POINTS = "no benchmark points: the run has no benchmark results (endpoint series and findings only)"
 
 REPORT_SCHEMA = "diag-report-1"
 
 
-def _series_rows(rs: RunSweep) -> list[dict[str, Any]]:
-    rows = []
-    for ep in sorted(rs.report.run.endpoints.values(), key=lambda e: (e.role != "prefill", e.id)):
-        for row in endpoint_series(ep).iter_rows(named=True):
-            rows.append({"run": rs.label, "endpoint": ep.id, "role": ep.role, "ts": row["ts"].isoformat(),
-                         **{c: (round(float(row[c]), 1) if row[c] is not None else None) for c, _ in SERIES}})
-    return rows
+def _series_rows(rs: RunSweep, part: RunPart) -> list[dict[str, Any]]:
+    return [{"run": rs.label, "endpoint": row["endpoint"], "role": row["role"], "ts": row["ts"].isoformat(),
+             **{c: (round(float(row[c]), 1) if row[c] is not None else None) for c, _ in SERIES}}
+            for row in part.series.iter_rows(named=True)]
 
 
 def _window_rows(rs: RunSweep) -> list[dict[str, Any]]:
-    return [{"run": rs.label, "code": f.code, "name": f.name, "severity": f.severity, "endpoint": f.endpoint,
-             "first_ts": f.first_ts.isoformat(), "last_ts": (f.last_ts or f.first_ts).isoformat(),
-             "message": f.message}
-            for f in rs.report.findings if f.first_ts is not None]
+    return [{"run": rs.label, "code": f["code"], "name": f["name"], "severity": f["severity"],
+             "endpoint": f["endpoint"], "first_ts": f["first_ts"], "last_ts": f["last_ts"] or f["first_ts"],
+             "message": f["message"]}
+            for f in rs.part.findings if f["first_ts"] is not None]
 
 
 def _frontier(points: list[dict[str, Any]], denominator: str) -> list[dict[str, Any]]:
@@ -52,8 +50,15 @@ def build(reports: Sequence[Report], sla: Sla | None = None, result_files: Seque
     """The report document of ``reports`` (one per run directory, in the order given), every point judged
     against ``sla`` (default: the recipes' goodput thresholds, else ``DEFAULT_SLA``); ``result_files``
     (per report: concurrency -> sa-bench result JSON) give goodput per request."""
-    sla = sla or resolve_sla(None, [r.run.recipe for r in reports])
-    runs = sweep(reports, sla, result_files)
+    files = list(result_files) or [{}] * len(reports)
+    return build_parts([RunPart.of(r, f) for r, f in zip(reports, files, strict=True)], sla, min_tok_s_user)
+
+
+def build_parts(parts: Sequence[RunPart], sla: Sla | None = None,
+                min_tok_s_user: float | None = None) -> dict[str, Any]:
+    """The report document of the runs' parts (from their reports, or as ``diag index`` stored them)."""
+    sla = sla or first_sla(None, [p.sla for p in parts])
+    runs = sweep(parts, sla)
     points = [p.to_dict() for rs in runs for p in rs.points]
     return {
         **envelope(REPORT_SCHEMA),
@@ -61,17 +66,16 @@ def build(reports: Sequence[Report], sla: Sla | None = None, result_files: Seque
                          "allocated": "GPUs of the whole nodes the job holds"},
         "sla": sla.to_dict(),
         "pick": pick([p for rs in runs for p in rs.points], sla, min_tok_s_user),
-        "runs": [{"label": rs.label, "root": str(rs.report.run.root) if rs.report.run.root else None,
-                  "topology": rs.topology, "header": dict(rs.report.header),
-                  "gpus": gpu_counts(rs.report.run), "tokens_per_gpu": rs.report.tokens_per_gpu,
-                  "findings": rs.report.counts, "best": _best(rs), "note": None if rs.points else NO_POINTS,
-                  "health": {e.id: e.health for e in rs.report.endpoints},
-                  "finding_list": [{"code": f.code, "name": f.name, "severity": f.severity, "endpoint": f.endpoint,
-                                    "message": f.message} for f in rs.report.findings],
-                  "verdict": rs.report.verdict.to_dict() if rs.report.verdict is not None else None} for rs in runs],
+        "runs": [{"label": rs.label, "root": part.root, "topology": rs.topology, "header": part.header,
+                  "gpus": part.gpus, "tokens_per_gpu": part.tokens_per_gpu,
+                  "findings": part.counts, "best": _best(rs), "note": None if rs.points else NO_POINTS,
+                  "health": part.health,
+                  "finding_list": [{k: f[k] for k in ("code", "name", "severity", "endpoint", "message")}
+                                   for f in part.findings],
+                  "verdict": part.verdict} for rs, part in zip(runs, parts, strict=True)],
         "points": points,
         "frontier": {d: _frontier(points, d) for d in DENOMINATORS},
-        "series": [row for rs in runs for row in _series_rows(rs)],
+        "series": [row for rs, part in zip(runs, parts, strict=True) for row in _series_rows(rs, part)],
         "windows": [row for rs in runs for row in _window_rows(rs)],
         "steps": [{"run": p["run"], "concurrency": p["concurrency"], "started": p["started"], "ended": p["ended"]}
                   for p in points if p["started"]],

@@ -113,13 +113,14 @@ def recipe_sla(recipe: Recipe | None) -> Sla | None:
 
 def resolve_sla(option: Sla | None, recipes: Sequence[Recipe | None]) -> Sla:
     """``--sla`` when given, else the thresholds of the first recipe that has any, else the default."""
+    return first_sla(option, [recipe_sla(r) for r in recipes])
+
+
+def first_sla(option: Sla | None, recipe_slas: Sequence[Sla | None]) -> Sla:
+    """``--sla`` when given, else the first of the recipes' thresholds, else the default."""
     if option is not None:
         return option
-    for recipe in recipes:
-        found = recipe_sla(recipe)
-        if found is not None:
-            return found
-    return parse_sla(DEFAULT_SLA, "default")
+    return next((s for s in recipe_slas if s is not None), None) or parse_sla(DEFAULT_SLA, "default")
 
 
 # ------------------------------------------------------------------ per-request results

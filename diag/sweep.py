@@ -13,23 +13,22 @@ each run (``Pipeline(...).once()``), never re-parsed, so every number equals ``d
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import pairwise
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
-from diag.rules.finding import Finding
+from diag.parsers.records import BenchResult
 from diag.rules.present import milliseconds, number
 from diag.rules.runmodel import Endpoint
 from diag.rules.verdict import Verdict
 from diag.rules.verdict_catalog import verdict_catalog
 
 from .report import Report, facts_of, gpu_counts
-from .sla import Judgement, Sla, judge, read_requests
+from .sla import Judgement, Request, Sla, judge
 
 DENOMINATORS = ("working", "allocated")
 VERDICTS = verdict_catalog().names
@@ -84,13 +83,27 @@ class Point:
                 "sla": self.sla.to_dict() if self.sla else None}
 
 
+class RunPart(Protocol):
+    """What the sweep reads of a run (:class:`diag.report_part.RunPart`)."""
+
+    @property
+    def name(self) -> str | None: ...
+    topology: str
+    points: tuple[Point, ...]
+    bench: dict[int, BenchResult]
+    requests: dict[int, tuple[Request, ...]]
+    config: dict[str, Any]
+    findings: tuple[dict[str, Any], ...]
+
+
 @dataclass(frozen=True)
 class RunSweep:
-    """One run's points, the report they came from, and its label."""
+    """One run's points, the part of its report they came from (:class:`~diag.report_part.RunPart`), and
+    its label."""
 
     label: str
     topology: str
-    report: Report
+    part: RunPart
     points: tuple[Point, ...]
 
 
@@ -200,41 +213,32 @@ def with_frontier(points: Sequence[Point]) -> tuple[Point, ...]:
     return tuple(replace(p, frontier=flags[i]) for i, p in enumerate(points))
 
 
-def labels_of(reports: Sequence[Report]) -> list[str]:
+def labels_of(parts: Sequence[RunPart]) -> list[str]:
     """Short unique names for the runs: their directory names (job id appended on a clash)."""
-    names = [r.run.root.name if r.run.root else f"run{i}" for i, r in enumerate(reports)]
+    names = [p.name or f"run{i}" for i, p in enumerate(parts)]
     if len(set(names)) < len(names):
         names = [f"{n}#{i}" for i, n in enumerate(names)]
     return names
 
 
-def judged(report: Report, points: Sequence[Point], sla: Sla,
-           result_files: Mapping[int, Path] | None = None) -> tuple[Point, ...]:
-    """``points`` of ``report`` judged against ``sla``; per request where ``result_files`` (concurrency
-    -> sa-bench result JSON) hold one entry per prompt."""
-    bench = {b.concurrency: b for b in report.run.benchmark if b.concurrency}
-    files = result_files or {}
-    out = []
-    for p in points:
-        b = bench[p.concurrency]
-        path = files.get(p.concurrency) if b.source == "sa-bench-json" else None
-        out.append(replace(p, sla=judge(b, sla, read_requests(path, b.num_prompts) if path else None)))
-    return tuple(out)
+def judged(part: RunPart, points: Sequence[Point], sla: Sla) -> tuple[Point, ...]:
+    """``points`` of a run judged against ``sla``; per request where the run's result files held one
+    entry per prompt (:attr:`RunPart.requests`)."""
+    return tuple(replace(p, sla=judge(part.bench[p.concurrency], sla, part.requests.get(p.concurrency)))
+                 for p in points)
 
 
-def sweep(reports: Sequence[Report], sla: Sla | None = None,
-          result_files: Sequence[Mapping[int, Path]] = ()) -> tuple[RunSweep, ...]:
-    """One RunSweep per report, its points judged against ``sla`` (when given), the frontier computed
-    across all of them."""
-    labels = labels_of(reports)
-    per_run = [points_of(r, label) for r, label in zip(reports, labels, strict=True)]
+def sweep(parts: Sequence[RunPart], sla: Sla | None = None) -> tuple[RunSweep, ...]:
+    """One RunSweep per run, its points labelled and judged against ``sla`` (when given), the frontier
+    computed across all of them."""
+    labels = labels_of(parts)
+    per_run = [tuple(replace(p, run=label) for p in part.points) for part, label in zip(parts, labels, strict=True)]
     if sla is not None:
-        files = list(result_files) or [{}] * len(reports)
-        per_run = [judged(r, pts, sla, f) for r, pts, f in zip(reports, per_run, files, strict=True)]
+        per_run = [judged(part, pts, sla) for part, pts in zip(parts, per_run, strict=True)]
     flat = with_frontier([p for pts in per_run for p in pts])
     out, k = [], 0
-    for r, label, pts in zip(reports, labels, per_run, strict=True):
-        out.append(RunSweep(label, topology_label(r), r, flat[k:k + len(pts)]))
+    for part, label, pts in zip(parts, labels, per_run, strict=True):
+        out.append(RunSweep(label, part.topology, part, flat[k:k + len(pts)]))
         k += len(pts)
     return tuple(out)
 
@@ -340,11 +344,11 @@ def endpoint_series(ep: Endpoint) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------ run vs run
-def effective_config(rs: RunSweep) -> dict[str, Any]:
+def effective_config(report: Report, topology: str) -> dict[str, Any]:
     """What ran, flattened to ``section.key`` -> value: topology, resources, benchmark, build, and per
     role the launch flags and startup facts of its first endpoint."""
-    run = rs.report.run
-    out: dict[str, Any] = {"topology": rs.topology, "build": run.build}
+    run = report.run
+    out: dict[str, Any] = {"topology": topology, "build": run.build}
     for k, v in sorted(gpu_counts(run).items()):
         out[f"gpus.{k}"] = v
     if run.recipe is not None:
@@ -366,21 +370,21 @@ def effective_config(rs: RunSweep) -> dict[str, Any]:
 
 
 def config_diff(a: RunSweep, b: RunSweep) -> list[dict[str, Any]]:
-    ca, cb = effective_config(a), effective_config(b)
+    ca, cb = a.part.config, b.part.config
     return [{"key": k, "a": ca.get(k), "b": cb.get(k)} for k in sorted(set(ca) | set(cb)) if ca.get(k) != cb.get(k)]
 
 
 def findings_diff(a: RunSweep, b: RunSweep) -> list[dict[str, Any]]:
     """Findings (by code and endpoint) that one run has and the other has not."""
-    def keyed(rs: RunSweep) -> dict[tuple[str, str | None], Finding]:
-        return {(f.code, f.endpoint): f for f in rs.report.findings}
+    def keyed(rs: RunSweep) -> dict[tuple[str, str | None], dict[str, Any]]:
+        return {(f["code"], f["endpoint"]): f for f in rs.part.findings}
 
     ka, kb = keyed(a), keyed(b)
     rows = []
     for key in sorted(set(ka) ^ set(kb), key=lambda k: (k[0], k[1] or "")):
         f = ka.get(key) or kb[key]
-        rows.append({"code": f.code, "name": f.name, "severity": f.severity, "endpoint": f.endpoint,
-                     "only_in": a.label if key in ka else b.label, "message": f.message})
+        rows.append({"code": f["code"], "name": f["name"], "severity": f["severity"], "endpoint": f["endpoint"],
+                     "only_in": a.label if key in ka else b.label, "message": f["message"]})
     return rows
 
 

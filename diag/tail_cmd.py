@@ -77,6 +77,9 @@ def tail(
                                             "directory."),
     export_format: ExportFmt = typer.Option(ExportFmt.parquet, "--export-format",
                                             help="File format of --export: parquet or csv."),
+    save: bool = typer.Option(False, "--save", help="Also write each run's result next to its logs "
+                              "(RUN/.diag/result.json and its index rows): diag index takes it instead of "
+                              "reading the logs again."),
     config: ConfigFile = None,
     scrape: Scrape = None,
     prom: Prom = None,
@@ -118,13 +121,15 @@ def tail(
         if follow:
             if scrape or prom:
                 raise InputError("--scrape/--prom read once; they do not combine with --follow")
-            if export:
-                raise InputError("--export writes the series of a finished read; it does not combine with --follow")
+            if export or save:
+                raise InputError("--export and --save write a finished read; they do not combine with --follow")
             raise typer.Exit(follow_run(paths, fmt, settings, heartbeat, poll))
-        reports = _read(paths, settings, scrape, prom, window)
+        if save and (scrape or prom):
+            raise InputError("--save keeps what the logs say; it does not combine with --scrape/--prom")
+        reports = _read(paths, settings, scrape, prom, window, save)
     except InputError as e:
         fail("tail", str(e))
-    if not any(s for r in reports for s in r.run.sources if not s.error) and not any(r.run.benchmark for r in reports):
+    if all(r.read_nothing for r in reports):
         _nothing_read(paths, reports)
     if export:
         for i, rep in enumerate(reports):
@@ -178,9 +183,11 @@ def _server_report(url: str, window: tuple[datetime | None, datetime | None], se
 
 
 def _read(paths: list[str], settings: Any, scrape: list[str], prom: str | None,
-          window: tuple[datetime | None, datetime | None]) -> list[Report]:
-    """One report per run directory among ``paths``."""
+          window: tuple[datetime | None, datetime | None], save: bool = False) -> list[Report]:
+    """One report per run directory among ``paths``; with ``save``, each one written next to its logs
+    (fingerprinted before the read: a log that grows meanwhile makes the saved result stale)."""
     from .files import InputError, find_runs
+    from .index.build import fingerprint, save_run
     from .pipeline import Pipeline, window_of
     from .sources import BatchSource, MultiSource, metric_source
 
@@ -191,12 +198,20 @@ def _read(paths: list[str], settings: Any, scrape: list[str], prom: str | None,
     reports = []
     with _progress(total) as on_bytes:
         for rf in runs:
+            if save and rf.root is None:
+                raise InputError("--save writes into a run directory; these files belong to none")
+            input_hash = fingerprint(rf) if save else None
             source: Any = BatchSource(rf, on_bytes=on_bytes)
             if scrape or prom:
                 source.poll()
                 start, end = window_of(source.logs())
                 source = MultiSource([source, metric_source(scrape, prom, window[0] or start, window[1] or end)])
             reports.append(Pipeline(source, settings).once())
+            if input_hash is not None and not reports[-1].read_nothing:
+                try:
+                    typer.echo(f"wrote {save_run(rf, reports[-1], input_hash)}", err=True)
+                except OSError as e:
+                    raise InputError(f"--save {rf.root}: cannot write: {e.strerror or e}") from None
     return reports
 
 

@@ -30,11 +30,13 @@ SAMPLE_FOR = {
     "slurm-*.out": ROOT / "samples" / "slurm-*.out",
     "recipe.yaml": RUNS / "healthy" / "config.yaml",
     "recipes/": RUNS,
+    "outputs": RUNS,   # a campaign root (diag index); after the run names above, which it prefixes
 }
 USAGE = {"diag": "diag [OPTIONS] COMMAND [ARGS]...", "diag tail": "diag tail [OPTIONS] PATH...",
          "diag check": "diag check [OPTIONS] PATH...", "diag explain": "diag explain [OPTIONS] CODE",
          "diag report": "diag report [OPTIONS] RUN_DIR...", "diag watch": "diag watch [OPTIONS] [PATH]...",
-         "diag rules": "diag rules [OPTIONS] [COMMAND]", "diag rules export": "diag rules export [OPTIONS]"}
+         "diag rules": "diag rules [OPTIONS] [COMMAND]", "diag rules export": "diag rules export [OPTIONS]",
+         "diag index": "diag index [OPTIONS] ROOT...", "diag runs": "diag runs [OPTIONS] INDEX"}
 SHARED = ("--select", "--ignore", "--fail-on", "--exit-zero", "--config", "--scrape", "--prom")
 
 

@@ -5,8 +5,9 @@ they compute nothing, and they format figures only through :mod:`diag.rules.pres
 ========  ================================================  ==========================
 format    for                                                commands
 ========  ================================================  ==========================
-text      people: rich text sized to the terminal           tail, check, report
-json      one document, schema-checked (``diag/schemas/``)  tail, check, report
+text      people: rich text sized to the terminal           tail, check, report, index, runs
+json      one document, schema-checked (``diag/schemas/``)  tail, check, report, index, runs
+csv       the rows of a table                                runs
 jsonl     a stream of records, findings, heartbeats          tail
 sarif     SARIF 2.1.0 (code scanning, IDE viewers)           tail, check
 github    GitHub Actions workflow annotations               tail, check
@@ -33,6 +34,8 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "tail": ("text", "json", "jsonl", "sarif", "github"),
     "check": ("text", "json", "sarif", "github"),
     "report": ("text", "json", "html"),
+    "index": ("text", "json"),
+    "runs": ("text", "json", "csv"),
 }
 
 

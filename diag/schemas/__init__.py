@@ -1,5 +1,6 @@
 """The JSON Schemas of diag's machine outputs (shipped in the package; tests validate every JSON
 document and JSONL line they produce against them): ``tail``, ``tail-jsonl``, ``check``, ``rules``, ``report``,
+``index``, ``runs``,
 with shared definitions in ``common``."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import json
 from importlib import resources
 from typing import Any
 
-NAMES = ("common", "tail", "tail-jsonl", "check", "rules", "report")
+NAMES = ("common", "tail", "tail-jsonl", "check", "rules", "report", "index", "runs")
 
 
 def load(name: str) -> dict[str, Any]:

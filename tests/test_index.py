@@ -1,0 +1,208 @@
+"""The campaign index (issue 26): ``diag index`` over the sample runs holds every run, point, finding and
+endpoint with the verdicts ``diag tail --format json`` gives; it is incremental (reuse, change detection,
+a failing run recorded, a result saved by ``tail --save`` taken as is); ``diag runs`` filters and sorts it;
+``diag report INDEX`` equals the report over the runs; DuckDB reads the dataset as it is."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+from schemas import validate
+from test_cli_contract import ROOT, diag
+
+from diag.index.query import QueryError, select_runs
+from diag.index.rows import PARTITIONED, TABLES
+
+RUNS = ROOT / "samples" / "runs"
+SMALL = ("startup-stall", "under-loaded")   # the two smallest sample runs, for the incremental tests
+
+
+def _json(*args: str, cwd: Path | None = None) -> Any:
+    res = diag(*args, cwd=cwd)
+    assert res.returncode in (0, 1), (args, res.returncode, res.stderr[-500:])
+    return json.loads(res.stdout)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], dict[str, dict[str, Any]]]:
+    """The sample runs indexed once (two workers), the counts it printed, and ``tail --format json`` per run."""
+    into = tmp_path_factory.mktemp("index") / "idx"
+    counts = _json("index", str(RUNS), "--into", str(into), "--jobs", "2", "--format", "json")
+    tail = _json("tail", str(RUNS), "--format", "json")
+    return into, counts, {Path(doc["root"]).name: doc for doc in tail["runs"]}
+
+
+def test_the_index_holds_every_sample_run_with_the_verdicts_of_tail(indexed: Any) -> None:
+    into, counts, tail = indexed
+    validate(counts, "index")
+    names = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
+    assert {k: counts[k] for k in ("runs", "parsed", "reused", "failed")} == \
+        {"runs": len(names), "parsed": len(names), "reused": 0, "failed": 0}
+    assert counts["into"] == str(into) and sorted(tail) == names
+    runs = pl.read_parquet(into / "runs.parquet")
+    assert runs["name"].to_list() == names and set(runs["status"]) == {"ok"}
+    for row in runs.iter_rows(named=True):
+        doc = tail[row["name"]]
+        assert row["path"] == doc["root"]
+        assert row["verdict"] == doc["verdict"]["class"] and row["limiter"] == doc["verdict"]["limiter"]
+        tpg = doc["benchmark"]["tokens_per_gpu"] or {}
+        assert (row["tok_s_gpu_working"], row["tok_s_gpu_allocated"]) == \
+            (tpg.get("per_working_gpu"), tpg.get("per_allocated_gpu"))
+        assert [row["errors"], row["warnings"], row["infos"]] == list(doc["summary"]["findings"].values())
+        assert row["top_finding"] == (doc["findings"][0]["code"] if doc["findings"] else None)
+        assert row["validity"] == ("invalid" if doc["verdict"]["class"] in ("invalid", "startup-stuck") else "valid")
+    by_run = dict(zip(runs["run_id"], runs["name"], strict=True))
+
+    def per_run(table: str) -> dict[str, int]:
+        df = pl.read_parquet(into / f"{table}.parquet")
+        return {by_run[r]: n for r, n in df.group_by("run_id").len().iter_rows()}
+
+    assert per_run("points") == {n: len(d["benchmark"]["points"]) for n, d in tail.items() if d["benchmark"]["points"]}
+    assert per_run("findings") == {n: len(d["findings"]) for n, d in tail.items() if d["findings"]}
+    assert per_run("endpoints") == {n: len(d["endpoints"]) for n, d in tail.items() if d["endpoints"]}
+    points = pl.read_parquet(into / "points.parquet").join(runs.select("run_id", "name"), on="run_id")
+    for row in points.iter_rows(named=True):
+        point = next(p for p in tail[row["name"]]["benchmark"]["points"] if p["concurrency"] == row["concurrency"])
+        assert row["verdict"] == point["class"], row
+    series = pl.read_parquet(into / "series", hive_partitioning=True)
+    assert set(series["run_id"]) == {r for r, n in by_run.items() if tail[n]["endpoints"] and
+                                     any(e["samples"] for e in tail[n]["endpoints"])}
+    manifest = json.loads((into / "index.json").read_text())
+    assert manifest["schema"] == "diag-index-dataset-1" and manifest["tables"] == [*TABLES, *PARTITIONED]
+
+
+def test_docs_name_every_column_of_every_table() -> None:
+    doc = (ROOT / "docs" / "index.md").read_text()
+    for name, schema in TABLES.items():
+        section = doc.split(f"### {name}\n", 1)[1].split("\n### ", 1)[0]
+        missing = [c for c in schema if f"`{c}`" not in section]
+        assert not missing, (name, missing)
+    assert "diag-index-dataset-1" in doc
+
+
+def test_runs_filters_sorts_and_formats(indexed: Any) -> None:
+    into, _, tail = indexed
+    bound = sorted((n for n, d in tail.items() if d["verdict"]["class"] == "prefill-bound"),
+                   key=lambda n: -tail[n]["benchmark"]["tokens_per_gpu"]["per_working_gpu"])
+    got = _json("runs", str(into), "--where", "verdict = 'prefill-bound'", "--sort=-tok_s_gpu_working",
+                "--format", "json")
+    validate(got, "runs")
+    assert [r["name"] for r in got["runs"]] == bound and len(bound) >= 2
+    assert "report_part" not in got["runs"][0]
+    # and binds tighter than or; ~ is a regex; a number against a number column
+    df = select_runs(into, "name ~ '^sweep-' and tok_s_gpu_working > 9000 or name = 'healthy'", "name")
+    assert df["name"].to_list() == ["healthy", "sweep-4xdep2"]
+    assert select_runs(into, "top_finding = null")["name"].to_list() == \
+        [n for n in sorted(tail) if not tail[n]["findings"]]
+    csv = diag("runs", str(into), "--where", "validity = 'invalid'", "--sort", "name", "--format", "csv")
+    lines = csv.stdout.splitlines()
+    assert csv.returncode == 0 and lines[0].startswith("run_id,path,name,status,")
+    assert [line.split(",")[2] for line in lines[1:]] == \
+        sorted(n for n, d in tail.items() if d["verdict"]["class"] in ("invalid", "startup-stuck"))
+    text = diag("runs", str(into), "--where", "name = 'healthy'")
+    assert text.returncode == 0 and re.search(r"valid\s+healthy\s+7,264\s+DIAG-C008\s+\S+/healthy", text.stdout)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--where", "colour = 'red'"], "unknown column 'colour'"),
+    (["--where", "verdict = "], "cannot read it"),
+    (["--where", "model ~ '('"], "not a regex"),
+    (["--where", "tok_s_gpu_working > 'fast'"], "is a number"),
+    (["--sort", "colour"], "--sort: unknown column 'colour'"),
+])
+def test_a_bad_query_is_one_line_and_exit_2(indexed: Any, args: list[str], message: str) -> None:
+    res = diag("runs", str(indexed[0]), *args)
+    assert res.returncode == 2 and not res.stdout and len(res.stderr.splitlines()) == 1, res.stderr
+    assert res.stderr.startswith("diag runs: ") and message in res.stderr
+    with pytest.raises(QueryError):
+        select_runs(indexed[0], *(args[1:] if args[0] == "--where" else [None, args[1]]))
+
+
+def test_no_index_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    for args in (["runs", str(tmp_path)], ["report", str(RUNS / "healthy"), "--where", "verdict = 'healthy'"]):
+        res = diag(*args)
+        assert res.returncode == 2 and len(res.stderr.splitlines()) == 1, res.stderr
+
+
+def test_the_report_over_the_index_equals_the_report_over_the_runs(indexed: Any) -> None:
+    over_index = diag("report", str(indexed[0]), "--where", "name ~ '^sweep-'", "--format", "json")
+    over_runs = diag("report", str(RUNS / "sweep-4xdep2"), str(RUNS / "sweep-5xdep2"), "--format", "json")
+    assert over_index.returncode == over_runs.returncode == 0, over_index.stderr
+    assert over_index.stdout == over_runs.stdout
+    assert len(json.loads(over_index.stdout)["points"]) == 8
+
+
+def test_duckdb_reads_the_dataset(indexed: Any) -> None:
+    into = indexed[0]
+    runs = pl.read_parquet(into / "runs.parquet")
+    best = duckdb.sql(f"""
+        select r.name, max(p.tok_s_gpu_working) as best
+        from read_parquet('{into}/points.parquet') p join read_parquet('{into}/runs.parquet') r using (run_id)
+        where p.verdict <> 'invalid' group by r.name order by best desc limit 1""").fetchall()
+    points = pl.read_parquet(into / "points.parquet").join(runs, on="run_id").filter(pl.col("verdict") != "invalid")
+    top = points.sort("tok_s_gpu_working", descending=True).row(0, named=True)
+    assert best == [(top["name"], top["tok_s_gpu_working"])]
+    [(n, ids)] = duckdb.sql(f"select count(*), count(distinct run_id) from "
+                            f"read_parquet('{into}/series/*/*.parquet', hive_partitioning = true)").fetchall()
+    series = pl.read_parquet(into / "series", hive_partitioning=True)
+    assert (n, ids) == (series.height, series["run_id"].n_unique()) and n > 0
+
+
+def _copy(dest: Path, *names: str) -> Path:
+    root = dest / "outputs"
+    for name in names:
+        shutil.copytree(RUNS / name, root / name)
+    return root
+
+
+def _counts(root: Path, *extra: str) -> dict[str, int]:
+    got = _json("index", str(root), "--jobs", "2", "--format", "json", *extra)
+    return {k: got[k] for k in ("runs", "parsed", "reused", "failed")}
+
+
+def test_an_unchanged_run_is_reused_a_changed_one_redone_a_failing_one_recorded(tmp_path: Path) -> None:
+    root = _copy(tmp_path, *SMALL)
+    assert _counts(root) == {"runs": 2, "parsed": 2, "reused": 0, "failed": 0}
+    into = root / ".diag" / "index"
+    before = pl.read_parquet(into / "runs.parquet")
+    assert _counts(root) == {"runs": 2, "parsed": 0, "reused": 2, "failed": 0}
+    log = next((root / SMALL[1] / "logs").glob("*_decode_w0.out"))
+    with log.open("a") as fh:
+        fh.write("a line appended after the index\n")
+    broken = root / "zz-broken" / "logs"
+    broken.mkdir(parents=True)
+    (broken / "n1_decode_w0.out").write_bytes(bytes(range(256)) * 20)
+    assert _counts(root) == {"runs": 3, "parsed": 1, "reused": 1, "failed": 1}
+    after = pl.read_parquet(into / "runs.parquet")
+    assert after["name"].to_list() == [*SMALL, "zz-broken"]
+    assert after.row(0) == before.row(0)                        # the reused run: the same row
+    assert after["input_hash"][1] != before["input_hash"][1]    # the changed run: analysed again
+    failed = after.row(2, named=True)
+    assert (failed["status"], failed["validity"]) == ("failed", "failed")
+    assert failed["error"].endswith("n1_decode_w0.out: binary file, not a log")
+    shutil.rmtree(root / SMALL[0])                              # a run gone: its rows and series go
+    assert _counts(root) == {"runs": 2, "parsed": 0, "reused": 1, "failed": 1}
+    assert pl.read_parquet(into / "series", hive_partitioning=True)["run_id"].unique().to_list() == \
+        [after["run_id"][1]]
+
+
+def test_a_result_saved_by_tail_is_taken_by_the_index(tmp_path: Path) -> None:
+    root = _copy(tmp_path, SMALL[1])
+    run = root / SMALL[1]
+    res = diag("tail", str(run), "--save", "--format", "json")
+    assert res.returncode in (0, 1) and res.stderr.strip() == f"wrote {run / '.diag'}", res.stderr
+    assert json.loads((run / ".diag" / "result.json").read_text()) == json.loads(res.stdout)
+    into = tmp_path / "idx"
+    assert _counts(root, "--into", str(into)) == {"runs": 1, "parsed": 0, "reused": 1, "failed": 0}
+    row = select_runs(into).row(0, named=True)
+    assert (row["path"], row["verdict"]) == (str(run), json.loads(res.stdout)["verdict"]["class"])
+    with next((run / "logs").glob("*_decode_w0.out")).open("a") as fh:
+        fh.write("a line appended after the save\n")
+    assert _counts(root, "--into", str(tmp_path / "idx2")) == {"runs": 1, "parsed": 1, "reused": 0, "failed": 0}
