@@ -1,8 +1,10 @@
 """Two ways through a log's bytes, one result: the bulk path and the streaming path.
 
-* :func:`parse_bulk` takes a file's content in blocks. polars splits each block into lines and
-  keeps only those holding a record trigger (a literal prefilter built from the format registry);
-  noise and ANSI lines are counted by polars (:mod:`parsers.counts`), so no Python code runs for them.
+* :func:`parse_bulk` takes a file's content in blocks. The trigger vocabulary of the format registry,
+  compiled into one Hyperscan database, finds the candidate lines in the raw bytes; only they and
+  their neighbours are decoded (:mod:`parsers.blockframe`, :mod:`parsers.prefilter`; polars splits
+  and classifies every line where Hyperscan is unavailable). Noise and ANSI lines are counted by
+  polars on the sampled lines (:mod:`parsers.counts`), so no Python code runs for them.
 * :class:`StreamParser` takes bytes as they are appended (follow mode), from any offset, and
   feeds the same :class:`LineParser` the same candidate lines.
 
@@ -12,7 +14,6 @@ Both give identical records (``tests/test_ingest.py`` checks it on every sample 
 from __future__ import annotations
 
 import heapq
-import io
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import FrozenInstanceError, dataclass, field
@@ -22,12 +23,12 @@ from typing import Any
 import polars as pl
 
 from . import benchmark as _benchmark
-from .columns import empty_kv, empty_stats, escaped_candidates, extract, kv_records, stats_records
-from .counts import Counts, classified_spans, classify_span
+from .blockframe import block_frame, decode, last_stamp
+from .columns import empty_kv, empty_stats, kv_records, stats_records
+from .counts import Counts
 from .formats import REGISTRY
-from .lineparser import TRIGGER_PATTERN, LineParser
+from .lineparser import LineParser
 from .records import Record
-from .timestamps import STAMP_HINT
 
 for _fmt in _benchmark.BENCH_OUT_FORMATS:  # whole-file formats: declared here so the format tests run them
     REGISTRY.setdefault(_fmt.name, _fmt)
@@ -86,10 +87,6 @@ class LineCap:
         return b"".join(out)
 
 
-def _decode(block: bytes) -> str:
-    return block.decode("utf-8", errors="replace")
-
-
 @dataclass
 class ParsedLog:
     """One log file after parsing: its name-derived identity, counts and records."""
@@ -137,83 +134,6 @@ class ParsedLog:
     def all_records(self) -> list[Record]:
         """Records and extracted rows as records, in line order (materialised on demand)."""
         return merged_records(self.records, self.stats, self.kv)
-
-
-def _compressed_magic(block: bytes) -> bool:
-    """polars' line reader inflates a buffer that starts like gzip, zlib or zstd data."""
-    return block[:2] == b"\x1f\x8b" or block[:4] == b"\x28\xb5\x2f\xfd" or \
-        (block[:1] == b"\x78" and block[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"))
-
-
-def _lines(block: bytes) -> pl.LazyFrame:
-    """A block's lines as ``scan_lines`` splits them (one ``\\r`` off each line end)."""
-    if not _compressed_magic(block):
-        return pl.scan_lines(io.BytesIO(block))
-    lines = _decode(block).split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return pl.LazyFrame({"line": [x.removesuffix("\r") for x in lines]}, schema={"line": pl.Utf8})
-
-
-def _bulk_classify(block: bytes) -> pl.DataFrame:
-    """Per line of a block: the text and whether it holds a record trigger (also when escape sequences
-    split a trigger's words: such a line is a candidate by its text without them)."""
-    col = pl.col("line")
-    return escaped_candidates(_lines(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect())
-
-
-def _block_frame(block: bytes, first_line: int) -> tuple[
-        list[tuple[int, str, str | None, str | None]], pl.DataFrame, pl.DataFrame, Counts, pl.Series]:
-    """One block: the candidate lines the line parser must see (number, text, next line, previous
-    non-candidate line), the stats and KV rows extracted in polars (``ts`` still null), the block's
-    counts and its lines. polars classifies every line; Python sees only the rare candidates."""
-    try:
-        df = _bulk_classify(block)
-    except pl.exceptions.ComputeError:  # not UTF-8: decode as the streaming path does
-        df = _bulk_classify(_decode(block).encode("utf-8"))
-    n = df.height
-    counts = Counts(lines=n, unclassified=n)
-    if n == 0:
-        return [], empty_stats(), empty_kv(), counts, df["line"]
-    for a, b in classified_spans(first_line, n):
-        classify_span(df.slice(a, b - a), counts)
-        counts.unclassified -= b - a
-    lines, is_cand = df["line"], df["cand"]
-    idx = is_cand.arg_true()
-    counts.candidates = len(idx)
-    counts.last = (lines[n - 1], bool(is_cand[n - 1]))
-    nxt_i, prv_i = (idx + 1).clip(0, n - 1), (idx - 1).clip(0, n - 1)
-    nxt = pl.select(pl.when(idx == n - 1).then(None).otherwise(lines.gather(nxt_i))).to_series()
-    prv_ok = (idx > 0) & ~is_cand.gather(prv_i)
-    prv = pl.select(pl.when(prv_ok).then(lines.gather(prv_i)).otherwise(None)).to_series()
-    cand = pl.DataFrame({"n": idx.cast(pl.Int64) + first_line, "line": lines.gather(idx), "nxt": nxt, "prv": prv})
-    stats, kv, slow = extract(cand)
-    rest = cand.filter(slow)
-    rows = list(zip(rest["n"].to_list(), rest["line"].to_list(), rest["nxt"].to_list(), rest["prv"].to_list(),
-                    strict=True))
-    return rows, stats, kv, counts, lines
-
-
-TAIL_LINES = 8   # lines read back from a block's end for its last stamp, before polars searches the rest
-_STAMPED = re.compile(STAMP_HINT)
-
-
-def _last_stamp(lines: pl.Series, parser: LineParser) -> datetime | None:
-    """The time of a block's last stamped line (any line: noise is evidence of the clock too). Its
-    last few lines are read in Python; only a block that ends in a long unstamped stretch (a traceback,
-    progress bars) has the rest searched, in polars. Only lines with a stamp's shape are parsed, on
-    both paths, so the result does not depend on where the blocks were cut."""
-    n = lines.len()
-    for i in range(n - 1, max(n - TAIL_LINES, 0) - 1, -1):
-        line = lines[i]
-        if line is not None and _STAMPED.search(line) and (t := parser.line_time(line)) is not None:
-            return t
-    if n <= TAIL_LINES:
-        return None
-    for i in reversed(lines.head(n - TAIL_LINES).str.contains(STAMP_HINT).arg_true().to_list()):
-        if (t := parser.line_time(lines[i])) is not None:
-            return t
-    return None
 
 
 class _Stamper:
@@ -311,10 +231,10 @@ class BlockParser:
     def block(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
         """The records and stats/KV rows that one block completes."""
         records: list[Record] = []
-        frame, stats, kv, c, lines = _block_frame(block, self._line0)
+        frame, stats, kv, c, lines = block_frame(block, self._line0)
         line0, p = self._line0, self.parser
         if self._pending is not None:
-            first_line = _decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
+            first_line = decode(block[: block.find(b"\n")] if b"\n" in block else block).removesuffix("\r")
             pn, praw, pprv = self._pending
             self._pending = None
             recs, consumed = p.feed(pn, praw, first_line if c.lines else None, pprv)
@@ -339,7 +259,7 @@ class BlockParser:
                 self._skip = n + 1
         self._stamper.until(None)
         stats, kv = self._stamper.stamp(stats, kv)
-        c.last_ts = _last_stamp(lines, p)   # after the block's records: the year tracker has seen them
+        c.last_ts = last_stamp(lines, p)   # after the block's records: the year tracker has seen them
         self.counts.add(c)
         if c.lines:
             self._before = c.last
