@@ -90,12 +90,13 @@ def rules_export(
 ) -> None:
     """Write the runtime rules as a Prometheus rule file (alerts and recording rules) to stdout.
 
-    The thresholds are the catalog's; check the file with promtool check rules."""
+    The thresholds are the catalog's; without --select the verdict's alerts (failed requests, the decode
+    waiting split) come too. Check the file with promtool check rules."""
     from diag.rules.promrules import export
 
     rows = _rows("rules export", None, select)
     with quiet_pipe():
-        sys.stdout.write(export(rows))
+        sys.stdout.write(export(rows, verdicts=not select))
 
 
 def explain(code: str = typer.Argument(..., metavar="CODE", help="A rule code: DIAG-K001 or K001.")) -> None:

@@ -199,18 +199,18 @@ class LineParser:
         recs = self.parse_message(msg, line, hdr, stamp)
         key = (hdr.proc, hdr.pid, task)
         if "Traceback (most recent call last)" in msg:
-            self._tb_open[key] = [line, False, [], stamp]
+            self._tb_open[key] = [line, False, [], stamp, hdr.source]
             return recs
         frame = _FRAME.match(msg)
         if frame:  # a traceback whose head was cut off still groups from its first frame
-            tb = self._tb_open.setdefault(key, [line, False, [], stamp])
+            tb = self._tb_open.setdefault(key, [line, False, [], stamp, hdr.source])
             tb[1] = tb[1] or any(p in frame["path"] for p in _CONNECTOR_PATHS)
             if frame["fn"]:
                 tb[2] = [*tb[2][-11:], frame["fn"]]
             return recs
         exc = faults.exception_line(msg) if key in self._tb_open else None
         if exc is not None:
-            start, in_connector, fns, _ = self._tb_open.pop(key)
+            start, in_connector, fns, _, _ = self._tb_open.pop(key)
             exc_text = f"{exc[0]}: {exc[1]}" if exc[1] else exc[0]
             for i, r in enumerate(recs):
                 if isinstance(r, Fault):
@@ -235,13 +235,14 @@ class LineParser:
 
     def cut_tracebacks(self) -> list[Fault]:
         """At the end of the input: each traceback still open (its frames seen, its exception line
-        never) as a fault of cause ``cut_traceback`` carrying its frames; the rules judge it by them."""
+        never) as a fault of cause ``cut_traceback`` carrying its frames and its logging call site (the
+        ``file:line`` of its head); the rules judge it by them."""
         out = []
-        for start, _, fns, stamp in self._tb_open.values():
+        for start, _, fns, stamp, source in self._tb_open.values():
             if fns:
                 out.append(Fault(start, cause=faults.CUT.name, message=f"traceback cut before its exception line "
                                  f"(innermost frame seen: {fns[-1]})", traceback_line=start, frames=tuple(fns),
-                                 **stamp))
+                                 where=source, **stamp))
         self._tb_open.clear()
         return out
 

@@ -45,7 +45,7 @@ from .records import KVExpiry, KVTransfer, Record, RequestCounts, StatsSample
 __all__ = [
     "ALIASES", "BACKEND", "COUNTED_METRICS", "COUNTS", "DEPLOYMENT_LABEL", "ENGINE_LABELS", "FIELDS", "GROUP_LABELS",
     "KV_COUNTS", "MAX_POINTS", "REQUEST_COUNTS", "CaptureRow", "ExpositionError", "PromSample", "StatsConverter",
-    "backend_role", "canonical", "choose_step", "clean_exposition", "combine_vectors", "count_records",
+    "backend_role", "canonical", "choose_step", "clean_exposition", "combine_vectors", "count_records", "counter_selector",
     "engine_counters", "engine_histograms", "engine_label", "engine_values", "hit_rate", "iter_capture", "member_of",
     "parse_duration", "parse_exposition", "prefill_deployments", "read_capture", "role_from_samples",
     "role_of_label", "scrapes_to_stats", "series_endpoint", "server_queries", "signal_increase", "worker_of",
@@ -614,7 +614,7 @@ def combine_vectors(how: str, label: str, parts: list[str]) -> str:
     return f"{how} without({label}) ({tagged})"
 
 
-def _counter_selector(member: str) -> str:
+def counter_selector(member: str) -> str:
     """The series selector of a counter-group member: ``_total`` added (not to a histogram's ``_count``)."""
     name, need = member_of(member)
     sel = f'{{{need[0]}="{need[1]}"}}' if need else ""
@@ -649,7 +649,7 @@ def server_queries(window_s: float) -> dict[str, str]:
     # KV signals (per second, turned into per-step counts by the caller): the groups of KV_SIGNALS
     for signal, groups in COUNTS.items():
         out[signal] = combine_vectors("sum", "diag_group", [combine_vectors("max", "diag_counter", [
-            f"{by} (rate({_counter_selector(m)}[{w}]))" for m in group]) for group in groups])
+            f"{by} (rate({counter_selector(m)}[{w}]))" for m in group]) for group in groups])
     # latency quantiles: the server's histogram_quantile over irate() of the buckets, the delta of the
     # last two scrapes (rate()'s extrapolation clamps each bucket series to zero on its own, which
     # bends the quantiles; irate is the per-interval bucket delta every other source uses)

@@ -146,8 +146,9 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
         msg = f"{eid}: {CAUSE_TEXT.get(fault.cause, fault.cause)}"
         if fault.exception:
             msg += f" ({fault.exception[:160]})"
-        elif fault.cause == CUT.name and fault.frames:
-            msg += f" (innermost frame seen: {fault.frames[-1]})"
+        elif fault.frames:  # a cut traceback, named by its call site when not CUT (parsers.callsites)
+            site = f"named by its call site {fault.where}; " if fault.cause != CUT.name and fault.where else ""
+            msg += f" ({site}innermost frame seen: {fault.frames[-1]})"
         if len(group) > 1:
             msg += f"; {len(group) - 1} follow-on error(s) folded in" + (
                 f" across {', '.join(endpoints)}" if len(endpoints) > 1 else "")

@@ -25,6 +25,7 @@ measures ``for`` from the first one: the exported ``for`` is the catalog's minus
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -36,15 +37,18 @@ from diag.parsers.prometheus import (
     FIELDS,
     INDEX_LABELS,
     KV_SIGNALS,
+    REQUEST_COUNTS,
     ROLE_ALIASES,
     ROLE_LABELS,
     ROLE_WORDS,
     WORKER_NUMBER,
     backend_role,
     combine_vectors,
+    counter_selector,
 )
 
 from .catalog import Rule
+from .verdict_catalog import verdict_catalog
 
 RUN_WINDOW = "15m"          # "the run" on a server that never ends
 STATS_INTERVAL_S = 10.0     # vLLM's stats interval: one bucket of diag's windows
@@ -114,6 +118,15 @@ def _kv_increase(groups: tuple[tuple[str, ...], ...]) -> str:
     return f"sum by({ENDPOINT}) ({labelled(per_engine)})"
 
 
+REQUEST_SIDES = ("frontend", "component")   # REQUEST_COUNTS' groups, in order: the frontends', the workers'
+
+
+def _request_increase(members: tuple[str, ...]) -> str:
+    """The increase over :data:`RUN_WINDOW` of one group of overlapping request counters, per deployment."""
+    return combine_vectors("max", "diag_counter", [f"sum by({RUN}) (increase({counter_selector(m)}[{RUN_WINDOW}]))"
+                                                   for m in members])
+
+
 # the counters behind the presence rules' signals (vllm-formats.md §3.2; overlapping NIXL counters and
 # Mooncake's in parsers.prometheus.KV_SIGNALS)
 SIGNALS: dict[str, tuple[str, ...]] = {
@@ -144,6 +157,17 @@ RECORDING: dict[str, str] = {
     "diag:vllm_prompt_tokens:role_irate": f"sum by({ROLE}) (diag:vllm_prompt_tokens:engine_irate)",
     **{f"diag:vllm_{signal}:endpoint_increase": expr for signal, expr in SIGNAL_EXPR.items()},
     "diag:up:target": f"max by(job, instance, {ENDPOINT}) ({labelled('up')})",
+    # the decode waiting split (verdict.WAITING_KV): waiting for the KV transfer by the KV-fetch stages, else deferred
+    "diag:vllm_waiting_kv:engine": f"({combine_vectors('sum', 'diag_stage', [f'({_field(k)})' for k in ('kv_fetch_waiting', 'kv_fetch_running')])})"
+                                   f" or ({_field('deferred')})",
+    "diag:vllm_waiting_kv:role_avg": f"avg by({ROLE}) (diag:vllm_waiting_kv:engine)",
+    "diag:vllm_waiting_capacity:role_avg": "diag:vllm_waiting:role_avg - diag:vllm_waiting_kv:role_avg",
+    # Dynamo's request counters per deployment: the frontends' when there are, else the workers' (verdict.metered)
+    **{f"diag:dynamo_{signal}:{side}_increase": _request_increase(groups[i])
+       for signal, groups in REQUEST_COUNTS.items() for i, side in enumerate(REQUEST_SIDES)},
+    "diag:dynamo_request_errors:run_share": " or ".join(
+        f"(diag:dynamo_request_errors:{side}_increase or 0 * diag:dynamo_requests:{side}_increase)"
+        f" / diag:dynamo_requests:{side}_increase" for side in REQUEST_SIDES),
 }
 
 
@@ -211,6 +235,40 @@ WHY_NOT = {
 }
 
 
+def verdict_alerts(p: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The verdict's Prometheus-measurable conditions (``rules/catalog/verdicts.toml``, its thresholds ``p``),
+    one alert per deployment: requests failing beyond ``failed_invalid_frac`` (invalid, by Dynamo's request
+    counters), and by the decode waiting split, P/D decode requests waiting for their KV transfers with no
+    prefill queue (transfer-bound) or waiting for capacity with their KV loaded (decode-bound). Held for
+    ``min_steady_s`` of data, the shortest window the verdict trusts."""
+    dkv, dcap = _role("diag:vllm_waiting_kv:role_avg", "decode"), _role("diag:vllm_waiting_capacity:role_avg", "decode")
+    no_queue = f"on({RUN}) ({_role('diag:vllm_waiting:role_avg', 'prefill')} < {p['prefill_queue']})"
+    held = _duration(max(0.0, float(p["min_steady_s"]) - STATS_INTERVAL_S))
+    specs = [
+        ("invalid", None, "request_errors", "error", f"diag:dynamo_request_errors:run_share > {p['failed_invalid_frac']}",
+         "", f"more than {p['failed_invalid_frac']:.0%} of the requests failed (Dynamo's request counters)"),
+        ("transfer-bound", "kv-transfer latency", "decode_waits_for_kv", "warning",
+         f"max by({RUN}) ({dkv} >= {p['transfer_wait_min']} and {dkv} >= {dcap} and {no_queue})", held,
+         "P/D decode requests wait for their KV transfers (vLLM's KV-fetch stages or deferred requests), "
+         "not for capacity, with no prefill queue"),
+        ("decode-bound", "batch/compute", "decode_waits_for_capacity", "warning",
+         f"max by({RUN}) ({dcap} >= {p['transfer_wait_min']} and {dcap} > {dkv} and on({RUN}) {WITH_PREFILL})", held,
+         "P/D decode requests wait for capacity with their KV loaded, not for their KV transfers"),
+    ]
+    classes = {c.name: c.summary for c in verdict_catalog().classes}
+    out = []
+    for cls, limiter, what, severity, expr, hold, summary in specs:
+        alert: dict[str, Any] = {"alert": f"DIAG_verdict_{cls.replace('-', '_')}_{what}", "expr": expr}
+        if hold:
+            alert["for"] = hold
+        alert["labels"] = {"severity": severity, "code": f"verdict/{cls}", "verdict": cls,
+                           **({"limiter": limiter} if limiter else {})}
+        alert["annotations"] = {"summary": summary, "description": f"verdict {cls} on {{{{ $labels.{RUN} }}}}: "
+                                                                   "value {{ $value }}", "runbook": classes[cls]}
+        out.append(alert)
+    return out
+
+
 def exported_for(rule: Rule) -> float:
     """The alert's ``for`` in seconds: n consecutive true evaluations cover n stats intervals (see the
     module docstring), so a window of ``for`` seconds is ``for`` minus one interval after the first."""
@@ -240,8 +298,9 @@ def expressible(rules: list[Rule]) -> list[Rule]:
     return [r for r in rules if r.scope != "recipe" and _expr(r) is not None]
 
 
-def export(rules: list[Rule]) -> str:
-    """The rule file (YAML) for ``rules``: runtime rules only; the others are listed with the reason."""
+def export(rules: list[Rule], verdicts: bool = False) -> str:
+    """The rule file (YAML) for ``rules``: runtime rules only, the others listed with the reason; with
+    ``verdicts``, the verdict's alerts too (:func:`verdict_alerts`, the catalog's thresholds)."""
     alerts: list[dict[str, Any]] = []
     skipped = []
     for rule in rules:
@@ -269,6 +328,8 @@ def export(rules: list[Rule]) -> str:
             "runbook": f"{rule.why.strip()}\n\nRemediation: {rule.remediation.strip()}",
         }
         alerts.append(alert)
+    if verdicts:
+        alerts.extend(verdict_alerts(verdict_catalog().params))
     doc = {"groups": [
         {"name": GROUPS[0], "rules": [{"record": k, "expr": v} for k, v in RECORDING.items()]},
         {"name": GROUPS[1], "rules": alerts}]}

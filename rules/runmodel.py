@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from diag.parsers.callsites import name_cut, release
 from diag.parsers.columns import KV_VALUE_KEYS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import (
@@ -162,9 +163,10 @@ class Run:
         return version is not None and version >= behaviour_since("async_scheduling_default_on")
 
     def faults(self) -> list[tuple[str, str, Fault]]:
-        """(endpoint id, file, fault) in time order; the orchestrator's quoted tails only when no
-        worker log had any fault (a run whose worker logs are missing)."""
-        out = [(ep.id, f, r) for ep in self.endpoints.values() for f, r in ep.of(Fault)]  # type: ignore[misc]
+        """(endpoint id, file, fault) in time order, a cut traceback named by its call site where that decides
+        (parsers.callsites); the orchestrator's quoted tails only when no worker log had any fault."""
+        out = [(ep.id, f, name_cut(r, release(str(ep.facts.get("version") or ""))))  # type: ignore[arg-type]
+               for ep in self.endpoints.values() for f, r in ep.of(Fault)]
         if not out:
             out = [("run", f, r) for f, r in self.orchestrator_faults]
         return sorted(out, key=lambda t: (t[2].ts is None, t[2].ts or datetime.min.replace(tzinfo=UTC), t[2].line))

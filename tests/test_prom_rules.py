@@ -13,7 +13,7 @@ import yaml
 
 from diag.rules.catalog import catalog
 from diag.rules.examples import example_findings
-from diag.rules.promrules import export, expressible
+from diag.rules.promrules import GROUPS, export, expressible
 from diag.rules.promtests import unit_tests
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,9 @@ def test_export_passes_promtool(tmp_path: Path) -> None:
     doc = yaml.safe_load(res.stdout)
     alerts = {r["labels"]["code"]: r for r in doc["groups"][1]["rules"]}
     assert set(alerts) == {"DIAG-B001", "DIAG-B002", "DIAG-B003", "DIAG-B004", "DIAG-K001", "DIAG-K002",
-                           "DIAG-L001", "DIAG-E002", "DIAG-E003"}
+                           "DIAG-L001", "DIAG-E002", "DIAG-E003",
+                           "verdict/invalid", "verdict/transfer-bound", "verdict/decode-bound"}
+    assert alerts["verdict/invalid"]["expr"] == "diag:dynamo_request_errors:run_share > 0.05"  # failed_invalid_frac
     k001 = alerts["DIAG-K001"]
     # `for` 60 s of data: the first true evaluation already stands for one 10 s interval
     assert (k001["for"], k001["keep_firing_for"], k001["labels"]["severity"]) == ("50s", "60s", "error")
@@ -160,6 +162,53 @@ def test_backend_is_decode_beside_prefill_else_agg(tmp_path: Path) -> None:
                               "eval_time": "2m", "exp_samples": [
             {"labels": f'{{diag_role="{r}", diag_worker="{w}", dynamo_namespace="{ns}"}}', "value": v}
             for ns, r, w, v in want]}]}]}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    res = subprocess.run([_promtool(), "test", "rules", str(tmp_path / "tests.yml")], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_verdict_alerts_from_request_errors_and_the_waiting_split(tmp_path: Path) -> None:
+    """The verdict's thresholds (verdicts.toml) as alerts: a deployment whose requests fail beyond
+    failed_invalid_frac by the frontend's counters (status="error" and failures_total count the same requests)
+    or, without a frontend, the workers'; a P/D decode waiting for its KV (KV-fetch stages, else deferred) and
+    one waiting for capacity with its KV loaded; none where the shares stay below the thresholds."""
+    (tmp_path / "rules.yml").write_text(export([], verdicts=True))
+    eng = 'job="w",instance="{ns}-{role}:8000",worker_role="{role}",dynamo_namespace="{ns}",engine="0"'
+
+    def s(metric: str, ns: str, values: str, role: str = "frontend", **extra: str) -> dict[str, str]:
+        labels = eng.format(ns=ns, role=role) + "".join(f',{k}="{v}"' for k, v in extra.items())
+        return {"series": f"{metric}{{{labels}}}", "values": values}
+
+    def engines(ns: str, waiting: int, by_stage: dict[str, int] | None = None, deferred: int | None = None) -> list:
+        out = [s("vllm:num_requests_running", ns, "2x6", "prefill"), s("vllm:num_requests_waiting", ns, "0x6", "prefill"),
+               s("vllm:num_requests_running", ns, "40x6", "decode"), s("vllm:num_requests_waiting", ns, f"{waiting}x6", "decode")]
+        out += [s("vllm:num_requests_kv_fetch_by_stage", ns, f"{n}x6", "decode", stage=st)
+                for st, n in (by_stage or {}).items()]
+        if deferred is not None:
+            out.append(s("vllm:num_requests_waiting_by_reason", ns, f"{deferred}x6", "decode", reason="deferred"))
+        return out
+
+    inputs = [s("dynamo_frontend_requests_total", "fails", "0+10x6", status="success"),
+              s("dynamo_frontend_requests_total", "fails", "0+1x6", status="error"),
+              s("dynamo_frontend_failures_total", "fails", "0+1x6"),
+              s("dynamo_frontend_requests_total", "ok", "0+100x6", status="success"),
+              s("dynamo_frontend_requests_total", "ok", "0+1x6", status="error"),
+              s("dynamo_component_requests_total", "workers", "0+10x6", "decode"),
+              s("dynamo_component_errors_total", "workers", "0+2x6", "decode", error_type="generate"),
+              *engines("kvwait", 6, {"waiting_to_start": 3, "in_progress": 2, "completed_waiting": 0}),
+              *engines("deferred", 4, deferred=3),
+              *engines("capacity", 6, {"waiting_to_start": 1, "in_progress": 0, "completed_waiting": 0}),
+              *engines("calm", 0, {"waiting_to_start": 0, "in_progress": 0, "completed_waiting": 0})]
+    want = [("DIAG_verdict_decode_bound_decode_waits_for_capacity", "capacity"),
+            ("DIAG_verdict_invalid_request_errors", "fails"), ("DIAG_verdict_invalid_request_errors", "workers"),
+            ("DIAG_verdict_transfer_bound_decode_waits_for_kv", "deferred"),
+            ("DIAG_verdict_transfer_bound_decode_waits_for_kv", "kvwait")]
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "group_eval_order": GROUPS, "tests": [{
+        "interval": "1m", "input_series": inputs,
+        "promql_expr_test": [{"expr": 'group by(alertname, dynamo_namespace) (ALERTS{alertstate="firing"})',
+                              "eval_time": "5m", "exp_samples": [
+            {"labels": f'{{alertname="{a}", dynamo_namespace="{ns}"}}', "value": 1} for a, ns in want]}]}]}
     (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
     res = subprocess.run([_promtool(), "test", "rules", str(tmp_path / "tests.yml")], capture_output=True,
                          text=True, timeout=120)
