@@ -20,6 +20,8 @@ from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup
 from diag import __version__
 from diag.check_cmd import EXAMPLES as CHECK_EXAMPLES
 from diag.check_cmd import check
+from diag.mcp_cmd import EXAMPLES as MCP_EXAMPLES
+from diag.mcp_cmd import mcp
 from diag.options import CONTEXT, EXIT_USAGE, Example, no_color, printable
 from diag.report_cmd import EXAMPLES as REPORT_EXAMPLES
 from diag.report_cmd import report
@@ -176,6 +178,7 @@ app.add_typer(rules_app, name="rules")
 app.command("explain", cls=_command(EXPLAIN_EXAMPLES), context_settings=CONTEXT)(explain)
 app.command("watch", cls=_command(WATCH_EXAMPLES), context_settings=CONTEXT)(watch)
 app.command("report", cls=_command(REPORT_EXAMPLES), context_settings=CONTEXT)(report)
+app.command("mcp", cls=_command(MCP_EXAMPLES), context_settings=CONTEXT)(mcp)
 
 
 # polars' allocator (jemalloc) keeps freed pages for 10 s by default: block after block, a large log

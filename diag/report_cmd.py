@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from .options import EXIT_USAGE, ConfigFile, Example, ReportFormat, console_for, fail, positive, quiet_pipe
 from .sla import DEFAULT_SLA
+
+if TYPE_CHECKING:
+    from diag.rules.settings import Settings
+
+    from .sla import Sla
 
 EXAMPLES: tuple[Example, ...] = (
     ("A sweep as one offline HTML page (report.html)", "diag report outputs/5131402 outputs/5131417"),
@@ -43,10 +49,8 @@ def report(
     One page: the Pareto frontier, the verdict behind every point, run vs run."""
     from diag.rules.settings import SettingsError, resolve
 
-    from .files import InputError, find_runs
-    from .pipeline import Pipeline
-    from .sla import SlaError, parse_sla, resolve_sla
-    from .sources import BatchSource
+    from .files import InputError
+    from .sla import SlaError, parse_sla
 
     try:
         option = parse_sla(sla) if sla is not None else None
@@ -57,19 +61,11 @@ def report(
     except SettingsError as e:
         fail("report", f"config error: {e}")
     try:
-        runs = find_runs(paths)
+        doc, errors = sweep_document(paths, settings, option, min_tok_s_user)
     except InputError as e:
         fail("report", str(e))
-    reports = [Pipeline(BatchSource(rf), settings).once() for rf in runs]
-    for rep in reports:
-        for err in rep.run.errors:
-            typer.echo(f"diag report: {err}", err=True)
-    target = resolve_sla(option, [rep.run.recipe for rep in reports])
-    from .report_doc import build
-
-    result_files = [{info.concurrency: path for path, info in rf.of("sa-bench-result") if info.concurrency}
-                    for rf in runs]
-    doc = build(reports, target, result_files, min_tok_s_user)
+    for err in errors:
+        typer.echo(f"diag report: {err}", err=True)
     if fmt is ReportFormat.html:
         from .emit.html import render_html
 
@@ -95,4 +91,22 @@ def report(
         else:
             with quiet_pipe():
                 render_report(doc, console_for())
-    raise typer.Exit(EXIT_USAGE if any(rep.run.errors for rep in reports) else 0)
+    raise typer.Exit(EXIT_USAGE if errors else 0)
+
+
+def sweep_document(paths: list[str], settings: Settings, sla: Sla | None = None,
+                   min_tok_s_user: float | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The ``diag report --format json`` document of the runs among ``paths`` and the errors of reading
+    them (one line each); raises InputError on a path that does not exist."""
+    from .files import find_runs
+    from .pipeline import Pipeline
+    from .report_doc import build
+    from .sla import resolve_sla
+    from .sources import BatchSource
+
+    runs = find_runs(paths)
+    reports = [Pipeline(BatchSource(rf), settings).once() for rf in runs]
+    target = resolve_sla(sla, [rep.run.recipe for rep in reports])
+    result_files = [{info.concurrency: path for path, info in rf.of("sa-bench-result") if info.concurrency}
+                    for rf in runs]
+    return build(reports, target, result_files, min_tok_s_user), [e for rep in reports for e in rep.run.errors]
