@@ -109,7 +109,7 @@ def _log_files(paths: list[str]) -> list[Path]:
     try:
         return [f for f, _ in discover(paths)[0]]
     except InputError as e:
-        raise ToolError(f"diag tail: {e}") from None
+        raise ToolError(str(e)) from None  # named by the tool called (see call)
 
 
 def _recipe_files(paths: list[str]) -> list[Path]:
