@@ -113,9 +113,11 @@ def _log_files(paths: list[str]) -> list[Path]:
 
 
 def _recipe_files(paths: list[str]) -> list[Path]:
+    """What ``diag check`` reads: the recipes under the paths, and a run directory's logs."""
     from .check_cmd import collect_files
 
-    return [f for f, _ in collect_files([Path(p) for p in paths])[0]]
+    runs = [p for p in paths if (Path(p) / "logs").is_dir()]
+    return [f for f, _ in collect_files([Path(p) for p in paths])[0]] + (_log_files(runs) if runs else [])
 
 
 def trim_evidence(value: Any) -> tuple[Any, bool]:

@@ -125,11 +125,13 @@ def test_limit_keeps_the_first_findings_and_says_so(server: Server) -> None:
     assert json.loads(res.content[-1].text) == res.structured_content
 
 
-def test_check_is_the_cli_json(server: Server) -> None:
-    path = str(RUNS / "healthy" / "config.yaml")
-    doc = server.ok("check", paths=[path])
+@pytest.mark.parametrize("path", [RUNS / "healthy" / "config.yaml", RUNS / "drift-batched-tokens"])
+def test_check_is_the_cli_json(server: Server, path: Path) -> None:
+    """A recipe, and a run directory (what ran: its recipe with the flags its logs show)."""
+    doc = server.ok("check", paths=[str(path)])
     validate(doc, "check")
-    assert doc == cli_json("check", path)
+    assert doc == cli_json("check", str(path))
+    assert doc["findings"] or path.name == "config.yaml"
 
 
 @pytest.mark.shared
@@ -179,6 +181,9 @@ def test_bad_input_is_the_cli_line_and_the_server_goes_on(server: Server) -> Non
     assert server.error("explain", code="Z999") == cli_error("explain", "Z999")
     assert server.error("compare", run_a=missing, run_b=str(SWEEP[0])) == f"diag compare: {missing}: no such file or directory"
     assert server.error("tail", paths=[7]) == "diag tail: paths.0: 7 is not of type 'string'"
+    run = str(RUNS / "healthy")
+    assert server.error("tail", paths=[run], since="5m") == cli_error("tail", run, "--since", "5m")
+    assert server.error("tail") == cli_error("tail")
     assert server.error("report", paths=[str(SWEEP[0])], sla="ttft=soon").startswith("diag report: --sla: ")
     assert server.ok("rules", select=["K001"])["rules"][0]["code"] == "DIAG-K001"  # still serving
 
