@@ -13,7 +13,7 @@ import glob
 import json
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,6 @@ class Workspace:
 
     roots: tuple[Path, ...]
     config: Path | None = None
-    written: list[Path] = field(default_factory=list)
 
     @classmethod
     def of(cls, roots: Iterable[Path], config: Path | None = None) -> Workspace:
@@ -261,7 +260,6 @@ def report(ws: Workspace, args: dict[str, Any]) -> Result:
             fh.write(render_html(doc))
     except OSError as e:
         raise ToolError(f"diag report: {out_dir}: cannot write: {e.strerror or e}") from None
-    ws.written.append(Path(name))
     body, notes = _bounded_runs(doc, REPORT_KEYS, _limit(args))
     return Result({"html": name, **body}, (f"wrote {name}", *errors, *notes))
 

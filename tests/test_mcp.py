@@ -214,3 +214,9 @@ def test_evidence_is_trimmed_and_the_findings_bounded() -> None:
     assert found == [{"code": "A", "evidence": {"line": "x" * (EVIDENCE_TEXT - 1) + "…"}}]
     assert notes == ["run: 1 of 2 findings shown (limit 1); the summary counts all",
                      f"run: evidence of 1 finding(s) trimmed to {EVIDENCE_TEXT} characters and {EVIDENCE_ITEMS} items"]
+
+
+def test_a_root_that_is_no_directory_is_a_usage_error() -> None:
+    res = diag("mcp", "--root", "samples/no-such-dir")
+    assert res.returncode == 2 and not res.stdout
+    assert res.stderr == "diag mcp: --root samples/no-such-dir: not a directory\n"
