@@ -21,6 +21,8 @@ from diag import __version__
 from diag.check_cmd import EXAMPLES as CHECK_EXAMPLES
 from diag.check_cmd import check
 from diag.index_cmd import INDEX_EXAMPLES, RUNS_EXAMPLES, index, runs
+from diag.mcp_cmd import EXAMPLES as MCP_EXAMPLES
+from diag.mcp_cmd import mcp
 from diag.options import CONTEXT, EXIT_USAGE, Example, no_color, printable
 from diag.report_cmd import EXAMPLES as REPORT_EXAMPLES
 from diag.report_cmd import report
@@ -179,6 +181,7 @@ app.command("watch", cls=_command(WATCH_EXAMPLES), context_settings=CONTEXT)(wat
 app.command("report", cls=_command(REPORT_EXAMPLES), context_settings=CONTEXT)(report)
 app.command("index", cls=_command(INDEX_EXAMPLES), context_settings=CONTEXT)(index)
 app.command("runs", cls=_command(RUNS_EXAMPLES), context_settings=CONTEXT)(runs)
+app.command("mcp", cls=_command(MCP_EXAMPLES), context_settings=CONTEXT)(mcp)
 
 
 # polars' allocator (jemalloc) keeps freed pages for 10 s by default: block after block, a large log

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,7 +23,10 @@ from .options import (
 from .sla import DEFAULT_SLA
 
 if TYPE_CHECKING:
+    from diag.rules.settings import Settings
+
     from .report_part import RunPart
+    from .sla import Sla
 
 EXAMPLES: tuple[Example, ...] = (
     ("A sweep as one offline HTML page (report.html)", "diag report outputs/5131402 outputs/5131417"),
@@ -60,12 +63,9 @@ def report(
     One page: the Pareto frontier, the verdict behind every point, run vs run."""
     from diag.rules.settings import SettingsError, resolve
 
-    from .files import InputError, find_runs, output_problem
-    from .pipeline import Pipeline
+    from .files import InputError, output_problem
     from .report_doc import build_parts
-    from .report_part import RunPart
     from .sla import SlaError, first_sla, parse_sla
-    from .sources import BatchSource
 
     try:
         option = parse_sla(sla) if sla is not None else None
@@ -82,14 +82,15 @@ def report(
         except SettingsError as e:
             fail_all("report", [f"config error: {line}" for line in e.lines])
         try:
-            runs = find_runs(paths)
+            doc, errors = sweep_document(paths, settings, option, min_tok_s_user)
         except InputError as e:
             fail("report", str(e))
-        parts = [RunPart.of(Pipeline(BatchSource(rf), settings).once(), rf.results) for rf in runs]
-    problems += [err for part in parts for err in part.errors]
+        problems += errors
+    else:
+        problems += [err for part in parts for err in part.errors]
+        doc = build_parts(parts, first_sla(option, [part.sla for part in parts]), min_tok_s_user)
     for err in problems:
         typer.echo(f"diag report: {err}", err=True)
-    doc = build_parts(parts, first_sla(option, [part.sla for part in parts]), min_tok_s_user)
     try:
         _write(doc, fmt, out)
     except OSError as e:   # the path went bad while the runs were read
@@ -149,3 +150,19 @@ def _indexed(paths: list[str], where: str | None, problems: list[str]) -> list[R
     if not parts and failed.height == 0:
         fail("report", f"no run in {found}" + (f" matches --where {where!r}" if where else ""))
     return parts
+
+
+def sweep_document(paths: list[str], settings: Settings, sla: Sla | None = None,
+                   min_tok_s_user: float | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The ``diag report --format json`` document of the runs among ``paths`` and the errors of reading
+    them (one line each); raises InputError on a path that does not exist."""
+    from .files import find_runs
+    from .pipeline import Pipeline
+    from .report_doc import build_parts
+    from .report_part import RunPart
+    from .sla import first_sla
+    from .sources import BatchSource
+
+    parts = [RunPart.of(Pipeline(BatchSource(rf), settings).once(), rf.results) for rf in find_runs(paths)]
+    doc = build_parts(parts, first_sla(sla, [part.sla for part in parts]), min_tok_s_user)
+    return doc, [err for part in parts for err in part.errors]

@@ -48,8 +48,8 @@ EXPLAIN_EXAMPLES: tuple[Example, ...] = (
 CATALOG_SELECT = f"Only the rules with these {CODES}."
 
 
-def _rows(command: str, scope: str | None, select: list[str] | None) -> list[Rule]:
-    """The catalog's rules of a scope whose codes start with one of ``select`` (a usage error when none)."""
+def select_rules(scope: str | None, select: list[str] | None) -> list[Rule]:
+    """The catalog's rules of a scope whose codes start with one of ``select``; LookupError when none."""
     from diag.rules.catalog import catalog
 
     rows = [r for r in catalog().values() if scope is None or r.scope == scope]
@@ -57,8 +57,16 @@ def _rows(command: str, scope: str | None, select: list[str] | None) -> list[Rul
         wanted = [w.strip().upper().removeprefix("DIAG-") for s in select for w in s.split(",") if w.strip()]
         rows = [r for r in rows if any(r.code.removeprefix("DIAG-").startswith(w) for w in wanted)]
         if not rows:
-            fail(command, f"--select {' '.join(select)}: matches no rule")
+            raise LookupError(f"--select {' '.join(select)}: matches no rule")
     return rows
+
+
+def _rows(command: str, scope: str | None, select: list[str] | None) -> list[Rule]:
+    """:func:`select_rules`, a usage error when none matches."""
+    try:
+        return select_rules(scope, select)
+    except LookupError as e:
+        fail(command, str(e))
 
 
 def rules_list(

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from .report import Report
 
 PROGRESS_MIN_BYTES = 50 << 20
+NO_INPUT = "give run directories or log files, or --prom URL to read a Prometheus server alone"
+SINCE_WITH_PATHS = "--since sets the window of --prom without paths; with paths use --prom-start/--prom-end"
 
 
 class ExportFmt(StrEnum):
@@ -109,7 +111,7 @@ def tail(
             window = _since(since, window)
         if not paths:
             if not prom:
-                raise InputError("give run directories or log files, or --prom URL to read a Prometheus server alone")
+                raise InputError(NO_INPUT)
             if follow or scrape or export:
                 raise InputError("--prom without paths reads the server once; no --follow, --scrape or --export")
             reports = [_server_report(prom, window, settings)]
@@ -117,7 +119,7 @@ def tail(
                 emit(reports, fmt)
             raise typer.Exit(exit_status(reports, settings))
         if since is not None:
-            raise InputError("--since sets the window of --prom without paths; with paths use --prom-start/--prom-end")
+            raise InputError(SINCE_WITH_PATHS)
         if follow:
             if scrape or prom:
                 raise InputError("--scrape/--prom read once; they do not combine with --follow")
@@ -129,7 +131,7 @@ def tail(
         reports = _read(paths, settings, scrape, prom, window, save)
     except InputError as e:
         fail("tail", str(e))
-    if all(r.read_nothing for r in reports):
+    if nothing_read(reports):
         _nothing_read(paths, reports)
     if export:
         for i, rep in enumerate(reports):
@@ -246,12 +248,41 @@ class _progress:
             self.bar.stop()
 
 
+def read_reports(paths: list[str], settings: Any, prom: str | None = None, since: str | None = None) -> list[Report]:
+    """A batch read as ``diag tail`` does it without ``--follow``/``--scrape``: the runs among ``paths``
+    (with ``prom``'s metrics), or the Prometheus server alone over the last ``since``. Raises InputError
+    with the one-line message ``diag tail`` prints, a read that found nothing included."""
+    from .files import InputError
+
+    window: tuple[datetime | None, datetime | None] = (None, None)
+    if since is not None:
+        window = _since(since, window)
+    if not paths:
+        if not prom:
+            raise InputError(NO_INPUT)
+        return [_server_report(prom, window, settings)]
+    if since is not None:
+        raise InputError(SINCE_WITH_PATHS)
+    reports = _read(paths, settings, [], prom, window)
+    if nothing_read(reports):
+        raise InputError(unread_lines(paths, reports)[0])
+    return reports
+
+
+def nothing_read(reports: list[Report]) -> bool:
+    """No log was read and no benchmark result found: an input error, not an empty report."""
+    return not any(s for r in reports for s in r.run.sources if not s.error) and not any(r.run.benchmark for r in reports)
+
+
+def unread_lines(paths: list[str], reports: list[Report]) -> list[str]:
+    """Why nothing was read: the runs' errors, else that no file was a log diag reads."""
+    errors = [printable(e) for r in reports for e in r.run.errors]
+    return errors or ["no logs diag understands in " + ", ".join(paths)]
+
+
 def _nothing_read(paths: list[str], reports: list[Report]) -> None:
-    for r in reports:
-        for e in r.run.errors:
-            typer.echo(f"diag tail: {printable(e)}", err=True)
-    if not any(r.run.errors for r in reports):
-        typer.echo("diag tail: no logs diag understands in " + ", ".join(paths), err=True)
+    for line in unread_lines(paths, reports):
+        typer.echo(f"diag tail: {line}", err=True)
     for r in reports:
         for p, reason in r.run.skipped:
             typer.echo(f"  skipped {printable(p)}: {reason}", err=True)

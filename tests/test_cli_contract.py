@@ -138,14 +138,14 @@ def test_watch_once_with_a_failing_scrape_exits_2() -> None:
     assert res.returncode == 2 and "127.0.0.1:9" in res.stderr
 
 
-@pytest.mark.parametrize("args", [["--help"], ["rules"], ["explain", "K001"], ["check", "--help"]])
+@pytest.mark.parametrize("args", [["--help"], ["rules"], ["explain", "K001"], ["check", "--help"], ["mcp", "--help"]])
 def test_start_up_imports_no_heavy_library(args: list[str]) -> None:
     res = subprocess.run([sys.executable, "-X", "importtime", "-m", "diag", *args], capture_output=True, text=True,
                          cwd=ROOT, timeout=60)
     assert res.returncode == 0, res.stderr[-500:]
     imported = {line.split("|")[-1].strip().split(".")[0] for line in res.stderr.splitlines() if "|" in line}
     heavy = imported & {"polars", "textual", "prometheus_api_client", "prometheus_client", "pandas", "numpy",
-                        "requests"}
+                        "requests", "mcp", "mcp_types", "anyio"}  # the MCP SDK: diag mcp's server only
     assert not heavy, f"diag {' '.join(args)} imports {sorted(heavy)}"
 
 

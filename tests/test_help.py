@@ -32,11 +32,15 @@ SAMPLE_FOR = {
     "recipes/": RUNS,
     "outputs": RUNS,   # a campaign root (diag index); after the run names above, which it prefixes
 }
+# A server example (``diag mcp``) answers an MCP initialize request on stdin, then exits at its end.
+MCP_INITIALIZE = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", '
+                  '"capabilities": {}, "clientInfo": {"name": "test_help", "version": "0"}}}\n')
 USAGE = {"diag": "diag [OPTIONS] COMMAND [ARGS]...", "diag tail": "diag tail [OPTIONS] PATH...",
          "diag check": "diag check [OPTIONS] PATH...", "diag explain": "diag explain [OPTIONS] CODE",
          "diag report": "diag report [OPTIONS] RUN_DIR...", "diag watch": "diag watch [OPTIONS] [PATH]...",
          "diag rules": "diag rules [OPTIONS] [COMMAND]", "diag rules export": "diag rules export [OPTIONS]",
-         "diag index": "diag index [OPTIONS] ROOT...", "diag runs": "diag runs [OPTIONS] INDEX"}
+         "diag index": "diag index [OPTIONS] ROOT...", "diag runs": "diag runs [OPTIONS] INDEX",
+         "diag mcp": "diag mcp [OPTIONS]"}
 SHARED = ("--select", "--ignore", "--fail-on", "--exit-zero", "--config", "--scrape", "--prom")
 
 
@@ -176,7 +180,10 @@ def test_each_example_shown_in_help_runs_on_the_samples(examples: list[str], tmp
             out, err = proc.communicate(timeout=60)
             res = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
         else:
-            res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+            serves = args[0] == "mcp" and "--list-tools" not in args
+            res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                                 input=MCP_INITIALIZE if serves else None)
+            assert not serves or '"serverInfo"' in res.stdout, (line, res.stdout[-300:], res.stderr[-500:])
         assert res.returncode in (0, 1), (line, args, res.returncode, res.stderr[-500:])
         assert res.stdout or args[0] == "report", line
         if redirect:

@@ -107,9 +107,16 @@ def summary_line(report: Report) -> dict[str, Any]:
     return {"type": "summary", **{k: v for k, v in doc.items() if k not in ("sources", "tool", "version", "schema")}}
 
 
+def check_dict(findings: Sequence[Finding], *, files: int | None = None, suppressed: int = 0,
+               notes: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``diag check --format json`` document (schema ``diag-check-1``)."""
+    return {**envelope(CHECK_SCHEMA), "summary": summarize(findings, files, suppressed).to_dict(),
+            "findings": [f.to_dict() for f in findings], "notes": list(notes)}
+
+
 def check_document(findings: Sequence[Finding], *, files: int | None = None, suppressed: int = 0,
                    notes: Sequence[str] = ()) -> str:
-    """The ``diag check --format json`` document."""
-    return json.dumps({**envelope(CHECK_SCHEMA), "summary": summarize(findings, files, suppressed).to_dict(),
-                       "findings": [f.to_dict() for f in findings], "notes": list(notes)}, indent=2, default=str) + "\n"
+    """The ``diag check --format json`` document as written."""
+    return json.dumps(check_dict(findings, files=files, suppressed=suppressed, notes=notes), indent=2,
+                      default=str) + "\n"
 

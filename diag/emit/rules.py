@@ -18,11 +18,16 @@ from diag.rules.present import SEVERITY_STYLE
 from . import RULES_SCHEMA, envelope
 
 
-def rules_document(rules: Sequence[Rule]) -> str:
+def rules_dict(rules: Sequence[Rule]) -> dict[str, Any]:
     """The ``diag rules --format json`` document (schema ``diag-rules-1``)."""
-    return json.dumps({**envelope(RULES_SCHEMA), "rules": [
+    return {**envelope(RULES_SCHEMA), "rules": [
         {"code": r.code, "name": r.name, "severity": r.severity, "scope": r.scope, "summary": r.summary,
-         "health": r.health, "params": _params(r)} for r in rules]}, indent=1) + "\n"
+         "health": r.health, "params": _params(r)} for r in rules]}
+
+
+def rules_document(rules: Sequence[Rule]) -> str:
+    """The ``diag rules --format json`` document as written."""
+    return json.dumps(rules_dict(rules), indent=1) + "\n"
 
 
 def _params(rule: Rule) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,389 @@
+"""The tools ``diag mcp`` serves, without the MCP SDK: each takes a tool call's arguments and returns the
+document its CLI command writes with ``--format json`` (built by the same functions), bounded for an agent's
+context, or raises :class:`ToolError` with the one line the CLI prints on stderr.
+
+Paths are confined to the server's roots (``diag mcp --root DIR``): a relative path is read under the first
+root; a path, a glob's matches and every file a directory would be read from must resolve (symlinks
+followed) inside one of them. :mod:`diag.mcp_server` puts these tools on the wire.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .emit import dumps
+
+DEFAULT_LIMIT = 50          # findings per run document a tool returns unless the call asks for more
+EVIDENCE_TEXT = 400         # characters of one evidence string
+EVIDENCE_ITEMS = 20         # items of one evidence list
+OUT_DIR = ".diag-mcp"       # under the first root: where the report tool writes its HTML pages
+# diag report --format json without its plot tables (series, windows, steps): what an agent reads
+REPORT_KEYS = ("tool", "version", "schema", "denominators", "sla", "pick", "runs", "points", "frontier", "diffs")
+COMPARE_KEYS = ("tool", "version", "schema", "denominators", "sla", "runs", "diffs")
+
+
+class ToolError(Exception):
+    """Bad input to a tool: the message is diag's one line (``diag tail: x: no such file or directory``)."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """A tool's document and the notes on what bounding left out (shown before it)."""
+
+    doc: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    text: str | None = None      # a text rendering for the agent instead of the JSON (explain: the Markdown)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    run: Callable[[Workspace, dict[str, Any]], Result]
+
+
+@dataclass
+class Workspace:
+    """The directories a server may read (resolved) and the settings file every tool uses."""
+
+    roots: tuple[Path, ...]
+    config: Path | None = None
+
+    @classmethod
+    def of(cls, roots: Iterable[Path], config: Path | None = None) -> Workspace:
+        return cls(tuple(dict.fromkeys(Path(r).resolve() for r in roots)) or (Path.cwd().resolve(),), config)
+
+    def inside(self, path: Path) -> bool:
+        real = path.resolve()
+        return any(real.is_relative_to(root) for root in self.roots)
+
+    def refuse(self, arg: str) -> ToolError:
+        where = ", ".join(map(str, self.roots))
+        return ToolError(f"{arg}: outside the directories this server reads ({where}); "
+                         "start diag mcp with --root DIR to add one")
+
+    def confine(self, arg: str) -> str:
+        """``arg`` as a path under a root (a relative one under the first); ToolError when it, or one of
+        its glob's matches, resolves outside every root."""
+        path = Path(arg).expanduser()
+        path = path if path.is_absolute() else self.roots[0] / path
+        text = str(path)
+        if any(c in text for c in "*?["):
+            fixed = Path(*[p for p in path.parts[: next(i for i, p in enumerate(path.parts) if any(c in p for c in "*?["))]])
+            if not self.inside(fixed) or not all(self.inside(Path(m)) for m in glob.glob(text)):
+                raise self.refuse(arg)
+        elif not self.inside(path):
+            raise self.refuse(arg)
+        return text
+
+    def confine_all(self, args: Iterable[str], read: Callable[[list[str]], Iterable[Path]]) -> list[str]:
+        """Every path confined, and every file ``read`` says the command would open inside the roots too
+        (a symlink in a run directory to a file elsewhere is refused, not followed)."""
+        paths = [self.confine(a) for a in args]
+        for f in read(paths):
+            if not self.inside(f):
+                raise self.refuse(str(f))
+        return paths
+
+    def settings(self, select: list[str] | None = None, ignore: list[str] | None = None) -> Any:
+        from diag.rules.settings import SettingsError, resolve
+
+        try:
+            return resolve(Path.cwd(), self.config, select=select, ignore=ignore)
+        except SettingsError as e:
+            raise ToolError(f"config error: {e}") from None
+
+
+def _log_files(paths: list[str]) -> list[Path]:
+    from .files import InputError, discover
+
+    try:
+        return [f for f, _ in discover(paths)[0]]
+    except InputError as e:
+        raise ToolError(str(e)) from None  # named by the tool called (see call)
+
+
+def _recipe_files(paths: list[str]) -> list[Path]:
+    """What ``diag check`` reads: the recipes under the paths, and a run directory's logs."""
+    from .check_cmd import collect_files
+
+    runs = [p for p in paths if (Path(p) / "logs").is_dir()]
+    return [f for f, _ in collect_files([Path(p) for p in paths])[0]] + (_log_files(runs) if runs else [])
+
+
+def trim_evidence(value: Any) -> tuple[Any, bool]:
+    """An evidence value with long strings and lists cut (and whether anything was)."""
+    if isinstance(value, str) and len(value) > EVIDENCE_TEXT:
+        return value[: EVIDENCE_TEXT - 1] + "…", True
+    if isinstance(value, list):
+        items = [trim_evidence(v) for v in value[:EVIDENCE_ITEMS]]
+        return [v for v, _ in items], len(value) > EVIDENCE_ITEMS or any(t for _, t in items)
+    if isinstance(value, dict):
+        items = {k: trim_evidence(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in items.items()}, any(t for _, t in items.values())
+    return value, False
+
+
+def bound(findings: list[dict[str, Any]], limit: int, what: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The first ``limit`` findings (the documents list them most severe first), evidence trimmed."""
+    notes = [f"{what}: {limit} of {len(findings)} findings shown (limit {limit}); the summary counts all"] \
+        if len(findings) > limit else []
+    out, trimmed = [], 0
+    for f in findings[:limit]:
+        if "evidence" in f:
+            evidence, cut = trim_evidence(f["evidence"])
+            f, trimmed = {**f, "evidence": evidence}, trimmed + cut
+        out.append(f)
+    if trimmed:
+        notes.append(f"{what}: evidence of {trimmed} finding(s) trimmed to {EVIDENCE_TEXT} characters and "
+                     f"{EVIDENCE_ITEMS} items")
+    return out, notes
+
+
+FIRST = ("verdict", "findings", "summary")   # what an agent reads first: the keys a run document starts with
+
+
+def _bounded_run(doc: dict[str, Any], limit: int) -> tuple[dict[str, Any], list[str]]:
+    found, notes = bound(doc["findings"], limit, doc.get("root") or "run")
+    head = {k: (found if k == "findings" else doc[k]) for k in FIRST}
+    return {**head, **{k: v for k, v in doc.items() if k not in head}}, notes
+
+
+def _limit(args: Mapping[str, Any]) -> int:
+    return int(args.get("limit") or DEFAULT_LIMIT)
+
+
+def tail(ws: Workspace, args: dict[str, Any]) -> Result:
+    from .emit.jsondoc import document
+    from .files import InputError
+    from .tail_cmd import read_reports
+
+    paths = ws.confine_all(args.get("paths") or [], _log_files)
+    settings = ws.settings(args.get("select"), args.get("ignore"))
+    try:
+        reports = read_reports(paths, settings, args.get("prom"), args.get("since"))
+    except InputError as e:
+        raise ToolError(f"diag tail: {e}") from None
+    doc, limit = document(reports), _limit(args)
+    if "runs" not in doc:
+        run, notes = _bounded_run(doc, limit)
+        return Result(run, tuple(notes))
+    runs = [_bounded_run(r, limit) for r in doc["runs"]]
+    return Result({**doc, "runs": [r for r, _ in runs]}, tuple(n for _, ns in runs for n in ns))
+
+
+def check(ws: Workspace, args: dict[str, Any]) -> Result:
+    from diag.rules.engine import sort_findings
+
+    from .check_cmd import run_check
+    from .emit.jsondoc import check_dict
+
+    paths = ws.confine_all(args["paths"], _recipe_files)
+    result = run_check([Path(p) for p in paths], ws.settings(args.get("select"), args.get("ignore")))
+    if not result.files:
+        raise ToolError(result.errors[0] if result.errors else f"diag check: no recipes found in {', '.join(paths)}")
+    doc = check_dict(sort_findings(result.findings), files=result.files, suppressed=result.suppressed,
+                     notes=result.notes)
+    found, notes = bound(doc["findings"], _limit(args), "check")
+    return Result({**doc, "findings": found}, tuple(result.errors) + tuple(notes))
+
+
+def explain(ws: Workspace, args: dict[str, Any]) -> Result:
+    from diag.rules.catalog import CatalogError, get
+
+    from .emit.rules import rules_dict
+    from .explain import explain_text
+
+    try:
+        return Result(rules_dict([get(args["code"])]), text=explain_text(args["code"]))
+    except CatalogError as e:
+        raise ToolError(f"diag explain: {e}; `diag rules` lists the codes") from None
+
+
+def rules(ws: Workspace, args: dict[str, Any]) -> Result:
+    from .emit.rules import rules_dict
+    from .rules_cmd import select_rules
+
+    try:
+        return Result(rules_dict(select_rules(args.get("scope"), args.get("select"))))
+    except LookupError as e:
+        raise ToolError(f"diag rules: {e}") from None
+
+
+def _sweep(ws: Workspace, command: str, paths: list[str], args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The ``diag report --format json`` document of confined run directories; ToolError on bad input."""
+    from .files import InputError
+    from .report_cmd import sweep_document
+    from .sla import SlaError, parse_sla
+
+    paths = ws.confine_all(paths, _log_files)
+    try:
+        sla = parse_sla(args["sla"]) if args.get("sla") is not None else None
+    except SlaError as e:
+        raise ToolError(f"diag {command}: --sla: {e}") from None
+    try:
+        doc, errors = sweep_document(paths, ws.settings(), sla, args.get("min_tok_s_user"))
+    except InputError as e:
+        raise ToolError(f"diag {command}: {e}") from None
+    if not doc["runs"] or not any(r["root"] for r in doc["runs"]):
+        raise ToolError(f"diag {command}: no run logs in {', '.join(paths)}")
+    return doc, [f"diag {command}: {e}" for e in errors]
+
+
+def _bounded_runs(doc: dict[str, Any], keys: tuple[str, ...], limit: int) -> tuple[dict[str, Any], list[str]]:
+    out, notes = {k: doc[k] for k in keys}, []
+    runs = []
+    for r in out["runs"]:
+        found, more = bound(r["finding_list"], limit, r["label"])
+        runs.append({**r, "finding_list": found})
+        notes += more
+    return {**out, "runs": runs}, notes
+
+
+def report(ws: Workspace, args: dict[str, Any]) -> Result:
+    from .emit.html import render_html
+
+    doc, errors = _sweep(ws, "report", args["paths"], args)
+    out_dir = ws.roots[0] / OUT_DIR
+    try:
+        out_dir.mkdir(exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix="report-", suffix=".html", dir=out_dir)
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(render_html(doc))
+    except OSError as e:
+        raise ToolError(f"diag report: {out_dir}: cannot write: {e.strerror or e}") from None
+    body, notes = _bounded_runs(doc, REPORT_KEYS, _limit(args))
+    return Result({"html": name, **body}, (f"wrote {name}", *errors, *notes))
+
+
+def compare(ws: Workspace, args: dict[str, Any]) -> Result:
+    doc, errors = _sweep(ws, "compare", [args["run_a"], args["run_b"]], args)
+    body, notes = _bounded_runs(doc, COMPARE_KEYS, _limit(args))
+    return Result(body, (*errors, *notes))
+
+
+def runs(ws: Workspace, args: dict[str, Any]) -> Result:
+    from .emit.runs import runs_document
+    from .index.query import QueryError, select_runs
+
+    try:
+        df = select_runs(ws.confine(args["root"]), args.get("where"), args.get("sort"))
+    except QueryError as e:
+        raise ToolError(f"diag runs: {e}") from None
+    limit = _limit(args)
+    notes = (f"runs: the first {limit} of {df.height} runs (limit {limit})",) if df.height > limit else ()
+    return Result(runs_document(df.head(limit)), notes)
+
+
+def bundled(name: str, keys: tuple[str, ...] | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A published schema (``diag/schemas/NAME.schema.json``) made self-contained for a tool's output
+    schema: common.schema.json's definitions moved in, its ``$ref``\\ s pointed at them. ``keys`` keeps only
+    those properties (the report's projection), ``extra`` adds properties of the tool's own."""
+    import json
+
+    from . import schemas
+
+    common = schemas.load("common")["$defs"]
+    schema = schemas.load(name)
+    schema.pop("$id", None)
+    defs = schema.setdefault("$defs", {})
+    assert not set(defs) & set(common), "a schema's own $defs shadow common's"
+    schema["$defs"] = {**defs, **common}
+    schema["type"] = "object"  # MCP: an output schema is an object at its root
+    if keys is not None:
+        schema["properties"] = {k: v for k, v in schema["properties"].items() if k in keys}
+        schema["required"] = list(keys)
+    if extra:
+        schema["properties"] = {**extra, **schema["properties"]}
+        schema["required"] = [*extra, *schema["required"]]
+    return json.loads(json.dumps(schema).replace('"common.schema.json#/$defs/', '"#/$defs/'))
+
+
+def _obj(required: tuple[str, ...], **props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
+
+
+_STR = {"type": "string"}
+_PATHS = {"type": "array", "items": _STR, "minItems": 1,
+          "description": "Run directories, log files or globs; relative paths are under the server's first root."}
+_CODES = {"type": "array", "items": _STR, "description": "Only the rules with these codes or prefixes (K001, K, DIAG-E)."}
+_IGNORE = {"type": "array", "items": _STR, "description": "Skip the rules with these codes or prefixes."}
+_LIMIT = {"type": "integer", "minimum": 1, "default": DEFAULT_LIMIT,
+          "description": "At most this many findings per run (most severe first; the summary counts all)."}
+_SLA = {"type": "string", "description": "Latency target: METRIC[.QUANTILE]=DURATION,... (ttft=1s,tpot=50ms); "
+                                         "default the recipe's goodput thresholds."}
+_RUN = {"type": "string", "description": "A run directory (outputs/<jobid>)."}
+
+TOOLS: tuple[Tool, ...] = (
+    Tool("tail", "A run's report from its logs, as `diag tail --format json`: the verdict (what limits the run, "
+         "experiments to try), findings with file:line evidence, per-endpoint health and the benchmark points.",
+         _obj((), paths={**_PATHS, "minItems": 0}, select=_CODES, ignore=_IGNORE,
+              since={**_STR, "description": "With prom and no paths: the last DURATION (15m, 2h)."},
+              prom={**_STR, "description": "A Prometheus server URL: its vLLM metrics join the run's logs "
+                                           "(or, with no paths, are the run)."},
+              limit=_LIMIT),
+         bundled("tail"), tail),
+    Tool("check", "Lint srt-slurm recipes (or what a run directory ran) for P/D pitfalls, as "
+         "`diag check --format json`.",
+         _obj(("paths",), paths={**_PATHS, "description": "Recipe files, directories (searched for *.yaml) or run "
+                                                          "directories; relative paths are under the first root."},
+              select=_CODES, ignore=_IGNORE, limit=_LIMIT),
+         bundled("check"), check),
+    Tool("explain", "A rule's full entry: why it fires, what to change, its thresholds (the text), and its "
+         "catalog row (`diag rules --format json` for that code).",
+         _obj(("code",), code={**_STR, "description": "A rule code: DIAG-K001 or K001."}),
+         bundled("rules"), explain),
+    Tool("rules", "The rule catalog, as `diag rules --format json`.",
+         _obj((), select=_CODES, scope={"enum": ["run", "endpoint", "engine", "recipe"]}),
+         bundled("rules"), rules),
+    Tool("report", "Judge a sweep: write the offline HTML report under the first root (.diag-mcp/) and return its "
+         "path with `diag report --format json` minus the plot tables: the pick, every point's verdict against "
+         "the latency target, run-vs-run diffs.",
+         _obj(("paths",), paths={**_PATHS, "description": "Run directories; the first is the diff's baseline."},
+              sla=_SLA, min_tok_s_user={"type": "number", "exclusiveMinimum": 0}, limit=_LIMIT),
+         bundled("report", REPORT_KEYS, {"html": {"type": "string", "description": "the written HTML report"}}),
+         report),
+    Tool("compare", "What differs between two runs: configuration, verdicts, findings and tok/s per GPU at equal "
+         "tok/s per user (the `diffs` and `runs` of `diag report RUN_A RUN_B --format json`).",
+         _obj(("run_a", "run_b"), run_a={**_RUN, "description": "The baseline run directory."}, run_b=_RUN,
+              sla=_SLA, limit=_LIMIT),
+         bundled("report", COMPARE_KEYS), compare),
+    Tool("runs", "The runs of a campaign index (`diag index`), one row each: validity, verdict, best tok/s per "
+         "GPU, top finding, path; filtered and ordered as `diag runs --format json` (the index only, no log).",
+         _obj(("root",), root={**_STR, "description": "An index directory, or a ROOT holding one in .diag/index."},
+              where={**_STR, "description": "COLUMN OP VALUE joined by and/or; OP = != < <= > >= ~ (regex)."},
+              sort={**_STR, "description": "A column to order by; -COL for descending."},
+              limit={**_LIMIT, "description": "At most this many runs (in the order asked for)."}),
+         bundled("runs"), runs),
+)
+TOOL = {t.name: t for t in TOOLS}
+
+
+def call(ws: Workspace, name: str, args: Mapping[str, Any] | None) -> Result:
+    """Run tool ``name`` on ``args`` checked against its input schema; ToolError on bad input."""
+    from jsonschema import Draft202012Validator
+
+    tool = TOOL.get(name)
+    if tool is None:
+        raise ToolError(f"diag mcp: no tool {name!r} (tools: {', '.join(TOOL)})")
+    args = dict(args or {})
+    error = next(iter(Draft202012Validator(tool.input_schema).iter_errors(args)), None)
+    if error is not None:
+        where = ".".join(map(str, error.absolute_path)) or "arguments"
+        raise ToolError(f"diag {name}: {where}: {error.message}")
+    try:
+        result = tool.run(ws, args)
+    except ToolError as e:  # a path refused, a config error: named by the tool, shaped like the CLI's lines
+        from .options import printable
+
+        head, _, message = str(e).partition(": ") if str(e).startswith("diag ") else (f"diag {name}", "", str(e))
+        raise ToolError(f"{head}: {printable(message)}") from None
+    return replace(result, doc=json.loads(dumps(result.doc)))  # as the CLI writes it: times as ISO strings
