@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import IO
 
 from diag.parsers.headers import ORCHESTRATOR
@@ -15,6 +16,8 @@ from diag.parsers.orchestrator import parse_banner, parse_lifecycle
 from diag.parsers.records import Lifecycle, Record
 from diag.parsers.timestamps import parse_iso
 from diag.rules.knowledge import _data, families, fixes, fmt_version, nightlies
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------- parsing whole texts
 
@@ -204,3 +207,29 @@ def stop_server(proc: subprocess.Popen[bytes], log: IO[bytes] | None = None) -> 
         proc.wait(5)
     if log is not None:
         log.close()
+
+
+# ---------------------------------------------------------------- the CLI in this process
+
+
+def run_diag(*args: str, cwd: Path | str | None = None, env: Mapping[str, str | None] | None = None,
+             input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``diag ARGS`` run in this process (typer's CLI runner): its exit status, stdout and stderr, as a
+    subprocess would give them, without a new interpreter importing diag again (about 1 s a call).
+    ``env`` changes the environment for the call (None removes a variable); an exception diag does not
+    turn into an exit status is raised here, so a traceback fails the test as it would show in a shell.
+    Tests of what only a real process shows (signals, closed pipes, start-up imports) use subprocess."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from diag.cli import app
+
+    here = os.getcwd()
+    os.chdir(cwd or ROOT)
+    try:
+        res = CliRunner().invoke(app, list(args), input=input, env=dict(env or {}), catch_exceptions=False,
+                                 prog_name="diag")
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["diag", *args], res.exit_code, res.stdout, res.stderr)

@@ -3,6 +3,7 @@ TUI core and a streamed `tail -f --format jsonl` all end in that same report."""
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import subprocess
@@ -21,22 +22,20 @@ from diag.rules.settings import Settings
 from diag.sources import FollowSource
 from diag.tui.state import WatchState
 
+from helpers import run_diag
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted(p.name for p in (ROOT / "samples" / "runs").iterdir())
 
 
-def _diag(*args: str, **kw) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120, **kw)
-
-
+@functools.cache
 def _batch_doc(run: str) -> dict:
     return report_dict(Pipeline(batch(ROOT / "samples" / "runs" / run), Settings()).once())
 
 
 @pytest.mark.parametrize("run", RUNS)
 def test_tail_json_is_golden(run: str) -> None:
-    res = _diag("tail", f"samples/runs/{run}", "--format", "json")
+    res = run_diag("tail", f"samples/runs/{run}", "--format", "json")
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
     validate(doc, "tail")
