@@ -4,14 +4,14 @@ sample runs (samples/derived.py) and on real Qwen3.5 recipes turned into runs.""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from schemas import validate
+
+from helpers import run_diag
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "samples" / "runs"
@@ -19,10 +19,7 @@ DERIVED = sorted(p.name for p in RUNS.iterdir() if "derived_from" in json.loads(
 
 
 def diag(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("NO_COLOR", None)
-    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120, env=env)
+    return run_diag(*args, cwd=cwd, env={"COLUMNS": "200", "NO_COLOR": None})
 
 
 def _doc(run: str) -> dict:

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -25,6 +24,8 @@ from diag.rules.present import colour_of
 from diag.sla import parse_sla
 from diag.sweep import pareto_front
 
+from helpers import run_diag
+
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ["samples/runs/sweep-4xdep2", "samples/runs/sweep-5xdep2"]
 SCREENSHOT = ROOT / "samples" / "out" / "report-sweep.png"
@@ -33,8 +34,7 @@ WIDTH = 1400              # px: the page must not scroll sideways at this width
 
 
 def _diag(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
+    return run_diag(*args)
 
 
 @pytest.fixture(scope="module")

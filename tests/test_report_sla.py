@@ -5,11 +5,9 @@ and a run without benchmark points."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,14 +18,15 @@ from diag.emit.html import render_html
 from diag.report_doc import build
 from diag.sla import SlaError, parse_sla
 
+from helpers import run_diag
+
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ["samples/runs/sweep-4xdep2", "samples/runs/sweep-5xdep2"]
 RESULT_512 = "logs/sa-bench_isl_8192_osl_1024/results_concurrency_512_gpus_16_ctx_8_gen_8.json"
 
 
 def _diag(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env={**os.environ, "COLUMNS": "240"})
+    return run_diag(*args, env={"COLUMNS": "240"})
 
 
 def _json(*args: str) -> dict:

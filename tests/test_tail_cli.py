@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from schemas import validate
 
+from helpers import run_diag
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "samples" / "runs"
 
 
-def diag(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run diag; JSON and JSONL output is validated against the shipped schemas on the way."""
-    res = subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True,
-                         cwd=cwd or ROOT, timeout=timeout)
+def diag(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run diag (in this process); JSON and JSONL output is validated against the shipped schemas on the way."""
+    res = run_diag(*args, cwd=cwd)
     if "--format" in args and res.stdout.strip():
         fmt = args[args.index("--format") + 1]
         if fmt == "json":
