@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from diag.parsers import blockframe
 from diag.parsers.counts import ANSI_PATTERN
 from diag.parsers.ingest import StreamParser, merged_records, parse_bulk
 from diag.parsers.lineparser import TRIGGER_PATTERN
@@ -51,9 +52,18 @@ def _sample_logs() -> list[Path]:
 
 
 @pytest.mark.parametrize("path", _sample_logs(), ids=lambda p: str(p.relative_to(SAMPLES)))
-def test_bulk_equals_stream_on_samples(path: Path) -> None:
+def test_bulk_equals_stream_on_samples(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bulk (the compiled prefilter where it is installed), streaming and the record path; and the bulk
+    polars scan without the prefilter (tests/test_prefilter.py holds the two scans to each other elsewhere)."""
     data = path.read_bytes()
     _assert_same(data, 256 << 10, seed=len(data))
+    if blockframe.USE_PREFILTER:
+        monkeypatch.setattr(blockframe, "USE_PREFILTER", False)
+        bulk, bc = parse_bulk(blocks_of(data, 64 << 10), year=2026)
+        reference, rc = record_path(data, year=2026)
+        assert bulk == reference
+        assert (bc.lines, bc.candidates, bc.ansi_lines, bc.noise, bc.last_ts) == \
+            (rc.lines, rc.candidates, rc.ansi_lines, rc.noise, rc.last_ts)
 
 
 def test_the_clock_is_the_last_stamped_line_of_any_kind() -> None:
