@@ -95,6 +95,18 @@ def not_readable(path: Path) -> str | None:
     return None
 
 
+NO_SUCH_PATH = "no such file or directory"
+NO_RUN_LOGS = "no run logs in this directory"
+
+
+def not_there_yet(arg: str) -> bool:
+    """A command-line path that does not exist (yet), or a glob that matches nothing (yet):
+    ``diag tail -f`` waits for it like ``tail -F``; everything else fails at once."""
+    if any(c in arg for c in "*?["):
+        return not glob.glob(arg)
+    return path_problem(Path(arg)) == NO_SUCH_PATH
+
+
 def path_problem(path: Path) -> str | None:
     """Why a path named on the command line cannot be looked at, in words, or None (it exists, or it
     is a symlink that loops or leads nowhere: listed as skipped later). Never raises: a directory on
@@ -112,7 +124,7 @@ def path_problem(path: Path) -> str | None:
     if err.errno == errno.EACCES:
         return "permission denied (a directory on its path cannot be searched: its x bit is off)"
     if err.errno == errno.ENOENT:
-        return "no such file or directory"
+        return NO_SUCH_PATH
     if err.errno == errno.ENOTDIR:
         return "a part of its path is not a directory"
     return err.strerror or str(err)
@@ -127,7 +139,7 @@ def output_problem(path: Path, *, directory: bool = False) -> str | None:
     if exists:
         return None if os.access(path, os.W_OK) else "permission denied"
     parent = path.absolute().parent
-    while directory and path_problem(parent) == "no such file or directory" and parent != parent.parent:
+    while directory and path_problem(parent) == NO_SUCH_PATH and parent != parent.parent:
         parent = parent.parent  # --export makes the directories it needs
     why = path_problem(parent)
     if why is not None:
@@ -172,7 +184,7 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
     for arg in paths:
         matches = [Path(p) for p in sorted(glob.glob(arg))] if any(c in arg for c in "*?[") else [Path(arg)]
         if not matches:
-            raise InputError(f"{arg}: no such file or directory")
+            raise InputError(f"{arg}: {NO_SUCH_PATH}")
         for p in matches:
             why = path_problem(p)
             if why is not None:
@@ -203,7 +215,7 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
                 files.append((f, info))
                 found += 1
             if is_dir(p) and found == 0:
-                skipped.append(Skipped(p, "no run logs in this directory"))
+                skipped.append(Skipped(p, NO_RUN_LOGS))
     return files, skipped
 
 

@@ -4,15 +4,17 @@ Each followed file keeps a :class:`parsers.ingest.StreamParser` (the bulk path's
 catching up on a large existing log runs at batch speed); a poll reads what was appended since the
 last one, in blocks, up to ``POLL_MAX`` bytes a file (no busy loop: the caller sleeps between polls). A file that shrinks was
 truncated and is read again from the start; a file whose inode changed was rotated and is
-reopened; a deleted file keeps the records already read.
+reopened; a deleted file keeps the records already read. With ``wait``, a named path that does not
+exist yet (or a glob that matches nothing yet) is waited for and followed once it appears.
 """
 
 from __future__ import annotations
 
+import glob
 import gzip
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +26,18 @@ from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Record
 
-from .files import BLOCK, Skipped, classify, discover, not_readable, open_log, year_of
+from .files import (
+    BLOCK,
+    NO_RUN_LOGS,
+    Skipped,
+    classify,
+    discover,
+    is_dir,
+    not_readable,
+    not_there_yet,
+    open_log,
+    year_of,
+)
 
 READ_MAX = BLOCK        # one block per read
 POLL_MAX = 512 << 20   # read per file and poll: a large existing log is caught up in a few polls
@@ -65,18 +78,37 @@ def _year_reached(log: ParsedLog) -> int | None:
 class Follower:
     """The set of followed logs under some paths; ``poll()`` returns what changed."""
 
-    def __init__(self, paths: list[str], *, ref: datetime | None = None) -> None:
-        self.paths = paths
+    def __init__(self, paths: list[str], *, ref: datetime | None = None, wait: bool = False,
+                 ref_of: Callable[[list[tuple[Path, FileInfo]]], datetime | None] | None = None) -> None:
+        self.waiting = [p for p in paths if wait and not_there_yet(p)]  # named, not there yet
+        self.paths = [p for p in paths if p not in self.waiting]        # there (discovered)
+        self.appeared: list[str] = []                                   # waited for, then found
         self.ref = ref
+        self.ref_of = ref_of  # dates a path that appears later (its orchestrator log), when ref is None
         self.files: dict[str, Followed] = {}
         self.skipped: list[Skipped] = []
-        self.dirs = [Path(p) for p in paths if Path(p).is_dir()]
-        files, self.skipped = discover(paths)
+        self.dirs = [Path(p) for p in self.paths if Path(p).is_dir()]
+        files, self.skipped = discover(self.paths)
         for path, info in files:
             self._add(path, info)
 
+    def _arrivals(self) -> None:
+        """Paths waited for that now exist: followed from here on (their files by the rescan)."""
+        for arg in [a for a in self.waiting if not not_there_yet(a)]:
+            self.waiting.remove(arg)
+            self.paths.append(arg)
+            self.appeared.append(arg)
+            files, skipped = discover([arg])
+            self.dirs += [Path(m) for m in (glob.glob(arg) if any(c in arg for c in "*?[") else [arg])
+                          if is_dir(Path(m))]
+            self.skipped += skipped
+            if self.ref is None and self.ref_of is not None:
+                self.ref = self.ref_of(files)
+            for path, info in files:
+                self._add(path, info)
+
     def _add(self, path: Path, info: FileInfo) -> None:
-        if info.kind not in FOLLOWED:
+        if info.kind not in FOLLOWED or str(path) in self.files:
             return
         why = not_readable(path)  # a FIFO would block open() forever
         if why is not None:
@@ -94,6 +126,7 @@ class Follower:
         f = Followed(ParsedLog(str(path), info, year=year), StreamParser(year=year, tz_offset_s=tz),
                      inode=st.st_ino, tz=tz)
         self.files[str(path)] = f
+        self.skipped = [s for s in self.skipped if not (s.reason == NO_RUN_LOGS and s.path in path.parents)]
         if packed:  # a compressed log is a finished one: read it whole, once (offsets mean nothing in it)
             f.packed = True
             self._read_packed(path, f)
@@ -110,8 +143,10 @@ class Follower:
         f.sync()
 
     def _rescan(self) -> list[str]:
-        """Pick up worker files that appeared in the followed directories."""
-        added = []
+        """Pick up worker files that appeared in the followed directories (and paths waited for)."""
+        before = set(self.files)
+        self._arrivals()
+        added = [k for k in self.files if k not in before]
         for d in self.dirs:
             for dirpath, _, names in os.walk(d):
                 for name in names:

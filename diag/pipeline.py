@@ -201,14 +201,15 @@ class Pipeline:
         return update.report
 
     def stream(self, poll_s: float, stop: Callable[[], bool]) -> Iterator[Update]:
-        """Poll until ``stop()``; yields every step (``diag tail -f``); the last yield is the final
-        report after the source's unterminated lines. Ctrl-C ends the stream like ``stop()``."""
+        """Poll until ``stop()`` (once at least); yields every step (``diag tail -f``); the last yield is
+        the final report after the source's unterminated lines. Ctrl-C ends the stream like ``stop()``."""
         try:
+            yield self.step()  # what is there now is read, even when stopped at once
             while not stop():
-                yield self.step()
+                time.sleep(poll_s)
                 if stop():
                     break
-                time.sleep(poll_s)
+                yield self.step()
         except KeyboardInterrupt:
             pass
         yield self.finish()

@@ -18,6 +18,7 @@ from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.finding import Finding
 from diag.rules.present import duration, number
 from diag.rules.runmodel import Endpoint, Run
+from diag.rules.templating import log_empty
 from diag.rules.verdict import INTERVAL_S, Verdict, Verdicts, active_window, in_window
 from diag.rules.verdict_catalog import verdict_catalog
 
@@ -53,6 +54,7 @@ class EndpointSummary:
     facts: dict[str, Any]
     startup: dict[str, Any] = field(default_factory=dict)   # Startup.to_dict as of the report's time
     latency: dict[str, dict[str, float | None]] = field(default_factory=dict)  # see endpoint_latency
+    log: str | None = None                 # "empty": every log file of it has 0 bytes (else not in the JSON)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,7 +72,7 @@ class EndpointSummary:
             "phase": self.phase,
             "facts": self.facts,
             "startup": self.startup,
-        }
+        } | ({"log": self.log} if self.log else {})
 
 
 def _iso(t: datetime | None) -> str | None:
@@ -146,12 +148,14 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
         fig, label = window_figures(ep, *own), {"label": "active", "start": own[0].isoformat(),
                                                  "end": own[1].isoformat()}
     keys = ("prompt_tps_mean", "gen_tps_mean", "running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak")
-    health = endpoint_health(ep, findings, stale_at or now, stale_s)
+    health, empty = endpoint_health(ep, findings, stale_at or now, stale_s), log_empty(run, ep)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
                            label if fig else None, **{k: fig.get(k) for k in keys},  # type: ignore[arg-type]
                            preemptions=int(ep.stats["preemptions"].fill_null(0).sum()) if ep.stats.height else 0,
-                           health=health, phase=endpoint_phase(ep, health, verdicts, now), facts=facts_of(ep),
-                           startup=ep.startup.to_dict(now), latency=endpoint_latency(ep))
+                           health=health, phase="unknown" if empty else endpoint_phase(ep, health, verdicts, now),
+                           facts=facts_of(ep),
+                           startup=ep.startup.to_dict(now), latency=endpoint_latency(ep),
+                           log="empty" if empty else None)
 
 
 def summary_window(verdicts: Verdicts | None) -> tuple[datetime, datetime] | None:

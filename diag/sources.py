@@ -25,6 +25,7 @@ import polars as pl
 
 from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.ingest import ParsedLog
+from diag.parsers.layout import FileInfo
 from diag.parsers.records import Fault, Lifecycle, Record
 
 from .changes import NO_CHANGES, Changes, SourceBase
@@ -35,6 +36,7 @@ from .files import (
     Side,
     check_paths,
     discover,
+    not_there_yet,
     parse_log,
     parse_logs,
     read_side,
@@ -132,26 +134,35 @@ class BatchSource(SourceBase):
         return None
 
 
+def _ref_of(files: list[tuple[Path, FileInfo]]) -> datetime | None:
+    """The run's start by its orchestrator logs among ``files`` (it dates the workers' lines)."""
+    return _run_start([parse_log(p, i) for p, i in files if i.kind == "orchestrator"])
+
+
 class FollowSource(SourceBase):
     """A run followed like ``tail -F`` (:class:`diag.follow.Follower`), plus its side files and
     Prometheus captures, re-read when they change (benchmark results land at the end of a run)."""
 
     RESCAN_S = 10.0
 
-    def __init__(self, paths: list[str], *, rescan_s: float = RESCAN_S) -> None:
-        check_paths(paths)
-        self.paths = paths
-        files, _ = discover(paths)
-        roots = {run_root(p) for p, _ in files}
-        self.root = next(iter(roots)) if len(roots) == 1 else None
-        orch = [parse_log(p, i) for p, i in files if i.kind == "orchestrator"]
-        self.follower = Follower(paths, ref=_run_start(orch))
+    def __init__(self, paths: list[str], *, rescan_s: float = RESCAN_S, wait: bool = False) -> None:
+        present = [p for p in paths if not (wait and not_there_yet(p))]  # with wait, the rest is waited for
+        check_paths(present)
+        files, _ = discover(present)
+        self._root_of(files)
+        self.follower = Follower(paths, ref=_ref_of(files), wait=wait, ref_of=_ref_of)
+        self.paths = self.follower.paths
         self.label = "following " + " ".join(paths)
         self.rescan_s = rescan_s
         self._side = Side()
         self._metrics: list[ParsedLog] = []
         self._sig: tuple[Any, ...] | None = None
         self._checked = 0.0
+        self._appeared = 0
+
+    def _root_of(self, files: list[tuple[Path, FileInfo]]) -> None:
+        roots = {run_root(p) for p, _ in files}
+        self.root = next(iter(roots)) if len(roots) == 1 else None
 
     @property
     def finished(self) -> bool:
@@ -163,6 +174,10 @@ class FollowSource(SourceBase):
 
     def poll(self) -> Changes:
         recs, added, rows = self.follower.poll()
+        if len(self.follower.appeared) != self._appeared:  # a path waited for is there: its run and side files
+            self._appeared = len(self.follower.appeared)
+            self._root_of(discover(self.paths)[0])
+            self._refresh(force=True)
         self._refresh()
         return Changes(recs, added, rows)
 

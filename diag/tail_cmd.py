@@ -69,7 +69,8 @@ def tail(
     select: Select = None,
     ignore: Ignore = None,
     exit_zero: ExitZero = False,
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep reading as the logs grow (like tail -F)."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep reading as the logs grow (like tail -F: a path not there yet, or a "
+                                                   "directory without logs yet, is waited for)."),
     heartbeat: float = typer.Option(30.0, "--heartbeat", metavar="SECONDS", callback=positive("--heartbeat"),
                                     help="Follow mode: seconds between endpoint heartbeats."),
     poll: float = typer.Option(0.25, "--poll", callback=positive("--poll", hi=60), hidden=True,
@@ -353,6 +354,35 @@ def export_series(report: Report, out: Path, fmt: ExportFmt) -> list[Path]:
     return written
 
 
+class _FollowStatus:
+    """``tail -f``'s status lines on stderr: what is followed once the logs there are read, what is
+    waited for (a path not there yet, a directory without run logs yet), and what appeared."""
+
+    def __init__(self, follower: Any) -> None:
+        self.follower = follower
+        self.steps = 0
+        self.shown = 0
+        self.empty = False
+
+    def step(self) -> None:
+        f, self.steps = self.follower, self.steps + 1
+        for arg in f.appeared[self.shown:]:
+            typer.echo(f"diag tail: {printable(arg)} appeared; following it", err=True)
+        self.shown = len(f.appeared)
+        if self.steps == 1:
+            for arg in f.waiting:
+                typer.echo(f"diag tail: waiting for {printable(arg)} to appear (like tail -F; Ctrl-C stops)",
+                           err=True)
+        if not f.files and not f.waiting and not self.empty:
+            self.empty = True
+            typer.echo(f"diag tail: no run logs in {printable(' '.join(f.paths))} yet; waiting for them to "
+                       "appear (Ctrl-C stops)", err=True)
+        if f.files and (self.steps == 1 or self.empty):
+            self.empty = False
+            typer.echo(f"diag tail: following {len(f.files)} log{'s' * (len(f.files) != 1)} (Ctrl-C stops)",
+                       err=True)
+
+
 def _when(text: str | None, flag: str) -> datetime | None:
     from .files import InputError
 
@@ -377,10 +407,12 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
     from .pipeline import Pipeline
     from .sources import FollowSource
 
-    pipeline: Pipeline = Pipeline(FollowSource(paths), settings, min_interval_s=1.0)
     stop = {"flag": False}
     for sig in (signal.SIGINT, signal.SIGTERM):  # end after the line being written, never inside it
         signal.signal(sig, lambda *_: stop.__setitem__("flag", True))
+    source = FollowSource(paths, wait=True)
+    pipeline: Pipeline = Pipeline(source, settings, min_interval_s=1.0)
+    status = _FollowStatus(source.follower)
     out = sys.stdout
     console = console_for()
     events = console if fmt is TailFormat.text else console_for(sys.stderr)
@@ -395,6 +427,7 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
         if fmt is TailFormat.jsonl:
             emit_obj({"type": "stream", **envelope(JSONL_SCHEMA)})
         for update in pipeline.stream(poll_s, lambda: stop["flag"]):
+            status.step()
             if fmt is TailFormat.jsonl:
                 for path in update.changes.added:
                     emit_obj({"type": "source", "event": "new", "path": path})
@@ -417,6 +450,10 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
                         events.print(heartbeat_line(s))
         final = pipeline.report
         assert final is not None
+        if final.read_nothing:  # as a batch read of the same paths: one line each, exit 2
+            for arg in source.follower.waiting:
+                typer.echo(f"diag tail: {printable(arg)} never appeared", err=True)
+            _nothing_read(paths, [final])
         if fmt is TailFormat.jsonl:
             emit_obj(summary_line(final))
         elif fmt is TailFormat.json:

@@ -26,7 +26,7 @@ from .catalog import Rule
 from .finding import Finding
 from .present import number
 from .runmodel import Endpoint, Run
-from .templating import Template, _finding, _loc
+from .templating import Template, _finding, _loc, empty_logs, log_empty
 from .windows import bucketed, windows
 
 TEMPLATES: dict[str, Template] = {
@@ -418,7 +418,12 @@ def absence(rule: Rule, run: Run) -> list[Finding]:
     for ep in run.endpoints.values():
         variants = Counter(ep.variants)
         prom = variants.pop("prom", 0)  # L001 is about the log: Prometheus samples do not count
-        if ep.role not in rule.params.get("roles", ("prefill", "decode", "agg")) or variants:
+        if ep.role not in rule.params.get("roles", ("prefill", "decode", "agg")):
+            continue
+        if empty := empty_logs(run, ep):
+            out.append(_empty_log(rule, run, ep, empty, prom))
+            continue
+        if variants:
             continue
         if not logged.intersection(ep.files):
             continue  # known from metrics alone (a Prometheus server, a telemetry capture): no log to miss
@@ -444,6 +449,20 @@ def absence(rule: Rule, run: Run) -> list[Finding]:
                             evidence={"cause": cause, "engines": len(ep.engines), "prometheus_samples": prom},
                             first_ts=ep.first_ts, last_ts=ep.last_ts))
     return out
+
+
+def _empty_log(rule: Rule, run: Run, ep: Endpoint, empty: tuple[str, ...], prom: int) -> Finding:
+    """An endpoint log of 0 bytes: the whole endpoint unseen, or the engines of one of its files."""
+    names, many = ", ".join(p.rsplit("/", 1)[-1] for p in empty), len(empty) > 1
+    msg = (f"{ep.id} has no stats lines: its log{'s are' if many else ' is'} empty ({names}: 0 bytes): the "
+           "worker wrote nothing there (it never started, or its output went elsewhere)" if log_empty(run, ep) else
+           f"{ep.id}: {names} {'are' if many else 'is'} empty (0 bytes): the engines logging there are missing "
+           "from its figures")
+    return _finding(rule, msg, endpoint=ep.id, location=_loc(empty[0], None), first_ts=run.start, last_ts=run.end,
+                    fix="check that the worker started and that its output reaches that file (srun --output); "
+                        "diag judges the endpoint without it",
+                    evidence={"cause": "log_empty", "files": list(empty), "engines": len(ep.engines),
+                              "prometheus_samples": prom})
 
 
 # ---------------------------------------------------------------- capacity vs concurrency (K003)

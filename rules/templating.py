@@ -11,7 +11,7 @@ from typing import Any
 
 from .catalog import Rule
 from .finding import Finding, Location
-from .runmodel import Run
+from .runmodel import Endpoint, Run
 
 Template = Callable[[Rule, Run], list[Finding]]
 
@@ -24,3 +24,16 @@ def _finding(rule: Rule, message: str, **kw: Any) -> Finding:
 
 def _loc(file: str | None, line: int | None) -> Location | None:
     return Location(file, line) if file else None
+
+
+def empty_logs(run: Run, ep: Endpoint) -> tuple[str, ...]:
+    """The endpoint's log files that are empty (0 bytes read without error, not a line nor a record in them):
+    its worker wrote nothing there."""
+    return tuple(s.path for s in run.sources if s.path in ep.files and s.kind != "prometheus" and not s.error
+                 and s.size == 0 and s.counts.lines == 0 and not s.records and not s.stats.height)
+
+
+def log_empty(run: Run, ep: Endpoint) -> bool:
+    """Every log file of the endpoint is empty (it is known from its file names alone)."""
+    logged = {s.path for s in run.sources if s.kind != "prometheus"}.intersection(ep.files)
+    return bool(logged) and logged <= set(empty_logs(run, ep))

@@ -120,3 +120,47 @@ def test_a_recipe_over_the_size_limit_is_not_parsed(tmp_path: Path, monkeypatch)
     res = CliRunner().invoke(app, ["check", str(big), "--config", str(tmp_path / "diag.toml")])
     assert res.exit_code == 2
     assert res.stderr == f"{big}: 2,417 bytes, over the recipe size limit of 1,000 (max-recipe-bytes in diag.toml); not read\n"
+
+
+def test_c017_nested_unknown_keys_are_flagged_at_their_line_with_the_nearest_field(tmp_path: Path) -> None:
+    """srtctl's marshmallow schema rejects an unknown key at every level, not only the top one."""
+    text = (ROOT / "samples" / "runs" / "healthy" / "config.yaml").read_text()
+    text = text.replace("  isl: 8192\n", "  isl: 8192\n  bogus_key: 1\n  isll: 3\n", 1)
+    text = text.replace("  gpus_per_node: 4\n", "  gpus_per_node: 4\n  bogus: 1\n", 1)
+    (tmp_path / "r.yaml").write_text(text)
+    found = [f for f in check_file(tmp_path / "r.yaml") if f.code == "DIAG-C017"]
+    messages = sorted(f.message for f in found)
+    assert messages == [
+        "unknown key `benchmark.bogus_key` (not an srtctl recipe field; typo?)",
+        "unknown key `benchmark.isll` (not an srtctl recipe field; did you mean `benchmark.isl`?)",
+        "unknown key `resources.bogus` (not an srtctl recipe field; typo?)",
+    ]
+    lines = text.splitlines()
+    assert {f.severity for f in found} == {"warning"}
+    assert sorted(lines[f.location.line - 1].strip() for f in found) == ["bogus: 1", "bogus_key: 1", "isll: 3"]
+
+
+def test_c017_backend_keys_are_those_of_the_backend_type(tmp_path: Path) -> None:
+    text = (ROOT / "samples" / "runs" / "healthy" / "config.yaml").read_text()
+    assert "  type: vllm\n" in text and "vllm_config:" in text
+    (tmp_path / "r.yaml").write_text(text.replace("  type: vllm\n", "  type: vllm\n  conector: nixl\n", 1))
+    (f,) = [f for f in check_file(tmp_path / "r.yaml") if f.code == "DIAG-C017"]
+    assert f.message.endswith("did you mean `backend.connector`?)")
+    (tmp_path / "r.yaml").write_text(text.replace("  type: vllm\n", "  type: sglang\n", 1))
+    assert "unknown key `backend.vllm_config`" in " ".join(
+        f.message for f in check_file(tmp_path / "r.yaml") if f.code == "DIAG-C017")
+
+
+def test_srtctl_field_lists_name_their_source_and_every_real_recipe_fits_them(real_recipes: Path) -> None:
+    """The field lists come from srt-slurm's schema (tools/srtctl_fields.py); no real recipe trips them."""
+    from diag.parsers.recipe import load_recipes
+    from diag.parsers.recipe_schema import srtctl_fields, validate
+
+    source = srtctl_fields()["source"]
+    assert source["repo"] == "NVIDIA/srt-slurm" and len(source["commit"]) == 40
+    assert "src/srtctl/core/schema.py" in source["paths"]
+    assert {"isl", "osl", "concurrencies", "sweep"} <= set(srtctl_fields()["sections"]["benchmark"])
+    files = sorted(real_recipes.glob("*.yaml")) + sorted(DATA.glob("*.yaml"))
+    assert len(files) >= 39 + 70
+    unknown = [(p.name, v.message) for p in files for job in load_recipes(p) for v in validate(job.data)]
+    assert not unknown

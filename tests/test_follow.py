@@ -30,7 +30,20 @@ class Follow:
                                      text=True, cwd=ROOT)
         self.q: queue.Queue[dict] = queue.Queue()
         self.seen: list[dict] = []
+        self.err: list[str] = []  # the status lines on stderr
         threading.Thread(target=self._pump, daemon=True).start()
+        threading.Thread(target=self._pump_err, daemon=True).start()
+
+    def _pump_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.err.append(line.rstrip("\n"))
+
+    def wait_err(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.err):
+            assert time.monotonic() < deadline, f"no {text!r} on stderr within {timeout} s; saw {self.err}"
+            time.sleep(0.05)
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -57,6 +70,7 @@ class Follow:
             rc = self.proc.wait(timeout=30)
         finally:
             self.proc.kill()
+            time.sleep(0.1)  # the stderr pump reads the last lines
         while not self.q.empty():
             self.seen.append(self.q.get())
         return rc
@@ -139,3 +153,51 @@ def test_follow_survives_rotation_and_deletion(tmp_path: Path) -> None:
     got = [r["prompt_tps"] for r in f.seen if r.get("type") == "record" and r.get("kind") == "stats"]
     assert sorted(got) == [1000.0, 1001.0, 1002.0]
     assert f.seen[-1]["type"] == "summary" and f.seen[-1]["endpoints"][0]["samples"] == 3
+
+
+def test_follow_waits_for_a_run_directory_that_does_not_exist_yet(tmp_path: Path) -> None:
+    """Like ``tail -F``: a run followed before its job starts is waited for, then read as it grows."""
+    run = tmp_path / "outputs" / "5010467"
+    f = Follow(str(run))
+    try:
+        f.wait_err(f"diag tail: waiting for {run} to appear", 60)
+        (run / "logs").mkdir(parents=True)
+        log = run / "logs" / "nodeA_decode_w0.out"
+        log.write_text(stats(0))
+        f.wait_for(_is_stats(1000.0), 15)
+        with log.open("a") as fh:
+            fh.write(stats(1))
+        f.wait_for(_is_stats(1001.0), 15)
+        f.wait_err(f"diag tail: {run} appeared; following it", 5)
+    finally:
+        rc = f.stop()
+    assert rc == 0 and f.seen[-1]["type"] == "summary"
+    assert [e["id"] for e in f.seen[-1]["endpoints"]] == ["decode-w0"]
+
+
+def test_follow_of_a_path_that_never_appears_ends_like_a_batch_read_of_it(tmp_path: Path) -> None:
+    f = Follow(str(tmp_path / "nope"))
+    f.wait_err("to appear (like tail -F; Ctrl-C stops)", 60)
+    assert f.stop() == 2
+    assert f"diag tail: {tmp_path / 'nope'} never appeared" in f.err
+    assert not [r for r in f.seen if r["type"] == "summary"]
+
+
+def test_follow_of_an_empty_directory_waits_for_logs_and_ends_like_the_batch_read(tmp_path: Path) -> None:
+    """The batch read of an empty directory is exit 2 ("no logs diag understands"); following it waits
+    for logs to appear, says so, and when stopped with none read ends the same way (exit 2, same line)."""
+    batch = subprocess.run([sys.executable, "-m", "diag", "tail", str(tmp_path)], capture_output=True, text=True,
+                           cwd=ROOT, timeout=120)
+    assert batch.returncode == 2 and f"diag tail: no logs diag understands in {tmp_path}" in batch.stderr
+    f = Follow(str(tmp_path))
+    f.wait_err(f"diag tail: no run logs in {tmp_path} yet; waiting for them to appear (Ctrl-C stops)", 60)
+    assert f.stop() == 2
+    assert f"diag tail: no logs diag understands in {tmp_path}" in f.err
+    f = Follow(str(tmp_path))  # and a log that appears is followed
+    try:
+        f.wait_err("waiting for them to appear", 60)
+        (tmp_path / "nodeA_prefill_w0.out").write_text(stats(0))
+        f.wait_for(_is_stats(1000.0), 15)
+        f.wait_err("diag tail: following 1 log (Ctrl-C stops)", 5)
+    finally:
+        assert f.stop() == 0

@@ -10,6 +10,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -157,6 +158,27 @@ def _on_samples(line: str) -> list[str]:
     return out
 
 
+def _follow_then_interrupt(cmd: list[str], cwd: Path, deadline_s: float = 180.0) -> subprocess.CompletedProcess:
+    """Ctrl-C as a user would: after ``diag tail -f`` says it follows its logs (its first read is done
+    and its handler set), not after a fixed sleep that a loaded machine outlasts before diag starts."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[str] = []
+    err: list[str] = []
+    pumps = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)
+             for s, into in ((proc.stdout, out), (proc.stderr, err))]
+    for t in pumps:
+        t.start()
+    end = time.monotonic() + deadline_s
+    while not any(line.startswith("diag tail: following ") for line in err) and proc.poll() is None:
+        assert time.monotonic() < end, f"{cmd}: no 'following' line within {deadline_s} s; stderr {err}"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    for t in pumps:
+        t.join(timeout=10)
+    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), "".join(err))
+
+
 @pytest.fixture(scope="module")
 def examples() -> list[str]:
     return _shown_examples()
@@ -164,7 +186,7 @@ def examples() -> list[str]:
 
 def test_each_example_shown_in_help_runs_on_the_samples(examples: list[str], tmp_path: Path) -> None:
     """0 or 1 (findings), never 2. A live screen runs as its --once snapshot, a follow is stopped with
-    Ctrl-C after a few seconds, ``> FILE`` is written by the test."""
+    Ctrl-C once it says it follows its logs, ``> FILE`` is written by the test."""
     assert len(examples) >= 15
     for line in examples:
         args = _on_samples(line)
@@ -174,11 +196,7 @@ def test_each_example_shown_in_help_runs_on_the_samples(examples: list[str], tmp
             args.append("--once")
         cmd = [sys.executable, "-m", "diag", *args]
         if "-f" in args or "--follow" in args:
-            proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(4)
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=60)
-            res = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+            res = _follow_then_interrupt(cmd, tmp_path)
         else:
             serves = args[0] == "mcp" and "--list-tools" not in args
             res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=180,

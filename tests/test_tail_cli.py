@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -172,3 +174,45 @@ def test_version_and_help() -> None:
     res = diag("explain", "DIAG-K001")
     assert "kv-cache-exhaustion" in res.stdout and "What to change" in res.stdout
     assert "DIAG-E001" in diag("rules").stdout
+
+
+def _l001(doc: dict) -> list[dict]:
+    return [f for f in doc["findings"] if f["code"] == "DIAG-L001"]
+
+
+def test_an_empty_endpoint_log_is_reported_not_a_silent_zero_engine_endpoint(tmp_path: Path) -> None:
+    """A 0-byte worker log: the endpoint says "log empty" (text stage, JSON ``log``) and DIAG-L001 names the
+    file; alone in a directory, or beside a healthy run whose other endpoints are judged as before."""
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "nodeA_decode_w0.out").write_bytes(b"")
+    doc = json.loads(diag("tail", str(tmp_path / "alone"), "--format", "json").stdout)
+    (ep,) = doc["endpoints"]
+    assert (ep["id"], ep["engines"], ep["log"], ep["phase"], ep["health"]) == ("decode-w0", 0, "empty", "unknown", "WARN")
+    (f,) = _l001(doc)
+    assert f["message"] == ("decode-w0 has no stats lines: its log is empty (nodeA_decode_w0.out: 0 bytes): the worker "
+                            "wrote nothing there (it never started, or its output went elsewhere)")
+    assert f["severity"] == "warning" and f["evidence"]["cause"] == "log_empty"
+    text = subprocess.run([sys.executable, "-m", "diag", "tail", str(tmp_path / "alone")], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "160"})
+    row = next(line for line in text.stdout.splitlines() if line.startswith("decode-w0"))
+    assert "log empty" in row and "WARN" in row and f["message"][:40] in text.stdout
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "samples" / "runs" / "healthy", run)
+    (run / "logs" / "gb200-r07-n16_decode_w1.out").write_bytes(b"")
+    doc, healthy = (json.loads(diag("tail", str(r), "--format", "json").stdout)
+                    for r in (run, ROOT / "samples" / "runs" / "healthy"))
+    assert [(e["id"], e.get("log")) for e in doc["endpoints"]][-2:] == [("decode-w0", None), ("decode-w1", "empty")]
+    assert doc["endpoints"][:-1] == healthy["endpoints"]
+    assert [f["endpoint"] for f in _l001(doc)] == ["decode-w1"] and not _l001(healthy)
+
+
+def test_one_empty_file_of_a_two_node_endpoint_is_named(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "samples" / "runs" / "healthy", run)
+    (run / "logs" / "gb200-r07-n15_decode_w0.out").write_bytes(b"")
+    doc = json.loads(diag("tail", str(run), "--format", "json").stdout)
+    (f,) = _l001(doc)
+    assert f["message"] == ("decode-w0: gb200-r07-n15_decode_w0.out is empty (0 bytes): the engines logging there "
+                            "are missing from its figures")
+    assert "log" not in doc["endpoints"][-1] and doc["endpoints"][-1]["engines"] == 4

@@ -95,7 +95,7 @@ def endpoint_columns(summaries: Sequence[EndpointSummary], own: Callable[[Endpoi
     ]
     if any(s.latency for s in summaries):  # only runs with Prometheus latency histograms
         cols.append(Column("TTFT/ITL p90 s", 5, _p90))
-    cols += [Column("stage", 6, lambda s: stage_text(s.startup), "left"),
+    cols += [Column("stage", 6, lambda s: "log empty" if s.log == "empty" else stage_text(s.startup), "left"),
              Column("samples", 7, lambda s: number(s.samples)),
              Column("last seen", 8, lambda s: clock(s.last_ts), "left"),
              Column("nodes", 9, _nodes, "left")]
