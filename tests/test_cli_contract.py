@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from schemas import validate
 
+from helpers import run_diag
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "samples/runs/prefill-bound"          # warnings only: exit 0 at the default fail-on
 CRASH = "samples/runs/engine-crash"         # errors
@@ -21,11 +23,12 @@ RECIPES = ROOT / "rules" / "catalog"        # not recipes: used where only a pat
 
 def diag(*args: str, cwd: Path | None = None, stdin: str | None = None,
          columns: int | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    """``diag ARGS`` in this process (tests/helpers.run_diag); the tests below of what only a real process
+    shows (start-up imports, a closed pipe, signals) start one."""
+    env: dict[str, str | None] = {"NO_COLOR": None, "FORCE_COLOR": None}
     if columns is not None:  # the width rich lays help out for
         env["COLUMNS"] = str(columns)
-    return subprocess.run([sys.executable, "-m", "diag", *args], capture_output=True, text=True, cwd=cwd or ROOT,
-                          timeout=120, env=env, input=stdin)
+    return run_diag(*args, cwd=cwd, env=env, input=stdin)
 
 
 def _abs(p: str) -> str:

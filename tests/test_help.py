@@ -22,6 +22,8 @@ from typer import _click
 from diag.cli import app
 from diag.rules_cmd import CATALOG_SELECT
 
+from helpers import run_diag
+
 RUNS = ROOT / "samples" / "runs"
 # The names the examples use, and the shipped sample each stands for (job ids as in the samples).
 SAMPLE_FOR = {
@@ -195,13 +197,14 @@ def test_each_example_shown_in_help_runs_on_the_samples(examples: list[str], tmp
         if args[0] == "watch" and "--once" not in args:
             args.append("--once")
         cmd = [sys.executable, "-m", "diag", *args]
+        serves = args[0] == "mcp" and "--list-tools" not in args
         if "-f" in args or "--follow" in args:
             res = _follow_then_interrupt(cmd, tmp_path)
+        elif serves:  # a server: its own process, answering an initialize on stdin until stdin ends
+            res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=180, input=MCP_INITIALIZE)
+            assert '"serverInfo"' in res.stdout, (line, res.stdout[-300:], res.stderr[-500:])
         else:
-            serves = args[0] == "mcp" and "--list-tools" not in args
-            res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=180,
-                                 input=MCP_INITIALIZE if serves else None)
-            assert not serves or '"serverInfo"' in res.stdout, (line, res.stdout[-300:], res.stderr[-500:])
+            res = run_diag(*args, cwd=tmp_path)
         assert res.returncode in (0, 1), (line, args, res.returncode, res.stderr[-500:])
         assert res.stdout or args[0] == "report", line
         if redirect:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -192,8 +191,7 @@ def test_an_empty_endpoint_log_is_reported_not_a_silent_zero_engine_endpoint(tmp
     assert f["message"] == ("decode-w0 has no stats lines: its log is empty (nodeA_decode_w0.out: 0 bytes): the worker "
                             "wrote nothing there (it never started, or its output went elsewhere)")
     assert f["severity"] == "warning" and f["evidence"]["cause"] == "log_empty"
-    text = subprocess.run([sys.executable, "-m", "diag", "tail", str(tmp_path / "alone")], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "160"})
+    text = run_diag("tail", str(tmp_path / "alone"), env={"COLUMNS": "160"})
     row = next(line for line in text.stdout.splitlines() if line.startswith("decode-w0"))
     assert "log empty" in row and "WARN" in row and f["message"][:40] in text.stdout
 
