@@ -44,6 +44,7 @@ from diag.parsers.records import (
 from diag.parsers.stats_columns import LATENCY_COLUMNS, RUN_METRICS, RUN_SCHEMA, TS
 
 from .knowledge import behaviour_since, parse_version
+from .serving import Served, served
 from .startup import Startup, build_startup
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class Endpoint:
     last_seen: datetime | None = None
     last_line: datetime | None = None       # the latest of its files' last stamped lines, noise included
     startup: Startup = field(default_factory=Startup)  # stages reached, their times, the phase
+    served: Served = field(default_factory=Served)     # from when it had served (rules.serving)
 
     def of(self, kind: type[Record]) -> list[tuple[str, Record]]:
         return [(f, r) for f, r in self.records if isinstance(r, kind)]
@@ -372,6 +374,7 @@ class _Group:
     files: list[str] = field(default_factory=list)
     parts: list[_Part] = field(default_factory=list)
     last_line: datetime | None = None
+    requests: bool = False              # request or access lines counted in its logs
 
 
 def _finish(g: _Group, cache: FrameCache) -> dict[str, Any]:
@@ -482,6 +485,7 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
             g.files.append(file)
         if log is not None:
             g.last_line = latest(g.last_line, log.last_ts)
+            g.requests |= bool(log.counts.noise.get("request", 0) or log.counts.noise.get("access-log", 0))
         g.parts.append(_Part(file, recs, log.stats if log else None, log.kv if log else None))
 
     for src in sources:
@@ -515,8 +519,10 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
         records = tuple((p.file, r) for p in g.parts for r in p.records)
         until = latest(done["last_seen"], g.last_line, watched)
         startup = build_startup(eid, records, done["stats"], done["kv"], lifecycle, until=until)
+        evidence = served(records, done["stats"], done["kv"], lifecycle, g.requests)
         endpoints[eid] = Endpoint(eid, g.role, g.index, tuple(g.nodes), tuple(g.files), records,
-                                  launch=tuple(launches.get(eid, ())), last_line=g.last_line, startup=startup, **done)
+                                  launch=tuple(launches.get(eid, ())), last_line=g.last_line, startup=startup,
+                                  served=evidence, **done)
     order = {"prefill": 0, "decode": 1, "agg": 2}
     endpoints = dict(sorted(endpoints.items(), key=lambda kv: (order.get(kv[1].role, 9), kv[1].index or 0)))
     return endpoints, lifecycle, quoted
