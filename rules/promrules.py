@@ -156,7 +156,7 @@ RECORDING: dict[str, str] = {
     "diag:vllm_prompt_tokens:role_irate": f"sum by({ROLE}) (diag:vllm_prompt_tokens:engine_irate)",
     **{f"diag:vllm_{signal}:endpoint_increase": expr for signal, expr in SIGNAL_EXPR.items()},
     "diag:up:target": f"max by(job, instance, {ENDPOINT}) ({labelled('up')})",
-    # the decode waiting split (verdict.WAITING_KV): waiting for the KV transfer by the KV-fetch stages, else deferred
+    # the decode waiting split (verdict_figures.WAITING_KV): waiting for the KV transfer by the KV-fetch stages, else deferred
     "diag:vllm_waiting_kv:engine": f"({combine_vectors('sum', 'diag_stage', [f'({_field(k)})' for k in ('kv_fetch_waiting', 'kv_fetch_running')])})"
                                    f" or ({_field('deferred')})",
     "diag:vllm_waiting_kv:role_avg": f"avg by({ROLE}) (diag:vllm_waiting_kv:engine)",
