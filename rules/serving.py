@@ -4,7 +4,7 @@ An endpoint has served once a stats interval shows work (running requests, promp
 throughput above 0; log lines and Prometheus samples alike, from its stats frame), a KV transfer
 succeeded, a request was preempted, its HTTP server came up, a request or access line was logged in
 its files, or the orchestrator started the benchmark. :func:`served` gathers it once per endpoint
-(:func:`rules.runmodel.build_endpoints`); :mod:`rules.incidents` asks :meth:`Served.before` whether a
+(:func:`rules.endpoints.build_endpoints`); :mod:`rules.incidents` asks :meth:`Served.before` whether a
 fault came after it (a runtime death) or before any of it (a start-up failure).
 """
 
@@ -53,13 +53,14 @@ class Served:
 
 def _evidence(records: Sequence[tuple[str, Record]], stats: pl.DataFrame, kv: pl.DataFrame
               ) -> Iterable[tuple[datetime | None, str, int]]:
-    """(time, file, line) of every piece of placed serving evidence."""
+    """(time, file, line) of placed serving evidence: every record's, the stats and KV frames' first per file."""
     for file, r in records:
         if isinstance(r, Preemption) or (isinstance(r, StartupFact) and r.key == "serving"):
             yield r.ts, file, r.line
-    for frame, work in ((stats, BUSY), (kv, TRANSFERRED)):
+    for frame, work in ((stats, BUSY), (kv, TRANSFERRED)):   # per file: its earliest row with work
         if frame.height:
-            yield from frame.filter(work).select("ts", "file", "line").iter_rows()
+            yield from frame.filter(work).group_by("file").agg(pl.col("ts").min(), pl.col("line").min()) \
+                .select("ts", "file", "line").iter_rows()
 
 
 def served(records: Sequence[tuple[str, Record]], stats: pl.DataFrame, kv: pl.DataFrame,
