@@ -1,7 +1,7 @@
 """Prometheus sources: srt-slurm's capture, live ``/metrics`` scrapes and a Prometheus server.
 
 Each becomes :class:`ParsedLog` objects of kind ``prometheus`` whose info carries (role, index,
-node), so :func:`rules.runmodel.build_endpoints` files their ``StatsSample(variant="prom")`` rows
+node), so :func:`rules.endpoints.build_endpoints` files their ``StatsSample(variant="prom")`` rows
 under the same endpoints as the logs. A source that fails is a ParsedLog with ``error`` set (one
 line), like an unreadable log.
 
