@@ -25,10 +25,11 @@ from diag.parsers.ingest import ParsedLog
 from diag.rules.assemble import assemble
 from diag.rules.catalog import catalog
 from diag.rules.effective import reads_what_ran, what_ran_settled
+from diag.rules.endpoints import FrameCache
 from diag.rules.engine import diff, same
 from diag.rules.finding import Finding
 from diag.rules.judge import RUNTIME_SCOPES, judge
-from diag.rules.runmodel import FrameCache, Run, latest
+from diag.rules.runmodel import Run, latest
 from diag.rules.settings import Settings
 from diag.rules.verdict import run_verdicts
 

@@ -1,7 +1,7 @@
 """Prometheus sources: srt-slurm's capture, live ``/metrics`` scrapes and a Prometheus server.
 
 Each becomes :class:`ParsedLog` objects of kind ``prometheus`` whose info carries (role, index,
-node), so :func:`rules.runmodel.build_endpoints` files their ``StatsSample(variant="prom")`` rows
+node), so :func:`rules.endpoints.build_endpoints` files their ``StatsSample(variant="prom")`` rows
 under the same endpoints as the logs. A source that fails is a ParsedLog with ``error`` set (one
 line), like an unreadable log.
 
@@ -12,7 +12,7 @@ How series find their endpoint:
 * scrape: ``ROLE-wN=URL`` names the endpoint. A bare URL takes its role from its labels
   (:func:`parsers.prometheus.role_from_samples`; else ``unknown``) and
   the next free index of that role, in the order the URLs were given.
-* server: the role and index from the series' labels (:func:`parsers.prometheus.series_endpoint`, the
+* server: the role and index from the series' labels (:func:`parsers.prom_vocab.series_endpoint`, the
   one label mapping); without an index label, the position of the series' ``instance`` among that
   role's instances, sorted. Series without a role label are role ``unknown``. Queries are summed by those labels and ``engine``
   on the server; ``diag tail --prom URL`` without paths reads a server alone.
@@ -42,24 +42,18 @@ import polars as pl
 from diag import __version__
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
+from diag.parsers.prom_vocab import COUNTS, engine_label, prefill_deployments, series_endpoint
 from diag.parsers.prometheus import (
-    COUNTS,
-    MAX_POINTS,
     ExpositionError,
     PromSample,
     StatsConverter,
-    choose_step,
     count_records,
-    engine_label,
     iter_capture,
-    parse_duration,
     parse_exposition,
-    prefill_deployments,
     role_from_samples,
-    series_endpoint,
-    server_queries,
     worker_of,
 )
+from diag.parsers.promql import MAX_POINTS, choose_step, parse_duration, server_queries
 from diag.parsers.records import Record
 
 from .changes import Changes, SourceBase

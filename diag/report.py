@@ -19,8 +19,9 @@ from diag.rules.finding import Finding
 from diag.rules.present import duration, number
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.templating import log_empty
-from diag.rules.verdict import INTERVAL_S, Verdict, Verdicts, active_window, in_window
+from diag.rules.verdict import Verdict, Verdicts
 from diag.rules.verdict_catalog import verdict_catalog
+from diag.rules.verdict_figures import INTERVAL_S, active_window, in_window
 
 HEALTH_ORDER = HEALTH_STATES
 STATS_INTERVAL_S = INTERVAL_S   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it

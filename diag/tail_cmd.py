@@ -152,7 +152,7 @@ def tail(
 
 
 def _since(text: str, window: tuple[datetime | None, datetime | None]) -> tuple[datetime, datetime]:
-    from diag.parsers.prometheus import parse_duration
+    from diag.parsers.promql import parse_duration
 
     from .files import InputError
 

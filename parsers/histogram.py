@@ -10,7 +10,7 @@ at 0, a rank in the ``+Inf`` bucket answered with the largest finite bound, no o
 A scrape whose counts went down, or whose buckets changed, follows a restart: the interval's
 observations are the new counts (a reset counts for the whole histogram, the process restarted).
 
-:data:`LATENCY` names the histograms diag reads (current names; :data:`parsers.prometheus.ALIASES`
+:data:`LATENCY` names the histograms diag reads (current names; :data:`parsers.prom_vocab.ALIASES`
 maps the renamed ones), :data:`COLUMNS` the run model's columns ``<key>_p<q>_s``.
 """
 

@@ -291,7 +291,7 @@ class PrefixCacheRate(Record):
 @dataclass(slots=True)
 class RequestCounts(Record):
     """Requests an endpoint finished in one metrics interval and how many of them failed (Dynamo's
-    frontend and component request counters, :data:`parsers.prometheus.REQUEST_COUNTS`)."""
+    frontend and component request counters, :data:`parsers.prom_vocab.REQUEST_COUNTS`)."""
 
     requests: int
     errors: int

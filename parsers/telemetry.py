@@ -1,7 +1,7 @@
 """srt-slurm's Tachometer Parquet and AIPerf's server-metrics exports -> per-process scrapes (pure).
 
 Both are long-format captures of the workers' ``/metrics`` (telemetry-formats.md §1, §2). polars scans
-them lazily and keeps only the rows of the metrics diag uses (:data:`parsers.prometheus.FIELDS`, old
+them lazily and keeps only the rows of the metrics diag uses (:data:`parsers.prom_vocab.FIELDS`, old
 names included), so a multi-GB capture full of histograms costs a filter, not a read. Each process's
 rows become ``(ts, samples)`` scrapes that :class:`parsers.prometheus.StatsConverter` turns into
 ``StatsSample(variant="prom")`` rows: the same counters-to-rates and histograms-to-quantiles code
@@ -32,7 +32,8 @@ from pathlib import Path
 
 import polars as pl
 
-from .prometheus import BACKEND, ROLE_LABELS, PromSample, backend_role, canonical, family_names, role_of_label
+from .prom_vocab import BACKEND, ROLE_LABELS, backend_role, canonical, family_names, role_of_label
+from .prometheus import PromSample
 
 __all__ = ["Scrapes", "aiperf_jsonl", "aiperf_parquet", "is_tachometer_path", "metric_names",
            "tachometer_parquet"]

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import AccuracyResult, BenchResult
 
-from .runmodel import FrameCache, Run, build_endpoints
+from .endpoints import FrameCache, build_endpoints
+from .runmodel import Run
 
 if TYPE_CHECKING:
     from diag.parsers.jobmeta import JobMeta

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from statistics import median
 
 from diag.parsers.faults import CAUSES, CUT, TAXONOMY, UNCLASSIFIED
-from diag.parsers.records import Fault, KVTransfer, Preemption, Record, StartupFact, StatsSample
+from diag.parsers.records import Fault
 
 from .catalog import Rule
 from .finding import Finding
@@ -57,34 +57,16 @@ def _startup_frames(fault: Fault) -> bool:
     return any(m in text for m in STARTUP_MARKERS) and not any(m in text for m in RUNTIME_MARKERS)
 
 
-def _before(rec: Record, rfile: str, fault: Fault, ffile: str) -> bool:
-    if rec.ts is not None and fault.ts is not None:
-        return rec.ts <= fault.ts
-    return rfile == ffile and rec.line < fault.line
-
-
 def served_before(run: Run, group: list[tuple[str, str, Fault]]) -> bool:
-    """Evidence that the endpoint served before the incident's first fault: stats lines, KV
-    transfers, preempted requests, the HTTP server up, or request/access lines in the same file."""
-    _, file0, first = group[0]
-    for eid in dict.fromkeys(e for e, _, _ in group):
-        ep = run.endpoints.get(eid)
-        if ep is None:
-            continue
-        for rfile, rec in ep.records:
-            if (isinstance(rec, StatsSample | KVTransfer | Preemption)
-                    or (isinstance(rec, StartupFact) and rec.key == "serving")) \
-                    and _before(rec, rfile, first, file0):
-                return True
-        if any(s.path in ep.files and (s.counts.noise.get("request", 0) or s.counts.noise.get("access-log", 0))
-               for s in run.sources):
-            return True
-    return False
+    """Whether an endpoint of the incident had served (:mod:`rules.serving`) before its first fault."""
+    _, file, first = group[0]
+    return any(ep.served.before(first.ts, file, first.line)
+               for eid in dict.fromkeys(e for e, _, _ in group) if (ep := run.endpoints.get(eid)) is not None)
 
 
 def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str:
     """startup or runtime, from evidence: a startup-only cause, then whether the endpoint had served
-    before the fault (stats, KV transfers, server up, requests), then the traceback frames, then the
+    before the fault (work in its stats, KV transfers, server up, requests, the benchmark), then the traceback frames, then the
     orchestrator's readiness time. Nothing says it served: startup."""
     if any(f.cause in STARTUP_CAUSES for _, _, f in group):
         return "startup"

@@ -78,7 +78,7 @@ def _bounded(kind: ParamKind, number: float, value: Any) -> float:
 
 def parse_duration(text: str) -> float:
     """Seconds in a Prometheus-style duration (imported late: the catalog stays light)."""
-    from diag.parsers.prometheus import parse_duration as parse
+    from diag.parsers.promql import parse_duration as parse
 
     return parse(text)
 

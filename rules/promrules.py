@@ -2,12 +2,12 @@
 Prometheus (or Thanos/Mimir rulers) on the fleet instead of by diag on one run.
 
 Where series belong. Every vLLM series gets ``diag_role`` and ``diag_worker`` from the one label
-mapping (:func:`parsers.prometheus.series_endpoint`: ``ROLE_LABELS``, ``INDEX_LABELS``; ``diag_worker``
+mapping (:func:`parsers.prom_vocab.series_endpoint`: ``ROLE_LABELS``, ``INDEX_LABELS``; ``diag_worker``
 is the ``instance`` when no index label has a number). An engine is (``dynamo_namespace``,
 ``diag_role``, ``diag_worker``, ``engine``), an endpoint the same without ``engine``, a role without
 ``diag_worker``, a run the ``dynamo_namespace`` (one deployment).
 
-Recording rules hold the shared expressions, built from :data:`parsers.prometheus.FIELDS` (the metrics
+Recording rules hold the shared expressions, built from :data:`parsers.prom_vocab.FIELDS` (the metrics
 every other source reads, the renamed vLLM names through ``or``): per engine gauges, and counters as
 ``irate`` (the increase between the last two samples: the same per-interval rate diag computes between
 successive scrapes; Prometheus handles counter resets), then per endpoint and per role. Each alerting
@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from diag.parsers.prometheus import (
+from diag.parsers.prom_vocab import (
     ALIASES,
     BACKEND,
     DEPLOYMENT_LABEL,
@@ -43,9 +43,8 @@ from diag.parsers.prometheus import (
     ROLE_WORDS,
     WORKER_NUMBER,
     backend_role,
-    combine_vectors,
-    counter_selector,
 )
+from diag.parsers.promql import combine_vectors, counter_selector
 
 from .catalog import Rule
 from .verdict_catalog import verdict_catalog
@@ -112,7 +111,7 @@ def _increase(metrics: tuple[str, ...]) -> str:
 
 def _kv_increase(groups: tuple[tuple[str, ...], ...]) -> str:
     """The increase of a KV signal over :data:`RUN_WINDOW` per endpoint: per engine the largest increase
-    within each group of overlapping counters, summed over the groups (:data:`parsers.prometheus.KV_SIGNALS`)."""
+    within each group of overlapping counters, summed over the groups (:data:`parsers.prom_vocab.KV_SIGNALS`)."""
     per_engine = combine_vectors("sum", "diag_group", [
         combine_vectors("max", "diag_counter", [f"increase({m}_total[{RUN_WINDOW}])" for m in group]) for group in groups])
     return f"sum by({ENDPOINT}) ({labelled(per_engine)})"
@@ -128,7 +127,7 @@ def _request_increase(members: tuple[str, ...]) -> str:
 
 
 # the counters behind the presence rules' signals (vllm-formats.md §3.2; overlapping NIXL counters and
-# Mooncake's in parsers.prometheus.KV_SIGNALS)
+# Mooncake's in parsers.prom_vocab.KV_SIGNALS)
 SIGNALS: dict[str, tuple[str, ...]] = {
     "preemptions": ("vllm:num_preemptions",),
     **{signal: tuple(m for group in groups for m in group) for signal, groups in KV_SIGNALS.items()},
@@ -157,7 +156,7 @@ RECORDING: dict[str, str] = {
     "diag:vllm_prompt_tokens:role_irate": f"sum by({ROLE}) (diag:vllm_prompt_tokens:engine_irate)",
     **{f"diag:vllm_{signal}:endpoint_increase": expr for signal, expr in SIGNAL_EXPR.items()},
     "diag:up:target": f"max by(job, instance, {ENDPOINT}) ({labelled('up')})",
-    # the decode waiting split (verdict.WAITING_KV): waiting for the KV transfer by the KV-fetch stages, else deferred
+    # the decode waiting split (verdict_figures.WAITING_KV): waiting for the KV transfer by the KV-fetch stages, else deferred
     "diag:vllm_waiting_kv:engine": f"({combine_vectors('sum', 'diag_stage', [f'({_field(k)})' for k in ('kv_fetch_waiting', 'kv_fetch_running')])})"
                                    f" or ({_field('deferred')})",
     "diag:vllm_waiting_kv:role_avg": f"avg by({ROLE}) (diag:vllm_waiting_kv:engine)",

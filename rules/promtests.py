@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from diag.parsers.prometheus import KV_SIGNALS
+from diag.parsers.prom_vocab import KV_SIGNALS
 
 from .catalog import Rule
 from .examples import DEFAULTS, SERIES, example_findings, series_length, value_at
@@ -79,7 +79,7 @@ def example_series(spec: dict[str, Any]) -> tuple[list[dict[str, str]], int]:
 def _events(r: dict[str, Any], n: int) -> dict[str, list[float]]:
     """NIXL counters per step as vLLM >= 0.31 exports them: failed transfers from the KV metrics of each
     interval, failures and expiries at the step after the intervals (when the example logs them); a
-    failed notification counts in both failure counters (:data:`parsers.prometheus.KV_SIGNALS`)."""
+    failed notification counts in both failure counters (:data:`parsers.prom_vocab.KV_SIGNALS`)."""
     (transfers, notifications), *_ = KV_SIGNALS["kv_failures"]
     (expired,), *_ = KV_SIGNALS["kv_expiry"]
     out: dict[str, list[float]] = {}

@@ -20,6 +20,8 @@ import polars as pl
 from diag.parsers.records import Lifecycle, Record, StageMark
 from diag.parsers.stages import BY_NAME, STAGES
 
+from .serving import BENCHMARK_EVENTS, first_work
+
 PHASES = ("unknown", "starting", "ready", "serving")
 _FACTS = ("memory_gib", "kv_gib", "tokens", "concurrency", "compile_s", "init_s")
 
@@ -134,19 +136,6 @@ def _marks(records: Sequence[tuple[str, Record]]) -> list[tuple[datetime | None,
     return out
 
 
-def _first_work(stats: pl.DataFrame, kv: pl.DataFrame) -> datetime | None:
-    """The first stats line with work in it, or the first successful KV transfer."""
-    times = []
-    if stats.height:
-        busy = stats.filter((pl.col("running").fill_null(0) > 0) | (pl.col("prompt_tps").fill_null(0) > 0)
-                               | (pl.col("gen_tps").fill_null(0) > 0))
-        times.append(busy["ts"].min())
-    if kv.height:
-        times.append(kv.filter(pl.col("transfers").fill_null(0) > 0)["ts"].min())
-    stamped = [t for t in times if t is not None]
-    return min(stamped) if stamped else None  # type: ignore[type-var, return-value]
-
-
 def build_startup(eid: str, records: Sequence[tuple[str, Record]], stats: pl.DataFrame, kv: pl.DataFrame,
                   lifecycle: Sequence[tuple[str, Lifecycle]] = (), until: datetime | None = None) -> Startup:
     """The startup timeline of endpoint ``eid`` from its (file, record) pairs, its stats and KV rows and
@@ -177,13 +166,13 @@ def build_startup(eid: str, records: Sequence[tuple[str, Record]], stats: pl.Dat
     elif started is not None:
         acc["process"] = _Acc(first=started, last=started, last_mark="start")
     ready_ev = next((ev.ts for _, ev in lifecycle if ev.event == "ready" and ev.ts is not None), None)
-    bench_ev = next((ev.ts for _, ev in lifecycle if ev.event in ("healthy", "benchmark_start") and ev.ts), None)
+    bench_ev = next((ev.ts for _, ev in lifecycle if ev.event in BENCHMARK_EVENTS and ev.ts), None)
     ready_at = acc["ready"].last if "ready" in acc else None
     if ready_at is None and acc and ready_ev is not None:
         ready_at = ready_ev
     if ready_at is None and stats.height and acc:
         ready_at = stats["ts"].min()  # stats lines come from a running API server
-    serving_at = _first_work(stats, kv)
+    serving_at = first_work(stats, kv)
     if serving_at is None and ready_at is not None and bench_ev is not None:
         serving_at = max(ready_at, bench_ev)
     if not acc and serving_at is None:

@@ -129,7 +129,7 @@ def test_module_size() -> None:
 # ------------------------------------------------------------------ one presentation layer
 PRESENT = "diag.rules.present"
 # Formatters that are not presentation: a PromQL step is a wire format the server parses.
-NOT_PRESENTATION = {("diag.prom", "_step_str"), ("diag.parsers.prometheus", "_dur")}
+NOT_PRESENTATION = {("diag.prom", "_step_str"), ("diag.parsers.promql", "_dur")}
 
 
 def _formats_an_argument(fn: ast.FunctionDef) -> bool:

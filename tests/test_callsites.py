@@ -70,3 +70,26 @@ def test_cut_frames_are_judged_by_their_call_site(tmp_path: Path, at: str, versi
     log.write_text(head + FRAMES.format(at=at), encoding="utf-8")
     report = report_of([str(log)])
     assert sorted(f.code for f in report.findings if f.severity in ("warning", "error")) == codes
+
+
+SERVING = ("(APIServer pid=7) INFO 09-03 19:31:{ss} [loggers.py:271] Engine 000: Avg prompt throughput: 812.5 tokens/s, "
+           "Avg generation throughput: 96.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.2%, "
+           "Prefix cache hit rate: 0.0%\n")
+
+
+@pytest.mark.parametrize(("at", "version", "served", "codes"), [
+    ("core.py:1759", "0.34.0", True, ["DIAG-E001"]),      # 'EngineCore encountered a fatal error.' after serving
+    ("core.py:1759", "0.34.0", False, ["DIAG-E004"]),     # the same death before any request
+    ("core.py:1584", "0.33.0", True, ["DIAG-E004"]),      # 'EngineCore failed to start.': start-up by its cause
+])
+def test_a_named_death_after_serving_is_a_runtime_death(tmp_path: Path, at: str, version: str, served: bool,
+                                                         codes: list[str]) -> None:
+    """The endpoint's stats show requests running before the frames: the death ended a serving engine."""
+    head = (f"(EngineCore pid=309) INFO 09-03 19:31:40 [core.py:101] Initializing a V1 LLM engine (v{version}) with "
+            "config: model='Qwen/Qwen3-30B-A3B'\n")
+    stats = "".join(SERVING.format(ss=ss) for ss in (42, 47, 52)) if served else ""
+    log = tmp_path / "decode_w0.out"
+    log.write_text(head + stats + FRAMES.format(at=at), encoding="utf-8")
+    report = report_of([str(log)])
+    assert sorted(f.code for f in report.findings if f.severity in ("warning", "error")) == codes
+    assert report.findings[0].evidence["root_cause"] == ("engine_dead" if at == "core.py:1759" else "engine_failed_start")

@@ -17,24 +17,18 @@ from loading import load_run
 from prometheus_client.parser import text_string_to_metric_families
 from schemas import validate
 
+from diag.parsers.prom_vocab import ALIASES, FIELDS, canonical, prefill_deployments, series_endpoint
 from diag.parsers.prometheus import (
-    ALIASES,
-    FIELDS,
     ExpositionError,
     StatsConverter,
-    canonical,
-    choose_step,
     engine_values,
-    parse_duration,
     parse_exposition,
-    prefill_deployments,
     read_capture,
     role_from_samples,
     scrapes_to_stats,
-    series_endpoint,
-    server_queries,
     worker_of,
 )
+from diag.parsers.promql import choose_step, parse_duration, server_queries
 from diag.parsers.records import StatsSample
 from diag.prom import capture_logs
 

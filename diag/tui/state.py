@@ -23,11 +23,11 @@ import polars as pl
 
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import Fault, KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
+from diag.rules.endpoints import _DP_PROC as DP_PROC  # the engine (DP rank) a process prefix names
 from diag.rules.engine import key, same
 from diag.rules.finding import Finding, severity_rank
 from diag.rules.incidents import DEATH, FATAL
 from diag.rules.present import duration, number
-from diag.rules.runmodel import _DP_PROC as DP_PROC  # the engine (DP rank) a process prefix names
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
