@@ -5,8 +5,9 @@ its last stamped line.
 Two ways to the candidates, one result: the compiled prefilter (:mod:`parsers.prefilter`) scans the
 raw bytes and cuts out only the candidate lines and their neighbours; the polars path splits every
 line and classifies it (the fallback: no Hyperscan, escape sequences other than plain SGR colours,
-compressed-looking bytes). Noise and ANSI are classified on the sampled spans only
-(:func:`parsers.counts.classified_spans`), so only a block that holds such a span is split.
+compressed-looking bytes). ANSI lines are counted on every line (from the bytes on the first way);
+noise is classified on the sampled spans only (:func:`parsers.counts.classified_spans`), so only the
+sampled lines are split.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 
+import numpy as np
 import polars as pl
 
 from . import prefilter
 from .columns import empty_kv, empty_stats, escaped_candidates, extract
-from .counts import Counts, classified_spans, classify_span
+from .counts import Counts, ansi_lines, classified_spans, classify_span
 from .lineparser import TRIGGER_PATTERN, LineParser
 from .prefilter import _lines, decode
 from .timestamps import STAMP_HINT
@@ -74,8 +76,8 @@ def _polars_frame(block: bytes, first_line: int) -> tuple[list[CandidateRow], pl
     except pl.exceptions.ComputeError:  # not UTF-8: decode as the streaming path does
         df = _bulk_classify(decode(block).encode("utf-8"))
     n = df.height
-    counts = Counts(lines=n, unclassified=n)
     lines, is_cand = df["line"], df["cand"]
+    counts = Counts(lines=n, unclassified=n, ansi_lines=ansi_lines(lines))
     every = BlockLines(n, lines.tail(TAIL_LINES).to_list(), lambda: lines)
     if n == 0:
         return [], empty_stats(), empty_kv(), counts, every
@@ -111,33 +113,29 @@ def _tail(block: bytes, k: int) -> list[str]:
 def _scan_frame(block: bytes, first_line: int, bs: prefilter.BlockScan) -> tuple[
         list[CandidateRow], pl.DataFrame, pl.DataFrame, Counts, BlockLines]:
     """The prefilter's candidates: only they and their neighbours are cut out and decoded."""
-    n, spans = bs.n, bs.spans
-    counts = Counts(lines=n, unclassified=n, candidates=len(spans))
+    n, idx = bs.n, bs.cand
+    counts = Counts(lines=n, unclassified=n, candidates=idx.size, ansi_lines=bs.ansi)
     lines = BlockLines(n, _tail(block, TAIL_LINES), bs.lines)
     if n == 0:
         return [], empty_stats(), empty_kv(), counts, lines
-    sampled = classified_spans(first_line, n)
-    if sampled:
-        cand_mask = pl.zeros(n, pl.Boolean, eager=True).scatter(list(spans), True) if spans else \
-            pl.zeros(n, pl.Boolean, eager=True)
-        df = pl.DataFrame({"line": bs.lines(), "cand": cand_mask})
-        for a, b in sampled:
-            classify_span(df.slice(a, b - a), counts)
-            counts.unclassified -= b - a
-    counts.last = (lines.tail[-1], (n - 1) in spans)
-    ns, texts, nxts, prvs = [], [], [], []
-    for i, (start, stop) in spans.items():
-        ns.append(i + first_line)
-        texts.append(_text(block, start, stop))
-        if i == n - 1:
-            nxts.append(None)
-        else:
-            after = block.find(b"\n", stop + 1)
-            nxts.append(_text(block, stop + 1, len(block) if after < 0 else after))
-        if i == 0 or (i - 1) in spans:
-            prvs.append(None)
-        else:
-            prvs.append(_text(block, block.rfind(b"\n", 0, start - 1) + 1, start - 1))
+    for a, b in classified_spans(first_line, n):
+        mask = pl.zeros(b - a, pl.Boolean, eager=True)
+        inside = idx[(idx >= a) & (idx < b)] - a
+        if inside.size:
+            mask = mask.scatter(pl.Series(inside, dtype=pl.UInt32), True)
+        classify_span(pl.DataFrame({"line": bs.line_range(a, b), "cand": mask}), counts)
+        counts.unclassified -= b - a
+    counts.last = (lines.tail[-1], bool(idx.size) and int(idx[-1]) == n - 1)
+    k = idx.size
+    after = np.flatnonzero(idx < n - 1)
+    before = np.flatnonzero((idx > 0) & ~np.concatenate(([False], idx[1:] == idx[:-1] + 1)))
+    nxts: list[str | None] = [None] * k
+    prvs: list[str | None] = [None] * k
+    for j, t in zip(after.tolist(), bs.texts(idx[after] + 1), strict=True):
+        nxts[j] = t
+    for j, t in zip(before.tolist(), bs.texts(idx[before] - 1), strict=True):
+        prvs[j] = t
+    ns, texts = (idx + first_line).tolist(), bs.texts(idx)
     cand = pl.DataFrame({"n": ns, "line": texts, "nxt": nxts, "prv": prvs},
                         schema={"n": pl.Int64, "line": pl.Utf8, "nxt": pl.Utf8, "prv": pl.Utf8})
     return (*_finish(cand), counts, lines)

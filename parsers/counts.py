@@ -1,6 +1,7 @@
 """Line accounting: how many lines a log has, how many were record candidates, and how many were
-noise (per category) or carried ANSI escapes. Noise and ANSI are classified on every line of a small
-log and on a fixed sample of the lines of a large one (:func:`classified_spans`)."""
+noise (per category) or carried ANSI escapes. Lines, candidates and ANSI lines are counted on every
+line; noise is classified on every line of a small log and on a fixed sample of the lines of a large
+one (:func:`classified_spans`)."""
 
 from __future__ import annotations
 
@@ -13,22 +14,22 @@ import polars as pl
 
 from .noise import NOISE
 
-ANSI_PATTERN = r"\x1b\[|\^\[\[|#033\[|\[\d{1,3}(?:;\d{1,3})*m"
+ANSI_PATTERN = r"\x1b\[|\^\[\[|#033\[|\[[0-9]{1,3}(?:;[0-9]{1,3})*m"
 NOISE_NAMES = tuple(f.emits for f in NOISE)
 
 
-# Noise and ANSI are classified per line by regexes, which costs more than finding the records. On a
-# large log they are classified on a sample of lines, fixed by line number (so every path and every
-# block size samples the same lines): the first CLASSIFY_HEAD lines, then the first CLASSIFY_WINDOW
-# lines of every CLASSIFY_EVERY. The counts of the rest are estimated from the sample (``exact`` false).
-CLASSIFY_HEAD = 1 << 18
-CLASSIFY_WINDOW = 1 << 16
-CLASSIFY_EVERY = 1 << 19
+# Noise is classified per line by regexes, which costs more than finding the records. On a large log
+# it is classified on a sample of lines, fixed by line number (so every path and every block size
+# samples the same lines): the first CLASSIFY_HEAD lines, then the first CLASSIFY_WINDOW lines of every
+# CLASSIFY_EVERY. The noise counts of the rest are estimated from the sample (``exact`` false).
+CLASSIFY_HEAD = 1 << 16     # 65,536 lines, then 16,384 of every 262,144 (6.25 %)
+CLASSIFY_WINDOW = 1 << 14
+CLASSIFY_EVERY = 1 << 18
 
 
 def classified_spans(first_line: int, n: int) -> list[tuple[int, int]]:
-    """Row spans ``[a, b)`` of a block of ``n`` lines starting at line ``first_line`` whose noise and
-    ANSI are classified (the whole block, for the first lines of a file and for every small log)."""
+    """Row spans ``[a, b)`` of a block of ``n`` lines starting at line ``first_line`` whose noise is
+    classified (the whole block, for the first lines of a file and for every small log)."""
     spans: list[tuple[int, int]] = []
     end = first_line + n                        # line numbers [first_line, end)
     if first_line <= CLASSIFY_HEAD:
@@ -45,8 +46,8 @@ def classified_spans(first_line: int, n: int) -> list[tuple[int, int]]:
 
 @dataclass
 class Counts:
-    """Per-source line accounting. ``lines`` and ``candidates`` are exact; ``ansi_lines`` and ``noise``
-    count the classified lines, all but ``unclassified`` of them: :meth:`estimate` scales them up."""
+    """Per-source line accounting. ``lines``, ``candidates`` and ``ansi_lines`` are exact; ``noise``
+    counts the classified lines, all but ``unclassified`` of them: :meth:`estimate` scales it up."""
 
     lines: int = 0
     candidates: int = 0
@@ -77,16 +78,16 @@ class Counts:
 
     @property
     def exact(self) -> bool:
-        """Every line's noise and ANSI were classified."""
+        """Every line's noise was classified."""
         return self.unclassified == 0
 
     def estimate(self) -> Counts:
-        """The counts with noise and ANSI scaled from the classified lines to all of them."""
+        """The counts with noise scaled from the classified lines to all of them."""
         seen = self.lines - self.unclassified
         if self.exact or seen <= 0:
             return self
         f = self.lines / seen
-        return Counts(self.lines, self.candidates, round(self.ansi_lines * f),
+        return Counts(self.lines, self.candidates, self.ansi_lines,
                       {k: round(v * f) for k, v in self.noise.items()}, self.unclassified, last_ts=self.last_ts)
 
     def add(self, other: Counts) -> None:
@@ -104,21 +105,25 @@ class Counts:
 _PROGRESS_LITERALS = ["%", "/s]", "/it]"]
 
 
+def ansi_lines(lines: pl.Series) -> int:
+    """Lines the ANSI pattern matches (every line: the bulk path counts them from the bytes)."""
+    return int(lines.str.contains(ANSI_PATTERN).sum())
+
+
 def classify_span(df: pl.DataFrame, counts: Counts) -> None:
-    """ANSI lines and noise per category of a span of lines: a non-candidate line counts for the first
-    category it matches (the progress-bar regex, the costly one, only on lines that may be one)."""
+    """Noise per category of a span of lines: a non-candidate line counts for the first category it
+    matches (the progress-bar regex, the costly one, only on lines that may be one)."""
     col = pl.col("line")
-    flags = df.select(col, pl.col("cand"), col.str.contains(ANSI_PATTERN).alias("ansi"),
+    flags = df.select(col, pl.col("cand"),
                       *[col.str.contains(f.regex.pattern).alias(f"noise{i}") for i, f in enumerate(NOISE[:-1])],
                       col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress"))
     free = ~pl.col("cand")
-    sums = [pl.col("ansi").sum()]
+    sums = []
     for i in range(len(NOISE) - 1):
         sums.append((free & pl.col(f"noise{i}")).sum().alias(str(i)))
         free = free & ~pl.col(f"noise{i}")
     row = flags.select(*sums).row(0)
-    counts.ansi_lines += int(row[0])
-    for i, v in enumerate(row[1:]):
+    for i, v in enumerate(row):
         counts.noise[NOISE[i].emits] += int(v)
     rest = flags.filter(free & pl.col("maybe_progress"))["line"]
     if rest.len():

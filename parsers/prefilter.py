@@ -2,17 +2,17 @@
 
 The trigger vocabulary (every record format's literals, :func:`parsers.lineparser.trigger_literals`)
 is compiled once into one literal database. A block is scanned as bytes: each hit is mapped to its
-line by counting newlines between hits, and only the candidate lines and their neighbours are cut
-out and decoded; the other lines are never split or decoded. The verification is the formats' own
-regexes, later, on those lines only.
+line against the block's newline offsets (numpy), and only the candidate lines and their neighbours
+are cut out and decoded. The verification is the formats' own regexes, later, on those lines only.
 
 A line is a candidate when it holds a trigger, also when escape sequences split the trigger's words
-(:func:`parsers.lineparser.is_candidate`). For that, the block is scanned a second time with its
-escape sequences removed: every ``ESC`` starts exactly one sequence of the ANSI pattern, so when
-every ``ESC`` of the block starts one of a few known SGR sequences (learnt from the block), removing
-those literals is the pattern's removal, and newlines stay where they were. A block with any other
-escape sequence, a compressed-looking head, or no Hyperscan on this platform returns None: the
-caller takes the polars path, which gives the same answer more slowly.
+(:func:`parsers.lineparser.is_candidate`). A block with escape sequences is therefore split into
+lines, and its escape lines without a raw trigger have their sequences removed in polars (one
+Aho-Corasick pass of the SGR literals learnt from the block, the ANSI pattern where others remain);
+the same split lines give its exact ANSI line count. An escape-free block is never split: its ANSI
+lines (the pattern's forms without ``ESC``) come from a second small database. A block with a
+compressed-looking head, or no Hyperscan on this platform, returns None: the caller takes the polars
+path, which gives the same answer more slowly.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from __future__ import annotations
 import io
 import re
 import threading
-from bisect import bisect_right
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from .counts import ansi_lines
 from .lineparser import ANSI_PATTERN, TRIGGER_PATTERN, trigger_literals
 
 try:  # a compiled wheel; without it the polars path runs everywhere
@@ -37,6 +38,8 @@ _CSI_LITERAL = re.compile(rb"\x1b\[[0-9;]*[@-~]")
 _COMMON_CSI = (b"\x1b[0m", b"\x1b[2m", b"\x1b[3m", b"\x1b[1m", b"\x1b[32m", b"\x1b[33m", b"\x1b[31m",
                b"\x1b[34m", b"\x1b[35m", b"\x1b[36m", b"\x1b[0;36m", b"\x1b[0;0m", b"\x1b[1;33m", b"\x1b[K")
 _LEARN_BYTES = 1 << 16
+# The ANSI pattern's forms without an ESC, as Hyperscan reads them (a bare "[32m" after any other byte).
+_PLAIN_ANSI = (rb"\^\[\[", rb"#033\[", rb"(?:^|[^\x1b])\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
 
 
 def compressed_magic(block: bytes) -> bool:
@@ -46,32 +49,37 @@ def compressed_magic(block: bytes) -> bool:
 
 
 class _Database:
-    """The trigger literals compiled once; one scratch space per thread (a scan needs its own)."""
+    """The trigger literals compiled once, and the ANSI pattern's forms that carry no ``ESC`` (those with
+    one are counted from the bytes); one scratch space per thread and database (a scan needs its own)."""
 
     def __init__(self) -> None:
         lits = [t.encode() for t in trigger_literals()]
         self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self.db.compile(expressions=lits, ids=list(range(len(lits))), elements=len(lits), literal=True)
+        self.plain = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self.plain.compile(expressions=list(_PLAIN_ANSI), ids=list(range(len(_PLAIN_ANSI))),
+                           elements=len(_PLAIN_ANSI))
         self._local = threading.local()
 
-    def scratch(self) -> Any:
-        s = getattr(self._local, "scratch", None)
+    def _scratch(self, name: str, db: Any) -> Any:
+        s = getattr(self._local, name, None)
         if s is None:
-            s = self._local.scratch = hyperscan.Scratch(self.db)
+            s = hyperscan.Scratch(db)
+            setattr(self._local, name, s)
         return s
 
-    def hit_ends(self, data: bytes) -> list[int]:
-        """End offsets of the hits, at most one per line (later hits on a line are skipped)."""
+    def hit_ends(self, data: bytes | bytearray) -> list[int]:
+        """End offsets of every trigger hit."""
         ends: list[int] = []
-        line_end = [-1]
+        self.db.scan(data, match_event_handler=lambda _i, _s, end, _f, _c: ends.append(end),
+                     scratch=self._scratch("scratch", self.db))
+        return ends
 
-        def on_hit(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
-            if end > line_end[0]:
-                ends.append(end)
-                e = data.find(b"\n", end)
-                line_end[0] = len(data) if e < 0 else e
-
-        self.db.scan(data, match_event_handler=on_hit, scratch=self.scratch())
+    def plain_ansi_ends(self, data: bytes) -> list[int]:
+        """End offsets of the ANSI pattern's matches that do not start at an ``ESC``."""
+        ends: list[int] = []
+        self.plain.scan(data, match_event_handler=lambda _i, _s, end, _f, _c: ends.append(end),
+                        scratch=self._scratch("plain", self.plain))
         return ends
 
 
@@ -93,17 +101,33 @@ def _database() -> _Database:
 
 
 class BlockScan:
-    """A block's line count and its candidate lines: index in the block -> (start, end) byte offsets
-    of the line without its newline (in line order); its lines split on demand (once)."""
+    """A block's newline offsets and line count, its candidate lines (indices in the block, ascending)
+    and its exact count of lines with ANSI escapes; its lines split on demand (all once, or a range)."""
 
-    def __init__(self, block: bytes, n: int, spans: dict[int, tuple[int, int]]) -> None:
-        self.block, self.n, self.spans = block, n, spans
+    def __init__(self, block: bytes, nl: np.ndarray, cand: np.ndarray, ansi: int) -> None:
+        self.block, self.nl, self.cand, self.ansi = block, nl, cand, ansi
+        self.n = nl.size + (0 if not block or block.endswith(b"\n") else 1)
         self._lines: pl.Series | None = None
 
     def lines(self) -> pl.Series:
         if self._lines is None:
             self._lines = split_lines(self.block)
         return self._lines
+
+    def line_range(self, a: int, b: int) -> pl.Series:
+        """Lines ``[a, b)`` of the block, split from their bytes only."""
+        if self._lines is not None:
+            return self._lines.slice(a, b - a)
+        start = 0 if a == 0 else int(self.nl[a - 1]) + 1
+        stop = len(self.block) if b >= self.nl.size else int(self.nl[b - 1]) + 1
+        return split_lines(self.block[start:stop])
+
+    def texts(self, lines: np.ndarray) -> list[str]:
+        """The text of lines given by index (decoded as the polars path does, one ``\\r`` off the end)."""
+        starts, stops = line_bounds(self.nl, len(self.block), lines)
+        b = self.block
+        return [b[x:y].decode("utf-8", errors="replace").removesuffix("\r")
+                for x, y in zip(starts.tolist(), stops.tolist(), strict=True)]
 
 
 def decode(block: bytes) -> str:
@@ -128,33 +152,20 @@ def split_lines(block: bytes) -> pl.Series:
         return _lines(decode(block).encode("utf-8")).collect()["line"]
 
 
-def _line_of(block: bytes, ends: list[int]) -> dict[int, tuple[int, int]]:
-    """Line index and byte span of each hit (hits in offset order)."""
-    out: dict[int, tuple[int, int]] = {}
-    line, pos = 0, 0
-    for end in ends:
-        line += block.count(b"\n", pos, end - 1)
-        pos = end - 1
-        start = block.rfind(b"\n", 0, end - 1) + 1
-        stop = block.find(b"\n", end - 1)
-        out.setdefault(line, (start, len(block) if stop < 0 else stop))
-    return out
-
-
 def _learnt(block: bytes) -> list[str]:
     """The SGR/CSI sequences of the block's head, and the usual ones."""
     return sorted({x.decode() for x in (*_COMMON_CSI, *_CSI_LITERAL.findall(block[:_LEARN_BYTES]))})
 
 
-def _escaped(block: bytes, lines: pl.Series, raw: dict[int, tuple[int, int]]) -> list[int]:
-    """Lines with escape sequences and no trigger in their raw text whose text without the sequences
-    holds one. The learnt CSI literals come off in one Aho-Corasick pass: when every ``ESC`` of a line
-    starts one of them, that is exactly the ANSI pattern's removal; a line with any other sequence
-    left has the ANSI pattern itself removed."""
+def _escaped(block: bytes, lines: pl.Series, raw: np.ndarray) -> list[int]:
+    """Lines with escape sequences and no trigger in their raw text (``raw``: those with one) whose
+    text without the sequences holds one. The learnt CSI literals come off in one Aho-Corasick pass:
+    when every ``ESC`` of a line starts one of them, that is exactly the ANSI pattern's removal; a
+    line with any other sequence left has the ANSI pattern itself removed."""
     col, plain = pl.col("line"), pl.col("plain")
     df = pl.DataFrame({"line": lines}).with_row_index("i").filter(col.str.contains("\x1b", literal=True))
-    if raw:
-        df = df.filter(~pl.col("i").is_in(pl.Series(list(raw), dtype=pl.UInt32).implode()))
+    if raw.size:
+        df = df.filter(~pl.col("i").is_in(pl.Series(raw, dtype=pl.UInt32).implode()))
     if df.height == 0:
         return []
     lits = _learnt(block)
@@ -165,31 +176,44 @@ def _escaped(block: bytes, lines: pl.Series, raw: dict[int, tuple[int, int]]) ->
     return sorted(hits.to_list())
 
 
-def _line_start(block: bytes, known: list[tuple[int, int]], line: int) -> tuple[int, int]:
-    """Byte span of line ``line``, walking from the nearest known line before it."""
-    i = bisect_right(known, (line, 1 << 62)) - 1
-    at, pos = known[i] if i >= 0 else (0, 0)
-    while at < line:
-        pos = block.find(b"\n", pos) + 1
-        at += 1
-    stop = block.find(b"\n", pos)
-    return pos, len(block) if stop < 0 else stop
+def line_bounds(nl: np.ndarray, length: int, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end offsets (end without its newline) of lines given by index."""
+    starts, stops = np.zeros_like(lines), np.full_like(lines, length)
+    later, closed = lines > 0, lines < nl.size
+    starts[later] = nl[lines[later] - 1] + 1
+    stops[closed] = nl[lines[closed]]
+    return starts, stops
+
+
+def _plain_ansi(block: bytes, nl: np.ndarray, n: int) -> int:
+    """Lines of an escape-free block that the ANSI pattern (:data:`parsers.counts.ANSI_PATTERN`)
+    matches: its forms without an ``ESC`` (``^[[``, ``#033[``, a bare ``[32m``), by one scan."""
+    ends = _database().plain_ansi_ends(block)
+    if not ends:
+        return 0
+    return int(np.unique(np.searchsorted(nl, np.asarray(ends, dtype=np.int64) - 1)).size)
 
 
 def scan(block: bytes) -> BlockScan | None:
-    """The candidate lines of a newline-aligned block, or None when only the polars path runs here."""
+    """The candidate lines of a newline-aligned block, or None when only the polars path runs here.
+    A block with escape sequences is split into lines (its escape-split triggers and its ANSI lines
+    are found in polars); an escape-free one is never split."""
     if hyperscan is None or compressed_magic(block):
         return None
-    n = block.count(b"\n") + (0 if not block or block.endswith(b"\n") else 1)
-    spans = _line_of(block, _database().hit_ends(block))
-    out = BlockScan(block, n, spans)
+    nl = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+    n = nl.size + (0 if not block or block.endswith(b"\n") else 1)
+    hits = _database().hit_ends(block)
+    cand = np.unique(np.searchsorted(nl, np.asarray(hits, dtype=np.int64) - 1)) if hits else \
+        np.zeros(0, dtype=np.int64)
+    lines: pl.Series | None = None
     if b"\x1b" in block:
-        extra = _escaped(block, out.lines(), spans)
+        lines = split_lines(block)
+        extra = _escaped(block, lines, cand)
         if extra:
-            anchors = [(i, s) for i, (s, _) in spans.items()]
-            for i in extra:
-                span = _line_start(block, anchors, i)
-                spans[i] = span
-                anchors.insert(bisect_right(anchors, (i, span[0])), (i, span[0]))
-            out.spans = dict(sorted(spans.items()))
+            cand = np.union1d(cand, np.asarray(extra, dtype=np.int64))
+        ansi = ansi_lines(lines)
+    else:
+        ansi = _plain_ansi(block, nl, n)
+    out = BlockScan(block, nl, cand, ansi)
+    out._lines = lines
     return out
