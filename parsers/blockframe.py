@@ -30,6 +30,9 @@ from .timestamps import STAMP_HINT
 CandidateRow = tuple[int, str, "str | None", "str | None"]
 # DIAG_PREFILTER=0 forces the polars path (the reference the tests compare the prefilter with)
 USE_PREFILTER = os.environ.get("DIAG_PREFILTER", "1") != "0"
+# A smaller block (a small log, the tail of a large one) takes the polars path: compiling the trigger
+# database costs a few tenths of a second once a process, the scan saves ~15 % of a block's time.
+PREFILTER_MIN_BYTES = 4 << 20
 
 
 def _bulk_classify(block: bytes) -> pl.DataFrame:
@@ -54,7 +57,7 @@ def block_frame(block: bytes, first_line: int) -> tuple[list[CandidateRow], pl.D
     """One block: the candidate lines the line parser must see (number, text, next line, previous
     non-candidate line), the stats and KV rows extracted in polars (``ts`` still null), the block's
     counts and its lines."""
-    bs = prefilter.scan(block) if USE_PREFILTER else None
+    bs = prefilter.scan(block) if USE_PREFILTER and len(block) >= PREFILTER_MIN_BYTES else None
     if bs is None:
         return _polars_frame(block, first_line)
     return _scan_frame(block, first_line, bs)

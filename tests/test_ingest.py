@@ -20,6 +20,12 @@ from helpers import blocks_of, record_path
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
+@pytest.fixture(autouse=True)
+def _prefilter_on_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bulk path here is the compiled prefilter's on blocks of any size (where it is installed)."""
+    monkeypatch.setattr(blockframe, "PREFILTER_MIN_BYTES", 0)
+
+
 def _stream(data: bytes, seed: int) -> tuple[list, object]:
     sp = StreamParser(year=2026)
     rng = random.Random(seed)
