@@ -183,7 +183,8 @@ def build_index(roots: Sequence[str], into: Path | None = None, jobs: int = 1, c
         if rows["runs"]["status"][0] == "failed":
             outcome.failed.append((rows["runs"]["path"][0], rows["runs"]["error"][0]))
     outcome.parsed = len(todo) - len(outcome.failed)
-    _write(into, ids, keep, done)
+    if done or not old or list(old) != ids:  # nothing new, changed or gone: the index stays as it is
+        _write(into, ids, keep, done)
     return outcome
 
 
