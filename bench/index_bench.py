@@ -49,7 +49,7 @@ SAMPLE = ROOT / "samples" / "runs" / "kv-exhaustion"
 DIAG = [str(ROOT / ".venv" / "bin" / "diag")] if (ROOT / ".venv" / "bin" / "diag").exists() else \
     [sys.executable, "-m", "diag"]
 WORKER_LOGS = ("*_frontend_*.out", "*_prefill_*.out", "*_decode_*.out")
-WHERE = "validity = 'valid' or verdict ~ 'kv'"
+WHERE = "validity = 'valid' or top_finding ~ 'K0'"
 SORT = "-tok_s_gpu_working"
 REPLICATED = ("runs", "points", "findings", "endpoints")
 TOK_S = ("total_tok_s", "tok_s_gpu_working", "tok_s_gpu_allocated")
