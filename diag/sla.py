@@ -16,11 +16,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from diag.parsers.recipe import Recipe
-from diag.parsers.records import BenchResult
 from diag.rules.present import milliseconds
+
+if TYPE_CHECKING:  # annotations only: `diag runs` and `diag --help` import this module and not the parsers
+    from diag.parsers.recipe import Recipe
+    from diag.parsers.records import BenchResult
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2EL"}
 DEFAULT_SLA = "ttft=2s,tpot=50ms"

@@ -27,12 +27,10 @@ from diag import __version__
 from diag.emit import envelope
 from diag.files import LOG_KINDS, RunFiles, find_runs
 
+from .dataset import DATASET_SCHEMA, MANIFEST, SAVED, manifest_ok
 from .rows import PARTITIONED, TABLES, failed_rows, report_rows, run_id_of
 
-DATASET_SCHEMA = "diag-index-dataset-1"
-MANIFEST = "index.json"
 TAIL_BYTES = 64 << 10
-SAVED = ".diag"   # RUN/.diag/: what `diag tail RUN --save` writes
 Rows = dict[str, pl.DataFrame]
 
 
@@ -142,13 +140,6 @@ def default_into(roots: Sequence[str]) -> Path:
     return Path(roots[0]) / SAVED / "index"
 
 
-def manifest_ok(into: Path) -> bool:
-    try:
-        return json.loads((into / MANIFEST).read_text(encoding="utf-8")).get("schema") == DATASET_SCHEMA
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
 def _old_hashes(into: Path) -> dict[str, str]:
     if not manifest_ok(into):
         return {}
@@ -192,7 +183,8 @@ def build_index(roots: Sequence[str], into: Path | None = None, jobs: int = 1, c
         if rows["runs"]["status"][0] == "failed":
             outcome.failed.append((rows["runs"]["path"][0], rows["runs"]["error"][0]))
     outcome.parsed = len(todo) - len(outcome.failed)
-    _write(into, ids, keep, done)
+    if done or not old or list(old) != ids:  # nothing new, changed or gone: the index stays as it is
+        _write(into, ids, keep, done)
     return outcome
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from .build import MANIFEST, SAVED, manifest_ok
+from .dataset import MANIFEST, SAVED, manifest_ok
 
 PART = "report_part"   # the runs column diag report reads; not a column for people
 
