@@ -225,11 +225,13 @@ def run_diag(*args: str, cwd: Path | str | None = None, env: Mapping[str, str | 
 
     from diag.cli import app
 
-    here = os.getcwd()
+    here, environ = os.getcwd(), dict(os.environ)
     os.chdir(cwd or ROOT)
     try:
         res = CliRunner().invoke(app, list(args), input=input, env=dict(env or {}), catch_exceptions=False,
                                  prog_name="diag")
-    finally:
+    finally:  # the process's state as before (``--no-color`` sets NO_COLOR for the rest of a real process)
         os.chdir(here)
+        os.environ.clear()
+        os.environ.update(environ)
     return subprocess.CompletedProcess(["diag", *args], res.exit_code, res.stdout, res.stderr)

@@ -196,7 +196,7 @@ def test_a_gzip_log_is_read_through_gzip(tmp_path: Path) -> None:
 def test_export_onto_a_file_or_an_uncreatable_path_is_one_line(tmp_path: Path) -> None:
     afile = tmp_path / "taken"
     afile.write_text("x")
-    for target, why in ((afile, "a file is in the way"), (afile / "sub", "Not a directory")):
+    for target, why in ((afile, "is a file (give a directory)"), (afile / "sub", "not a directory")):
         res = diag("tail", str(HEALTHY), "--export", str(target))
         clean(res)
         assert res.returncode == 2 and why in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr

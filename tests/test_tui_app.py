@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import os
 import re
 import shutil
 import threading
@@ -515,6 +516,26 @@ async def test_columns_give_way_by_priority(size: tuple[int, int]) -> None:
             kept_priorities = [c.priority for c in COLUMNS if c.key in cols]
             assert dropped and all(c.priority >= max(kept_priorities) for c in COLUMNS if c.key in dropped)
             assert all(re.fullmatch(r"-|\d+[smhd]", r["age"]) for r in rows(app).values() if "age" in r)
+
+
+@sync
+async def test_plot_screens_draw_under_no_color() -> None:
+    """NO_COLOR: textual's monochrome filter reads every segment's style; the charts and legends still draw
+    (an unstyled padding segment failed the whole screen)."""
+    from diag.tui.plotscreen import ChartPlot, PlotScreen
+
+    os.environ["NO_COLOR"] = "1"
+    try:
+        app = make_app(RUNS / "kv-exhaustion")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await ready(pilot)
+            await pilot.press("p")
+            await until(pilot, lambda: isinstance(app.screen, PlotScreen) and app.screen.plots is not None)
+            await until(pilot, lambda: all(p.plain for p in app.screen.query(ChartPlot)))
+            shot = app.export_screenshot()
+            assert "decode-w0" in app.screen.query_one("#plot-kv", ChartPlot).plain and "<svg" in shot
+    finally:
+        del os.environ["NO_COLOR"]
 
 
 @sync

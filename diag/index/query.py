@@ -33,7 +33,11 @@ def index_dir(path: str | Path) -> Path:
     """The index a path names: the index itself, or ``ROOT/.diag/index``."""
     p = Path(path)
     for cand in (p, p / SAVED / "index"):
-        if (cand / MANIFEST).exists():
+        try:
+            found = (cand / MANIFEST).is_file()
+        except OSError as e:  # a directory on the way that cannot be searched: no index to be read there
+            raise QueryError(f"{cand}: cannot look for an index: {e.strerror or e}") from None
+        if found:
             if not manifest_ok(cand):
                 raise QueryError(f"{cand}: an index of another diag version; run diag index again")
             return cand

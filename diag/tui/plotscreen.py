@@ -9,7 +9,7 @@ its lines (a paused replay, a refresh without new points), so it is neither rebu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from io import StringIO
 from typing import ClassVar
@@ -17,6 +17,7 @@ from typing import ClassVar
 from rich.ansi import AnsiDecoder
 from rich.console import Console
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -78,11 +79,20 @@ def legend(chart: Chart, width: int) -> list[Strip]:
     if chart.spans:
         t.append("  ░ findings", style="dim")
     opts = _CONSOLE.options.update(width=max(1, width))
-    strips = [Strip(line).adjust_cell_length(width) for line in _CONSOLE.render_lines(t, opts, pad=True)]
+    strips = [_strip(line, width) for line in _CONSOLE.render_lines(t, opts, pad=True)]
     if len(strips) > LEGEND_LINES:  # the rest are cut: an ellipsis says so
         last = strips[LEGEND_LINES - 1].crop(0, max(0, width - 1))
-        strips = [*strips[: LEGEND_LINES - 1], Strip([*last, Segment("…")]).adjust_cell_length(width)]
+        strips = [*strips[: LEGEND_LINES - 1], _strip([*last, Segment("…")], width)]
     return strips
+
+
+_PLAIN = Style.null()
+
+
+def _strip(segments: Iterable[Segment], width: int) -> Strip:
+    """A line of ``width`` cells in which every segment has a style (textual's NO_COLOR filter reads each
+    segment's colours: an unstyled one made the plot screens fail under NO_COLOR)."""
+    return Strip([Segment(s.text, s.style or _PLAIN, s.control) for s in segments]).adjust_cell_length(width, _PLAIN)
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,7 @@ def draw_chart(chart: Chart, window_min: int, size: Size, theme: str) -> Drawn:
     plt._set_size(size.width, height)  # as textual-plotext's widget does: plotsize alone may not stick
     plt.theme(theme)
     lines = list(AnsiDecoder().decode(plt.build()))[:height]  # the build ends with a newline
-    drawn = [Strip(list(line.render(_CONSOLE))).adjust_cell_length(size.width) for line in lines]
+    drawn = [_strip(line.render(_CONSOLE), size.width) for line in lines]
     return Drawn(chart, window_min, size, theme, tuple([*drawn, *key][: size.height]))
 
 
@@ -176,9 +186,9 @@ class ChartPlot(PlotextPlot):
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if self.drawn is None or y >= len(self.drawn.lines):
-            return Strip.blank(width)
+            return Strip.blank(width, _PLAIN)
         line = self.drawn.lines[y]
-        return line if line.cell_length == width else line.adjust_cell_length(width)
+        return line if line.cell_length == width else line.adjust_cell_length(width, _PLAIN)
 
     def on_mount(self) -> None:  # beside textual-plotext's own handler, which registers the theme
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
