@@ -24,6 +24,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 def _prefilter_on_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """The bulk path here is the compiled prefilter's on blocks of any size (where it is installed)."""
     monkeypatch.setattr(blockframe, "PREFILTER_MIN_BYTES", 0)
+    monkeypatch.setattr(blockframe, "PREFILTER_MAX_STATS_SHARE", float("inf"))
 
 
 def _stream(data: bytes, seed: int) -> tuple[list, object]:

@@ -30,7 +30,8 @@ def _both(data: bytes, block: int, monkeypatch: pytest.MonkeyPatch) -> tuple[tup
     monkeypatch.setattr(blockframe, "USE_PREFILTER", False)
     plain = _key(parse_blocks(blocks_of(data, block), year=2026))
     monkeypatch.setattr(blockframe, "USE_PREFILTER", True)
-    monkeypatch.setattr(blockframe, "PREFILTER_MIN_BYTES", 0)   # the prefilter on blocks of any size
+    monkeypatch.setattr(blockframe, "PREFILTER_MIN_BYTES", 0)   # the prefilter on blocks of any size and density
+    monkeypatch.setattr(blockframe, "PREFILTER_MAX_STATS_SHARE", float("inf"))
     return plain, _key(parse_blocks(blocks_of(data, block), year=2026))
 
 
@@ -102,12 +103,12 @@ def test_generated_blocks(data: bytes, block: int) -> None:
 
 
 def _frame(block: bytes, first_line: int, use: bool) -> tuple:
-    blockframe.USE_PREFILTER, least = use, blockframe.PREFILTER_MIN_BYTES
-    blockframe.PREFILTER_MIN_BYTES = 0
+    saved = blockframe.USE_PREFILTER, blockframe.PREFILTER_MIN_BYTES, blockframe.PREFILTER_MAX_STATS_SHARE
+    blockframe.USE_PREFILTER, blockframe.PREFILTER_MIN_BYTES, blockframe.PREFILTER_MAX_STATS_SHARE = use, 0, float("inf")
     try:
         rows, stats, kv, c, lines = blockframe.block_frame(block, first_line)
     finally:
-        blockframe.USE_PREFILTER, blockframe.PREFILTER_MIN_BYTES = True, least
+        blockframe.USE_PREFILTER, blockframe.PREFILTER_MIN_BYTES, blockframe.PREFILTER_MAX_STATS_SHARE = saved
     return rows, stats.rows(), kv.rows(), c.lines, c.candidates, c.unclassified, c.last, lines.tail
 
 
