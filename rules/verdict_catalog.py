@@ -154,7 +154,7 @@ def _context(v_cls: str, fig: Mapping[str, Any], cap: Mapping[str, Any], concurr
         put("prefill_tps_next", f"{pt * (n + 1) / n:,.0f}")
     put("decode_kv", number(_v(fig, "decode", "kv", "mean"), 1) if _v(fig, "decode", "kv", "mean") is not None else None)
     put("decode_capacity", f"{cap['decode_capacity']:,.0f}" if cap.get("decode_capacity") else None)
-    put("concurrency", concurrency)
+    put("concurrency", number(concurrency, 0) if concurrency else None)
     if concurrency and cap.get("decode_dp"):
         put("decode_batch", -(-concurrency // int(cap["decode_dp"])))
     put("capture_size", int(cap["capture_size"]) if cap.get("capture_size") else None)
