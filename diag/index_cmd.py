@@ -37,7 +37,7 @@ def index(
     into: Path | None = typer.Option(None, "--into", metavar="DIR",
                                      help="Write the index here (default: ROOT/.diag/index of the first ROOT)."),
     jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", "-j", metavar="N", min=1,
-                             help="Runs analysed at once, each in its own process (default: the CPUs)."),
+                             help="Runs analysed at once, each in its own process (default and most: the CPUs this process may use)."),
     fmt: ListFormat = typer.Option(ListFormat.text, "--format", help="Output format: text or json (the counts)."),
     config: ConfigFile = None,
 ) -> None:

@@ -16,16 +16,18 @@ import os
 import re
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
-from . import prefilter
+from .blocklines import decode, lines_frame
 from .columns import STATS_LIT, empty_kv, empty_stats, escaped_candidates, extract
 from .counts import Counts, ansi_lines, classified_spans, classify_span
 from .lineparser import TRIGGER_PATTERN, LineParser
-from .prefilter import _lines, decode
 from .timestamps import STAMP_HINT
+
+if TYPE_CHECKING:
+    from . import prefilter
 
 CandidateRow = tuple[int, str, "str | None", "str | None"]
 # DIAG_PREFILTER=0 forces the polars path (the reference the tests compare the prefilter with)
@@ -43,7 +45,7 @@ def _bulk_classify(block: bytes) -> pl.DataFrame:
     """Per line of a block: the text and whether it holds a record trigger (also when escape sequences
     split a trigger's words: such a line is a candidate by its text without them)."""
     col = pl.col("line")
-    return escaped_candidates(_lines(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect())
+    return escaped_candidates(lines_frame(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect())
 
 
 class BlockLines:
@@ -61,7 +63,10 @@ def block_frame(block: bytes, first_line: int) -> tuple[list[CandidateRow], pl.D
     """One block: the candidate lines the line parser must see (number, text, next line, previous
     non-candidate line), the stats and KV rows extracted in polars (``ts`` still null), the block's
     counts and its lines."""
-    bs = prefilter.scan(block) if _scan_pays(block) else None
+    bs = None
+    if _scan_pays(block):
+        from . import prefilter  # numpy and the Hyperscan database: loaded with the first large block
+        bs = prefilter.scan(block)
     if bs is None:
         return _polars_frame(block, first_line)
     return _scan_frame(block, first_line, bs)
@@ -127,6 +132,8 @@ def _tail(block: bytes, k: int) -> list[str]:
 def _scan_frame(block: bytes, first_line: int, bs: prefilter.BlockScan) -> tuple[
         list[CandidateRow], pl.DataFrame, pl.DataFrame, Counts, BlockLines]:
     """The prefilter's candidates: only they and their neighbours are cut out and decoded."""
+    import numpy as np
+
     n, idx = bs.n, bs.cand
     counts = Counts(lines=n, unclassified=n, candidates=idx.size, ansi_lines=bs.ansi)
     lines = BlockLines(n, _tail(block, TAIL_LINES), bs.lines)

@@ -101,6 +101,9 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     block's candidate lines (columns ``n`` line number, ``line``, ``nxt`` the next line or null when
     unknown), and the mask of candidates they did not take (those go to the line parser)."""
     line, nxt = pl.col("line"), pl.col("nxt")
+    if not cand.height or not cand["line"].str.contains_any([STATS_LIT, KV_LIT, "UCX"]).any():
+        # nothing to extract or to leave out (most small blocks of a followed log): one pass, not forty
+        return empty_stats(), empty_kv(), pl.Series("n", [True] * cand.height, pl.Boolean)
     headed = nxt.is_not_null() & ((nxt == "") | nxt.str.contains(HEAD_START_RX))
     short = line.str.len_chars() < MAX_JOIN
     df = cand.with_columns(
@@ -111,8 +114,20 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     esc = df["line"].str.contains("\x1b", literal=True)
     df = pl.concat([df.filter(~esc).with_columns(line.alias("text")),
                     df.filter(esc).with_columns(line.str.replace_all(CSI_PATTERN, "").alias("text"))])
+    stats_rows, kv_rows = _stats_rows(df.filter(pl.col("try_s"))), _kv_rows(df.filter(pl.col("try_k")))
+    taken = pl.concat([stats_rows["line"], kv_rows["line"]])
+    ucx = cand.filter(line.str.contains("UCX", literal=True))
+    inert = ucx.filter(_inert(headed))["n"].cast(pl.Int64)
+    slow = ~cand["n"].cast(pl.Int64).is_in(pl.concat([taken, inert]).implode())
+    return stats_rows.cast(STATS_COLUMNS), kv_rows.cast(KV_COLUMNS), slow  # type: ignore[arg-type]
+
+
+def _stats_rows(s_in: pl.DataFrame) -> pl.DataFrame:
+    """The stats rows of the lines that may be one clean stats record (``n``, ``text``)."""
+    if not s_in.height:
+        return empty_stats()
     text = pl.col("text")
-    s_in = df.filter(pl.col("try_s")).select(pl.col("n"), text.str.strip_chars_end("\r"))
+    s_in = s_in.select(pl.col("n"), text.str.strip_chars_end("\r"))
     s = s_in.select(pl.col("n"), text.str.extract_groups(STATS_ORDERED_RX).alias("g")).unnest("g")
     rest = s_in.filter(pl.Series(s["md"].is_null()))
     if rest.height:   # segments out of the usual order, or unknown ones: the any-order pattern
@@ -120,24 +135,26 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
                        rest.select(pl.col("n"), text.str.extract_groups(STATS_RX).alias("g")).unnest("g")
                        .select(s.columns)])
     s = s.filter(pl.col("md").is_not_null()).sort("n")
-    k_in = df.filter(pl.col("try_k")).with_columns(text.str.strip_suffix("\r"))
+    groups = {c: g for g, c in (*_INT_GROUPS.items(), *_FLOAT_GROUPS.items())}
+    own = {"line": pl.col("n"), "md": pl.col("md"), "proc": pl.col("proc"), "variant": pl.lit("v1")}
+    return s.select(*((own[c] if c in own else pl.col(groups[c]) if c in groups else pl.lit(None))
+                      .cast(dtype).alias(c) for c, dtype in STATS_COLUMNS.items()))
+
+
+def _kv_rows(k_in: pl.DataFrame) -> pl.DataFrame:
+    """The KV rows of the lines that may be one clean ``KV Transfer metrics`` record (``n``, ``text``)."""
+    if not k_in.height:
+        return empty_kv()
+    text = pl.col("text")
+    k_in = k_in.with_columns(text.str.strip_suffix("\r"))
     k_in = k_in.filter(~text.str.contains(_OTHER_TRIGGERS))
     k = k_in.select(pl.col("n"), text.str.extract_groups(KV_RX).alias("g")).unnest("g")
     k = k.filter(pl.col("md").is_not_null() & ~pl.col("body").str.contains(_UNSIMPLE_RX)).sort("n")
-    groups = {c: g for g, c in (*_INT_GROUPS.items(), *_FLOAT_GROUPS.items())}
-    own = {"line": pl.col("n"), "md": pl.col("md"), "proc": pl.col("proc"), "variant": pl.lit("v1")}
-    stats_rows = s.select(*((own[c] if c in own else pl.col(groups[c]) if c in groups else pl.lit(None))
-                            .cast(dtype).alias(c) for c, dtype in STATS_COLUMNS.items()))
-    kv_rows = k.select(
+    return k.select(
         pl.col("n").cast(pl.Int64).alias("line"), pl.lit(None, _TS).alias("ts"), pl.col("md"), pl.col("proc"),
         pl.lit(None, pl.Int64).alias("task"), pl.col("ctype").alias("connector"), pl.col("body"),
         *(pl.coalesce([_kv_value(n) for n in names]).alias(col) for col, names in KV_VALUE_KEYS.items()),
     )
-    taken = pl.concat([stats_rows["line"], kv_rows["line"]])
-    ucx = cand.filter(line.str.contains("UCX", literal=True))
-    inert = ucx.filter(_inert(headed))["n"].cast(pl.Int64)
-    slow = ~cand["n"].cast(pl.Int64).is_in(pl.concat([taken, inert]).implode())
-    return stats_rows.cast(STATS_COLUMNS), kv_rows.cast(KV_COLUMNS), slow  # type: ignore[arg-type]
 
 
 # UCX's own INFO lines (one per endpoint setup, thousands in a NIXL run) hold the "UCX" trigger of

@@ -17,7 +17,6 @@ path, which gives the same answer more slowly.
 
 from __future__ import annotations
 
-import io
 import re
 import threading
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from .blocklines import compressed_magic, split_lines
 from .counts import ansi_lines
 from .lineparser import ANSI_PATTERN, TRIGGER_PATTERN, trigger_literals
 
@@ -40,12 +40,6 @@ _COMMON_CSI = (b"\x1b[0m", b"\x1b[2m", b"\x1b[3m", b"\x1b[1m", b"\x1b[32m", b"\x
 _LEARN_BYTES = 1 << 16
 # The ANSI pattern's forms without an ESC, as Hyperscan reads them (a bare "[32m" after any other byte).
 _PLAIN_ANSI = (rb"\^\[\[", rb"#033\[", rb"(?:^|[^\x1b])\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
-
-
-def compressed_magic(block: bytes) -> bool:
-    """polars' line reader inflates a buffer that starts like gzip, zlib or zstd data."""
-    return block[:2] == b"\x1f\x8b" or block[:4] == b"\x28\xb5\x2f\xfd" or \
-        (block[:1] == b"\x78" and block[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"))
 
 
 class _Database:
@@ -128,28 +122,6 @@ class BlockScan:
         b = self.block
         return [b[x:y].decode("utf-8", errors="replace").removesuffix("\r")
                 for x, y in zip(starts.tolist(), stops.tolist(), strict=True)]
-
-
-def decode(block: bytes) -> str:
-    return block.decode("utf-8", errors="replace")
-
-
-def _lines(block: bytes) -> pl.LazyFrame:
-    """A block's lines as ``scan_lines`` splits them (one ``\\r`` off each line end)."""
-    if not compressed_magic(block):
-        return pl.scan_lines(io.BytesIO(block))
-    lines = decode(block).split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return pl.LazyFrame({"line": [x.removesuffix("\r") for x in lines]}, schema={"line": pl.Utf8})
-
-
-def split_lines(block: bytes) -> pl.Series:
-    """Every line of a block (decoded as the streaming path does when it is not UTF-8)."""
-    try:
-        return _lines(block).collect()["line"]
-    except pl.exceptions.ComputeError:
-        return _lines(decode(block).encode("utf-8")).collect()["line"]
 
 
 def _learnt(block: bytes) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from golden_io import check_golden, normalized
-from loading import batch, replay
+from loading import replay, report_of
 from schemas import validate
 
 from diag.emit.jsondoc import report_dict
@@ -30,7 +30,7 @@ RUNS = sorted(p.name for p in (ROOT / "samples" / "runs").iterdir())
 
 @functools.cache
 def _batch_doc(run: str) -> dict:
-    return report_dict(Pipeline(batch(ROOT / "samples" / "runs" / run), Settings()).once())
+    return report_dict(report_of(ROOT / "samples" / "runs" / run))
 
 
 @pytest.mark.parametrize("run", RUNS)

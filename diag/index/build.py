@@ -192,6 +192,14 @@ def _inside(path: Path, into: Path) -> bool:
     return path.absolute().is_relative_to(into.absolute())
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, a cgroup's cpuset under SLURM)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - no affinity call on this platform
+        return os.cpu_count() or 1
+
+
 def _analyze_all(items: list[tuple[RunFiles, str]], ids: list[str], jobs: int,
                  config: Path | None) -> Iterator[tuple[str, Rows]]:
     """(run_id, rows) as each run finishes; ``jobs`` worker processes (spawned: polars' threads and fork do
@@ -205,7 +213,8 @@ def _analyze_all(items: list[tuple[RunFiles, str]], ids: list[str], jobs: int,
     from concurrent.futures.process import BrokenProcessPool
 
     order = sorted(range(len(items)), key=lambda k: -items[k][0].log_bytes)  # the largest first
-    with ProcessPoolExecutor(min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn")) as pool:
+    workers = min(jobs, len(items), usable_cpus())   # more processes than CPUs only add start-ups and memory
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(analyze_run, items[k][0], items[k][1], config): k for k in order}
         for fut in as_completed(futures):
             k = futures[fut]
