@@ -27,7 +27,7 @@ def _prefilter_on_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(blockframe, "PREFILTER_MAX_STATS_SHARE", float("inf"))
 
 
-FEEDS_PER_LOG = 24
+FEEDS_PER_LOG = 16
 
 
 def _stream(data: bytes, seed: int) -> tuple[list, object]:
