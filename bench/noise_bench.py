@@ -188,6 +188,7 @@ def run_noise(args, wanted: list[str], tools: dict, work: Path, log: Callable[[s
     report = _report(R, methods, truth, info, mb, log)
     ok = _check(methods, truth, log)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"input": "noise", "machine": info, "generation_s": gen_s,
                                          "truth": truth.to_dict(), "report": report, "checks_ok": ok}, indent=1))
     log(f"\ncommand: .venv/bin/python bench/run.py {' '.join(sys.argv[1:])}".rstrip())

@@ -666,6 +666,7 @@ def _bench(args: argparse.Namespace, wanted: list[str], tools: dict[str, str | N
     report = _report(methods, truth, info, mb, log)
     ok = _check(methods, truth, log)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"machine": info, "truth": truth.__dict__, "report": report,
                                          "checks_ok": ok}, indent=1))
     log(f"\ncommand: .venv/bin/python bench/run.py {' '.join(sys.argv[1:])}".rstrip())
