@@ -30,7 +30,14 @@ from diag.parsers.benchmark import (
 )
 from diag.parsers.ingest import LineCap, ParsedLog, infer_tz_offset, parse_blocks
 from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
-from diag.parsers.layout import FileInfo, classify_path, role_from_content, sniff_kind
+from diag.parsers.layout import (
+    VOCABULARY,
+    FileInfo,
+    classify_path,
+    holds_vocabulary,
+    role_from_content,
+    sniff_kind,
+)
 from diag.parsers.recipe import Recipe
 from diag.parsers.records import AccuracyResult, BenchResult
 from diag.parsers.timestamps import infer_year
@@ -97,6 +104,7 @@ def not_readable(path: Path) -> str | None:
 
 NO_SUCH_PATH = "no such file or directory"
 NO_RUN_LOGS = "no run logs in this directory"
+NOT_DIAGS = f"not a file diag understands: no line of its vocabulary ({VOCABULARY})"
 
 
 def not_there_yet(arg: str) -> bool:
@@ -208,7 +216,7 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
                     if base is not None:
                         skipped.append(Skipped(f, f"a rotated copy of {base} (older lines; not read)"))
                     elif not is_dir(p):
-                        skipped.append(Skipped(f, "not a file diag understands"))
+                        skipped.append(Skipped(f, NOT_DIAGS))
                     elif f.suffix in (".out", ".log", ".err"):
                         skipped.append(Skipped(f, "log of an unknown kind"))
                     continue
@@ -252,6 +260,14 @@ def read_blocks(path: Path, on_bytes: Callable[[int], None] | None = None) -> It
             rest = buf[cut + 1:]
 
 
+def vocabulary_in(path: Path) -> bool:
+    """Whether any line of the file is one diag reads (every block scanned, not only the head)."""
+    try:
+        return any(holds_vocabulary(block) for block in read_blocks(path))
+    except (OSError, EOFError):
+        return False
+
+
 def year_of(path: Path, head: str, ref: datetime | None) -> int | None:
     """A log's year: from its own first full date, the run's start (``ref``) or its mtime."""
     if ref is None:
@@ -271,8 +287,8 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     except (OSError, EOFError) as e:
         src.error = f"{path}: cannot read: {_reason(e)}"
         return src
-    if _is_binary(head_b[:8192]):
-        src.error = f"{path}: binary file, not a log"
+    if _is_binary(head_b[:8192]) and not vocabulary_in(path):
+        src.error = f"{path}: binary file, not a log (no line of diag's vocabulary: {VOCABULARY})"
         return src
     head = head_b.decode("utf-8", errors="replace")
     src.year = year_of(path, head, ref)
@@ -340,6 +356,10 @@ def reclassify(files: Files, skipped: list[Skipped]) -> Files:
         except (OSError, EOFError):
             continue
         kind = sniff_kind(head)
+        if kind == "unknown" and vocabulary_in(s.path):   # the head says nothing; a later line may
+            kind = "worker"
+        if kind == "unknown":
+            s.reason = NOT_DIAGS
         if kind == "worker":
             found.append((s.path, FileInfo(s.path, "worker", role_from_content(head))))
         elif kind in ("orchestrator", "prometheus-text"):

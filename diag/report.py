@@ -6,6 +6,7 @@ Every emitter (text, JSON, JSONL, the TUI) renders a :class:`Report`; none compu
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -351,6 +352,26 @@ def link_lines(f: Finding) -> list[str]:
 
 
 
+_RECORD_KINDS = {"KVTransfer": "KV-transfer", "NixlFailure": "NIXL-failure", "KVExpiry": "KV-lease",
+                 "KVLoadFailure": "KV-load-failure", "StartupFact": "start-up", "StageMark": "start-up stage",
+                 "Fault": "error", "Lifecycle": "orchestrator", "SpecDecode": "spec-decode",
+                 "Preemption": "preemption", "PrefixCacheRate": "prefix-cache", "RequestCounts": "request-count"}
+
+
+def found_without_stats(run: Run) -> str | None:
+    """What the logs held when no endpoint has a stats sample (a paste of KV-transfer lines, a start-up
+    of fault lines): the records by kind, so a read that judges nothing still says what it read. Runs with
+    stats or start-up stages show them in their tables."""
+    if any(ep.samples or ep.startup.stages for ep in run.endpoints.values()):  # tables of their own
+        return None
+    kinds = Counter(_RECORD_KINDS.get(type(r).__name__, type(r).__name__) for ep in run.endpoints.values()
+                    for _, r in ep.records)
+    if not kinds:
+        return None
+    parts = [f"{number(n)} {kind} record{'s' if n != 1 else ''}" for kind, n in kinds.most_common()]
+    return ", ".join(parts) + " (no stats lines)"
+
+
 def header_lines(run: Run) -> list[tuple[str, str]]:
     """The run header: job, model, topology, build, stage, span, benchmark throughput."""
     job = run.job
@@ -360,6 +381,8 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
     if run.start and run.clock:
         rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.clock.isoformat(timespec='seconds')}"
                              f" ({(run.clock - run.start).total_seconds() / 60:.1f} min)"))
+    if (found := found_without_stats(run)) is not None:
+        rows.append(("found", found))
     tpg = tokens_per_gpu(run)
     if tpg:
         parts = [f"{number(tpg['total_token_throughput'])} tok/s total at concurrency {number(tpg['concurrency'])}"]

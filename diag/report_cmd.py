@@ -74,7 +74,8 @@ def report(
     out = output or (Path("report.html") if fmt is ReportFormat.html else None)
     if out is not None and (why := output_problem(out)) is not None:
         fail("report", f"-o {out}: {why}")
-    problems: list[str] = []
+    problems: list[str] = []   # runs the index could not analyse: missing from the report (exit 2)
+    unread: list[str] = []     # files of a run that could not be read: the rest of the run was (as tail)
     parts = _indexed(paths, where, problems)
     if parts is None:
         try:
@@ -85,11 +86,11 @@ def report(
             doc, errors = sweep_document(paths, settings, option, min_tok_s_user)
         except InputError as e:
             fail("report", str(e))
-        problems += errors
+        unread += errors
     else:
-        problems += [err for part in parts for err in part.errors]
+        unread += [err for part in parts for err in part.errors]
         doc = build_parts(parts, first_sla(option, [part.sla for part in parts]), min_tok_s_user)
-    for err in problems:
+    for err in [*problems, *unread]:
         typer.echo(f"diag report: {err}", err=True)
     try:
         _write(doc, fmt, out)
@@ -155,14 +156,20 @@ def _indexed(paths: list[str], where: str | None, problems: list[str]) -> list[R
 def sweep_document(paths: list[str], settings: Settings, sla: Sla | None = None,
                    min_tok_s_user: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """The ``diag report --format json`` document of the runs among ``paths`` and the errors of reading
-    them (one line each); raises InputError on a path that does not exist."""
-    from .files import find_runs
+    them (one line each: the rest of the input was read); raises InputError on a path that does not exist
+    and when no run among ``paths`` has a file diag could read (as ``tail`` does)."""
+    from .files import InputError, find_runs
     from .pipeline import Pipeline
     from .report_doc import build_parts
     from .report_part import RunPart
     from .sla import first_sla
     from .sources import BatchSource
+    from .tail_cmd import nothing_read, unread_lines
 
-    parts = [RunPart.of(Pipeline(BatchSource(rf), settings).once(), rf.results) for rf in find_runs(paths)]
+    runs = find_runs(paths)
+    reports = [Pipeline(BatchSource(rf), settings).once() for rf in runs]
+    if nothing_read(reports):
+        raise InputError(unread_lines(paths, reports)[0])
+    parts = [RunPart.of(report, rf.results) for report, rf in zip(reports, runs, strict=True)]
     doc = build_parts(parts, first_sla(sla, [part.sla for part in parts]), min_tok_s_user)
     return doc, [err for part in parts for err in part.errors]

@@ -179,11 +179,14 @@ def engine_skew(rule: Rule, run: Run) -> list[Finding]:
                 sub = [rows[i] for i in w.rows]
                 mine = sum(r[ei] for r in sub) / len(sub)
                 sib = median(v for r in sub for j, v in enumerate(r) if j != ei and v is not None)
+                ratio = mine / sib if sib else None  # a min_load of 0 lets an idle sibling median through
                 out.append(_finding(
                     rule, f"engine {eng} of {ep.id} carries {mine:.1f} {metric} vs a sibling median of {sib:.1f} "
-                    f"({mine / sib:.1f}x) for {w.seconds:.0f} s", endpoint=ep.id, first_ts=w.start, last_ts=w.end,
+                    + (f"({ratio:.1f}x) " if ratio is not None else "") + f"for {w.seconds:.0f} s",
+                    endpoint=ep.id, first_ts=w.start, last_ts=w.end,
                     open=w.open, evidence={"engine": eng, metric: round(mine, 2), "sibling_median": round(sib, 2),
-                                           "ratio": round(mine / sib, 2), "window_s": w.seconds}))
+                                           "ratio": None if ratio is None else round(ratio, 2),
+                                           "window_s": w.seconds}))
     return out
 
 

@@ -50,8 +50,10 @@ def startup_stage(rule: Rule, run: Run) -> list[Finding]:
             f"{ep.id} took {duration(took)} in {span.label}"
         if span.progress:
             what += f" ({span.progress[0]}/{span.progress[1]} at its last progress line)"
-        if med is not None:
+        if med:
             what += f", {took / med:.0f}x the {duration(med)} its {n_sib} sibling(s) took"
+        elif med is not None:  # the siblings went through the stage within their clock's second
+            what += f", where its {n_sib} sibling(s) took {duration(med)}"
         if why == "limit" or med is None:
             what += f" (limit {duration(limits[span.stage])})" if span.stage in limits else ""
         ready = [e.id for e in run.endpoints.values() if e.id != ep.id and e.startup.ready_at is not None]

@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT
 from loading import report_of
 
+from diag.files import NOT_DIAGS
 from diag.parsers.ingest import parse_bulk
 
 DATA = Path(__file__).parent / "data"
@@ -103,7 +104,8 @@ def test_a_file_with_no_recognised_record_is_still_refused(tmp_path: Path) -> No
     f = tmp_path / "notes.txt"
     f.write_text("hello world\nnothing a log format knows\n")
     report = report_of([str(f)])
-    assert [(p, why) for p, why in report.run.skipped] == [(str(f), "not a file diag understands")]
+    assert [(p, why) for p, why in report.run.skipped] == [(str(f), NOT_DIAGS)]
+    assert "no line of its vocabulary (engine stats" in NOT_DIAGS
     assert not report.run.endpoints
 
 

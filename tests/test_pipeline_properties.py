@@ -1,0 +1,90 @@
+"""Whole-pipeline properties over generated runs (tests/rungen.py: shipped samples reshaped by a plan):
+any run a generator can produce goes through ``tail`` (JSON valid against its schema, text at 80 and 120
+columns), ``report`` and ``index`` without a traceback, exits 0 or 1, and the text and JSON paths name
+the same findings with the same exit status.
+
+Each property has a fixed budget (``max_examples``) and a fixed seed (``derandomize``) so the suite's time
+and its verdict do not vary between runs; ``DIAG_PROPERTY_EXAMPLES=N`` widens the search for a hunt
+(``DIAG_PROPERTY_EXAMPLES=500 .venv/bin/python -m pytest -n0 tests/test_pipeline_properties.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rungen import FilePlan, RunPlan, plans, write_run
+from schemas import validate
+
+from helpers import run_diag
+
+_HUNT = int(os.environ.get("DIAG_PROPERTY_EXAMPLES", "0"))
+_FINDING_LINE = re.compile(r"^(DIAG-[A-Z]\d{3}) (?:error|warning|info) +\S+(?: \[([^\]]+)\])?$", re.M)
+
+
+def _budget(n: int) -> settings:
+    return settings(max_examples=_HUNT or n, deadline=None, derandomize=not _HUNT, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _json_findings(doc: dict) -> list[tuple[str, str]]:
+    return sorted((f["code"], f["endpoint"] or "") for f in doc["findings"])
+
+
+def _text_findings(text: str) -> list[tuple[str, str]]:
+    return sorted((m[1], m[2] or "") for m in _FINDING_LINE.finditer(text))
+
+
+def check_tail(run: Path) -> dict:
+    """``tail`` on one run: JSON (schema-valid) and text at 80 and 120 columns agree; returns the document."""
+    js = run_diag("tail", str(run), "--format", "json")
+    assert js.returncode <= 1, js.stderr
+    doc = json.loads(js.stdout)
+    validate(doc, "tail")
+    for columns in ("80", "120"):
+        tx = run_diag("tail", str(run), env={"COLUMNS": columns, "NO_COLOR": "1"})
+        assert tx.returncode == js.returncode, (columns, tx.stderr)
+        assert _text_findings(tx.stdout) == _json_findings(doc), columns
+    return doc
+
+
+@_budget(14)
+@given(plans())
+def test_any_generated_run_through_tail(plan: RunPlan) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        check_tail(write_run(plan, Path(tmp)))
+
+
+@_budget(3)
+@given(st.lists(plans(), min_size=2, max_size=3))
+def test_generated_runs_through_report_and_index(run_plans: list[RunPlan]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "outputs"
+        for n, plan in enumerate(run_plans):
+            write_run(plan, root / str(n))
+        rep = run_diag("report", str(root), "--format", "json")
+        assert rep.returncode <= 1, rep.stderr
+        validate(json.loads(rep.stdout), "report")
+        txt = run_diag("report", str(root), "--format", "text", env={"COLUMNS": "80", "NO_COLOR": "1"})
+        assert txt.returncode == rep.returncode, txt.stderr
+        idx = run_diag("index", str(root), "--into", str(Path(tmp) / "index"), "--jobs", "1", "--format", "json")
+        assert idx.returncode <= 1, idx.stderr
+        runs = run_diag("runs", str(Path(tmp) / "index"), "--format", "json")
+        assert runs.returncode <= 1, runs.stderr
+        validate(json.loads(runs.stdout), "runs")
+
+
+def test_siblings_that_went_through_a_stage_in_no_time() -> None:
+    """A run cut while its endpoints load, whose siblings' stages took 0 s (every line on one second):
+    the stage's comparison with its siblings names their 0 s, not a ratio over it (was ZeroDivisionError)."""
+    frozen = FilePlan(stretch=0.0)
+    plan = RunPlan("startup-stuck", (True,), 8, (frozen, frozen, frozen, frozen, FilePlan(), frozen), False)
+    with tempfile.TemporaryDirectory() as tmp:
+        doc = check_tail(write_run(plan, Path(tmp)))
+    stuck = [f for f in doc["findings"] if f["code"] == "DIAG-S001"]
+    assert stuck and all(f["evidence"]["sibling_median_s"] == 0 for f in stuck if f["evidence"]["siblings"])
+    assert any("sibling(s) took 0s" in f["message"] for f in stuck)
