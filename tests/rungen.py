@@ -159,12 +159,17 @@ def _reshape(data: bytes, plan: FilePlan) -> bytes:
     return bytes(out)
 
 
+def run_files(run: Path) -> list[Path]:
+    """The files of a run in the order a plan's ``files`` apply to them."""
+    return sorted(p for p in run.rglob("*") if p.is_file() and p.name != "MANIFEST.json")
+
+
 def write_run(plan: RunPlan, dest: Path) -> Path:
     """The run of ``plan`` laid out under ``dest`` (created); returns the run directory."""
     base = RUNS / plan.base
     run = dest / plan.base
     shutil.copytree(base, run)
-    files = sorted(p for p in run.rglob("*") if p.is_file() and p.name != "MANIFEST.json")
+    files = run_files(run)
     (run / "MANIFEST.json").unlink(missing_ok=True)  # the sample's labels, not part of a run
     origin = _origin(files)
     endpoints = [p for p in files if _endpoint_log(p)]
