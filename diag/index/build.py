@@ -32,7 +32,7 @@ from diag.files import LOG_KINDS, RunFiles, find_runs
 
 from .dataset import DATASET_SCHEMA, MANIFEST, SAVED, manifest_ok
 from .rows import PARTITIONED, TABLES, failed_rows, report_rows, run_id_of
-from .store import clean, generation, publish, stage, writing
+from .store import clean, generation, publish, staging, writing
 
 if TYPE_CHECKING:
     from diag.rules.settings import Settings
@@ -175,39 +175,47 @@ def build_index(roots: Sequence[str], into: Path | None = None, jobs: int = 1, s
         hashes = [fingerprint(rf, settings) for rf in runs]
         ids = [run_id_of(rf.root) for rf in runs if rf.root is not None]
         old = _old_hashes(prev)
-        outcome = Outcome(into, runs=len(runs))
-        done: dict[str, Rows] = {}
         keep = [rid for rid, h in zip(ids, hashes, strict=True) if old.get(rid) == h]
-        todo = []
-        for rf, rid, h in zip(runs, ids, hashes, strict=True):
-            if rid in keep:
-                continue
-            assert rf.root is not None
-            saved = saved_rows(rf.root, h)
-            if saved is not None:
-                done[rid] = saved
-            else:
-                todo.append((rf, rid, h))
-        outcome.reused = len(keep) + len(done)
+        done, todo = _saved_or_todo(runs, ids, hashes, keep)
+        outcome = Outcome(into, runs=len(runs), reused=len(keep) + len(done))
         if not todo and not done and old and list(old) == ids:  # nothing new, changed or gone: the index stays
             return outcome
-        staged = stage(into)
-        _link_partitions(prev, staged, keep)
-        done = {rid: _put_partitions(staged, rid, rows) for rid, rows in done.items()}
-        if on_total:
-            on_total(len(todo))
-        for rid, rows in _analyze_all([(rf, h) for rf, _, h in todo], [rid for _, rid, _ in todo], jobs, settings):
-            done[rid] = _put_partitions(staged, rid, rows)
-            if on_run:
-                on_run(1)
-        for rows in done.values():
-            if rows["runs"]["status"][0] == "failed":
-                outcome.failed.append((rows["runs"]["path"][0], rows["runs"]["error"][0]))
-        outcome.parsed = len(todo) - len(outcome.failed)
-        _write_tables(prev, staged, ids, keep, done)
-        publish(into, staged, {**envelope(DATASET_SCHEMA), "tables": [*TABLES, *PARTITIONED]})
+        with staging(into) as staged:
+            _link_partitions(prev, staged, keep)
+            done = {rid: _put_partitions(staged, rid, rows) for rid, rows in done.items()}
+            if on_total:
+                on_total(len(todo))
+            for rid, rows in _analyze_all([(rf, h) for rf, _, h in todo], [rid for _, rid, _ in todo], jobs,
+                                          settings):
+                done[rid] = _put_partitions(staged, rid, rows)
+                if on_run:
+                    on_run(1)
+            for rows in done.values():
+                if rows["runs"]["status"][0] == "failed":
+                    outcome.failed.append((rows["runs"]["path"][0], rows["runs"]["error"][0]))
+            outcome.parsed = len(todo) - len(outcome.failed)
+            _write_tables(prev, staged, ids, keep, done)
+            publish(into, staged, {**envelope(DATASET_SCHEMA), "tables": [*TABLES, *PARTITIONED]})
         clean(into)
     return outcome
+
+
+def _saved_or_todo(runs: list[RunFiles], ids: list[str], hashes: list[str],
+                   keep: list[str]) -> tuple[dict[str, Rows], list[tuple[RunFiles, str, str]]]:
+    """The runs not kept from the index: those ``diag tail --save`` left a matching result for (their rows),
+    and those to analyse (run, run_id, fingerprint)."""
+    done: dict[str, Rows] = {}
+    todo = []
+    for rf, rid, h in zip(runs, ids, hashes, strict=True):
+        if rid in keep:
+            continue
+        assert rf.root is not None
+        saved = saved_rows(rf.root, h)
+        if saved is not None:
+            done[rid] = saved
+        else:
+            todo.append((rf, rid, h))
+    return done, todo
 
 
 def _inside(path: Path, into: Path) -> bool:

@@ -172,12 +172,18 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def stage(into: Path) -> Path:
-    """A new, empty folder for the next generation (a dot folder: no reader looks into it)."""
+@contextlib.contextmanager
+def staging(into: Path) -> Iterator[Path]:
+    """A new, empty folder for the next generation (a dot folder: no reader looks into it), deleted when the
+    block fails before :func:`publish` (a killed process leaves it to the next writer's :func:`clean`)."""
     number = 1 + max((int(m[1]) for p in into.iterdir() if (m := GENERATION.match(p.name))), default=0)
     staged = into / f".gen-{number:06d}.tmp-{os.getpid()}"
     staged.mkdir()
-    return staged
+    try:
+        yield staged
+    except BaseException:  # an error or Ctrl-C half-way: nothing of it stays
+        _remove(staged)
+        raise
 
 
 def publish(into: Path, staged: Path, manifest: dict[str, Any]) -> Path:
@@ -209,4 +215,4 @@ def _link(path: Path, target: str) -> None:
     os.replace(fresh, path)
 
 
-__all__ = ["CURRENT", "LOCK", "StoreError", "clean", "generation", "hold", "publish", "stage", "writing"]
+__all__ = ["CURRENT", "LOCK", "StoreError", "clean", "generation", "hold", "publish", "staging", "writing"]
