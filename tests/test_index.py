@@ -291,21 +291,21 @@ def test_a_writer_killed_half_way_leaves_the_previous_index_whole(tmp_path: Path
     writer.communicate(timeout=60)
     assert writer.returncode == -signal.SIGKILL
     assert _whole(into) == (1, [SMALL[0]]) and select_runs(into)["name"].to_list() == [SMALL[0]]
-    assert _counts(root, "--into", str(into)) == {"runs": 3, "parsed": 2, "reused": 1, "failed": 0}
+    assert _counts(root, "--into", str(into), "--jobs", "1") == {"runs": 3, "parsed": 2, "reused": 1, "failed": 0}
     assert _whole(into) == (2, sorted([*SMALL, "healthy"]))
     assert sorted(p.name for p in into.iterdir() if not p.is_symlink()) == [".lock", "gen-000002"]
 
 
 def test_a_generation_a_reader_holds_outlives_the_writes_after_it(tmp_path: Path) -> None:
     root, into = _copy(tmp_path, *SMALL), tmp_path / "idx"
-    _counts(root, "--into", str(into))
+    _counts(root, "--into", str(into), "--jobs", "1")
     with snapshot(into) as held:
         shutil.rmtree(root / SMALL[0])
         assert _counts(root, "--into", str(into)) == {"runs": 1, "parsed": 0, "reused": 1, "failed": 0}
         assert _whole(into) == (2, [SMALL[1]])
         assert pl.read_parquet(held / "runs.parquet")["name"].to_list() == list(SMALL)   # still there, whole
     _copy(tmp_path, SMALL[0])
-    _counts(root, "--into", str(into))
+    _counts(root, "--into", str(into), "--jobs", "1")
     assert sorted(p.name for p in into.glob("gen-*")) == ["gen-000003"]   # let go: deleted by the next writer
 
 
@@ -324,7 +324,7 @@ for _ in range(int(sys.argv[4])):   # a run gone, then back: two new generations
 
 def test_a_reader_always_reads_one_whole_generation_while_a_writer_writes(tmp_path: Path) -> None:
     root, into = _copy(tmp_path, *SMALL), tmp_path / "idx"
-    _counts(root, "--into", str(into))
+    _counts(root, "--into", str(into), "--jobs", "1")
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(into), str(tmp_path / SMALL[0]), "3"],
                               cwd=tmp_path, text=True, stderr=subprocess.PIPE)
     seen: set[int] = set()
@@ -360,13 +360,13 @@ def test_changed_thresholds_judge_the_runs_again_the_same_settings_reuse_them(tm
 
 def test_an_index_of_an_earlier_diag_is_read_then_rewritten_as_generations(tmp_path: Path) -> None:
     root, into, flat = _copy(tmp_path, *SMALL), tmp_path / "idx", tmp_path / "flat"
-    _counts(root, "--into", str(into))
+    _counts(root, "--into", str(into), "--jobs", "1")
     shutil.copytree(into / "current", flat)   # the tables directly in DIR, as diag wrote them before generations
     manifest = json.loads((flat / "index.json").read_text())
     (flat / "index.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "generation"}))
     assert select_runs(flat)["name"].to_list() == list(SMALL)
     shutil.rmtree(root / SMALL[0])
-    assert _counts(root, "--into", str(flat)) == {"runs": 1, "parsed": 0, "reused": 1, "failed": 0}
+    assert _counts(root, "--into", str(flat), "--jobs", "1") == {"runs": 1, "parsed": 0, "reused": 1, "failed": 0}
     assert _whole(flat) == (1, [SMALL[1]])
     assert sorted(p.name for p in flat.iterdir() if not p.is_symlink()) == [".lock", "gen-000001"]
     assert pl.read_parquet(flat / "series", hive_partitioning=True)["run_id"].unique().to_list() == \

@@ -62,8 +62,10 @@ def hold(into: Path, attempts: int = 20) -> Iterator[Path]:
             raise StoreError(f"{into}: no index here")
         try:
             fd = os.open(gen / MANIFEST, os.O_RDONLY)
-        except FileNotFoundError:  # replaced and deleted between the two steps: take the new one
-            continue
+        except FileNotFoundError:
+            if generation(into) == gen:
+                raise StoreError(f"{gen}: no {MANIFEST}: a broken index; run diag index again") from None
+            continue  # replaced and deleted between the two steps: take the new one
         try:
             _flock(fd, fcntl.LOCK_SH)
             if _unmoved(fd, gen / MANIFEST):  # not deleted while this waited for the lock
