@@ -27,6 +27,7 @@ RUNS_EXAMPLES: tuple[Example, ...] = (
 )
 
 
+WAIT = 600.0   # seconds a second diag index into one index waits for the first (--wait)
 WHERE_HELP = ("Only the runs matching EXPR: COLUMN OP VALUE joined by and/or, OP one of = != < <= > >= ~ (regex), "
               "VALUE 'text', a number, true, false or null (docs/index.md lists the columns).")
 
@@ -40,6 +41,9 @@ def index(
                              help="Runs analysed at once, each in its own process (default and most: the CPUs this process may use)."),
     fmt: ListFormat = typer.Option(ListFormat.text, "--format", help="Output format: text or json (the counts)."),
     config: ConfigFile = None,
+    wait: float = typer.Option(WAIT, "--wait", metavar="SECONDS", min=0,
+                               help="Wait this long for another diag index writing the same index, then give up "
+                                    "(exit 2; 0: at once)."),
 ) -> None:
     """Analyse every run under ROOT once into a Parquet dataset; again, only new or changed runs.
 
@@ -49,11 +53,12 @@ def index(
 
     from .files import InputError
     from .index.build import build_index, default_into, progress
+    from .index.store import StoreError
 
     if into is None and not Path(roots[0]).is_dir():
         fail("index", f"{roots[0]}: not a directory; give --into DIR for the index")
     try:
-        resolve(Path.cwd(), config)  # a bad diag.toml stops here, not once per run
+        settings = resolve(Path.cwd(), config)  # a bad diag.toml stops here, not once per run
     except SettingsError as e:
         fail_all("index", [f"config error: {line}" for line in e.lines])
     bar = progress(True)
@@ -69,8 +74,9 @@ def index(
             bar.advance(task[0], n)
 
     try:
-        outcome = build_index(roots, into, jobs, config, on_run=on_run, on_total=on_total)
-    except InputError as e:
+        outcome = build_index(roots, into, jobs, settings, wait, lambda line: typer.echo(f"diag index: {line}", err=True),
+                              on_run=on_run, on_total=on_total)
+    except (InputError, StoreError) as e:
         fail("index", str(e))
     except OSError as e:
         fail("index", f"{into or default_into(roots)}: cannot write the index: {e.strerror or e}")

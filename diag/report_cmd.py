@@ -130,7 +130,7 @@ def _write(doc: dict, fmt: ReportFormat, out: Path | None) -> None:
 def _indexed(paths: list[str], where: str | None, problems: list[str]) -> list[RunPart] | None:
     """The parts of the runs an index holds when ``paths`` name one (its failed runs as ``problems``);
     None for run directories."""
-    from .index.query import QueryError, index_dir, report_parts, select_runs
+    from .index.query import QueryError, index_dir, report_parts, select_runs, snapshot
 
     try:
         found = index_dir(paths[0]) if len(paths) == 1 else None
@@ -143,8 +143,9 @@ def _indexed(paths: list[str], where: str | None, problems: list[str]) -> list[R
             fail("report", "--where selects runs of an index: give one index (diag index) or a ROOT holding one")
         return None
     try:
-        failed = select_runs(found, where).filter(status="failed")
-        parts = report_parts(found, where)
+        with snapshot(found) as whole:  # the failed runs and the parts of one generation
+            failed = select_runs(whole, where).filter(status="failed")
+            parts = report_parts(whole, where)
     except QueryError as e:
         fail("report", str(e))
     problems += [f"{path}: not analysed: {reason}" for path, reason in failed.select("path", "error").iter_rows()]

@@ -203,7 +203,7 @@ def _read(paths: list[str], settings: Any, scrape: list[str], prom: str | None,
         for rf in runs:
             if save and rf.root is None:
                 raise InputError("--save writes into a run directory; these files belong to none")
-            input_hash = fingerprint(rf) if save else None
+            input_hash = fingerprint(rf, settings) if save else None
             source: Any = BatchSource(rf, on_bytes=on_bytes)
             if scrape or prom:
                 source.poll()

@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fnmatch
+import hashlib
+import json
 import re
 import tomllib
 from collections.abc import Callable, Iterable
@@ -141,6 +143,18 @@ class Settings:
         """Enabled rules (of the given scopes), overrides applied."""
         return {c: self.rule(c) for c, r in catalog().items()
                 if (not scopes or r.scope in scopes) and self.enabled(c)}
+
+    def digest(self) -> str:
+        """What in these settings changes a finding or a verdict, as a digest: every enabled rule with its
+        effective severity, thresholds and durations, the suppressions (and the file and folder they are
+        anchored to), the recipe size limit. Not ``fail_on``: it only sets the exit status."""
+        rules = [(r.code, r.severity, r.params, r.for_s, r.keep_firing_for_s) for r in self.rules().values()]
+        anchored = bool(self.suppressions or self.unreasoned)
+        doc = {"rules": rules, "unreasoned": self.unreasoned, "max_recipe_bytes": self.max_recipe_bytes,
+               "suppress": [(s.code, bool(s.reason), s.path, s.endpoint, s.line) for s in self.suppressions],
+               "source": str(self.source) if anchored else None,
+               "root": str(self.root) if any(s.path for s in self.suppressions) else None}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def with_cli(self, select: list[str] | None = None, ignore: list[str] | None = None,
                  fail_on: str | None = None, exit_zero: bool = False) -> Settings:

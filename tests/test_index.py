@@ -6,8 +6,15 @@ a failing run recorded, a result saved by ``tail --save`` taken as is); ``diag r
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +24,7 @@ import pytest
 from schemas import validate
 from test_cli_contract import ROOT, diag
 
-from diag.index.query import QueryError, select_runs
+from diag.index.query import QueryError, select_runs, snapshot
 from diag.index.rows import PARTITIONED, TABLES
 
 RUNS = ROOT / "samples" / "runs"
@@ -206,3 +213,161 @@ def test_a_result_saved_by_tail_is_taken_by_the_index(tmp_path: Path) -> None:
     with next((run / "logs").glob("*_decode_w0.out")).open("a") as fh:
         fh.write("a line appended after the save\n")
     assert _counts(root, "--into", str(tmp_path / "idx2")) == {"runs": 1, "parsed": 1, "reused": 0, "failed": 0}
+
+
+# ------------------------------------------------------------------ safe writes (issue 32)
+def _whole(into: Path) -> tuple[int, list[str]]:
+    """The generation the index reads as and its runs' names, once every table is checked to be of it: the
+    points and findings of each run as many as its ``runs`` row counts, no row or partition of another run."""
+    with snapshot(into) as whole:
+        generation = json.loads((whole / "index.json").read_text())["generation"]
+        assert whole.name == f"gen-{generation:06d}"
+        runs = pl.read_parquet(whole / "runs.parquet")
+        ids = set(runs["run_id"])
+        counted = {"points": runs["points"], "findings": runs["errors"] + runs["warnings"] + runs["infos"]}
+        for table, counts in counted.items():
+            rows = dict(pl.read_parquet(whole / f"{table}.parquet").group_by("run_id").len().iter_rows())
+            assert rows == {r: n for r, n in zip(runs["run_id"], counts.fill_null(0), strict=True) if n}, table
+        assert set(pl.read_parquet(whole / "endpoints.parquet")["run_id"]) <= ids
+        for name in PARTITIONED:
+            assert {p.name.removeprefix("run_id=") for p in (whole / name).iterdir()} <= ids, name
+        return generation, sorted(runs["name"])
+
+
+def _start(root: Path, into: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "diag", "index", str(root), "--into", str(into), "--jobs", "1",
+                             "--format", "json", *extra], cwd=root.parent, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _until(ready: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, f"never saw {what}"
+        time.sleep(0.005)
+
+
+def _finished(proc: subprocess.Popen[str]) -> dict[str, int]:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    got = json.loads(out)
+    return {k: got[k] for k in ("runs", "parsed", "reused", "failed")}
+
+
+def test_a_second_writer_waits_for_the_first_and_both_finish(tmp_path: Path) -> None:
+    root, into = _copy(tmp_path, *SMALL), tmp_path / "idx"
+    first = _start(root, into)
+    _until(lambda: (into / ".lock").exists() and (into / ".lock").read_text().split()[:1] == [str(first.pid)],
+           "the first writer holding the lock")
+    os.kill(first.pid, signal.SIGSTOP)   # it holds the lock until it goes on, however slow this machine is
+    try:
+        busy = diag("index", str(root), "--into", str(into), "--wait", "0")
+        second = _start(root, into)
+        assert select.select([second.stderr], [], [], 60)[0], "the second writer never said it waits"
+        waiting = second.stderr.readline() if second.stderr else ""
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert (busy.returncode, busy.stdout, busy.stderr) == (2, "", f"diag index: {into}: another diag index (pid "
+                                                                  f"{first.pid}) is still writing it after 0 s (--wait)\n")
+    assert waiting == f"diag index: waiting for the other diag index (pid {first.pid}) writing {into} (at most 600 s)\n"
+    assert _finished(first) == {"runs": 2, "parsed": 2, "reused": 0, "failed": 0}
+    assert _finished(second) == {"runs": 2, "parsed": 0, "reused": 2, "failed": 0}   # it read what the first wrote
+    assert _whole(into) == (1, sorted(SMALL))
+
+
+def test_a_writer_killed_half_way_leaves_the_previous_index_whole(tmp_path: Path) -> None:
+    root, into = _copy(tmp_path, SMALL[0]), tmp_path / "idx"
+    assert _counts(root, "--into", str(into)) == {"runs": 1, "parsed": 1, "reused": 0, "failed": 0}
+    _copy(tmp_path, SMALL[1], "healthy")
+    writer = _start(root, into)
+
+    def half_way() -> bool:   # the new generation holds the partitions of a run analysed now, and more are to come
+        return any(p.name.startswith("run_id=") for p in into.glob(".gen-000002.tmp-*/series/*"))
+
+    _until(half_way, "a run's partition in the generation being written")
+    os.kill(writer.pid, signal.SIGSTOP)
+    assert (into / "current").readlink() == Path("gen-000001")   # not swapped in yet
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.communicate(timeout=60)
+    assert writer.returncode == -signal.SIGKILL
+    assert _whole(into) == (1, [SMALL[0]]) and select_runs(into)["name"].to_list() == [SMALL[0]]
+    assert _counts(root, "--into", str(into), "--jobs", "1") == {"runs": 3, "parsed": 2, "reused": 1, "failed": 0}
+    assert _whole(into) == (2, sorted([*SMALL, "healthy"]))
+    assert sorted(p.name for p in into.iterdir() if not p.is_symlink()) == [".lock", "gen-000002"]
+
+
+def test_a_generation_a_reader_holds_outlives_the_writes_after_it(tmp_path: Path) -> None:
+    root, into = _copy(tmp_path, *SMALL), tmp_path / "idx"
+    _counts(root, "--into", str(into), "--jobs", "1")
+    with snapshot(into) as held:
+        shutil.rmtree(root / SMALL[0])
+        assert _counts(root, "--into", str(into)) == {"runs": 1, "parsed": 0, "reused": 1, "failed": 0}
+        assert _whole(into) == (2, [SMALL[1]])
+        assert pl.read_parquet(held / "runs.parquet")["name"].to_list() == list(SMALL)   # still there, whole
+    _copy(tmp_path, SMALL[0])
+    _counts(root, "--into", str(into), "--jobs", "1")
+    assert sorted(p.name for p in into.glob("gen-*")) == ["gen-000003"]   # let go: deleted by the next writer
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from diag.index.build import build_index
+root, into, aside = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+for _ in range(int(sys.argv[4])):   # a run gone, then back: two new generations a turn
+    (root / aside.name).rename(aside)
+    build_index([str(root)], into)
+    aside.rename(root / aside.name)
+    build_index([str(root)], into)
+"""
+
+
+def test_a_reader_always_reads_one_whole_generation_while_a_writer_writes(tmp_path: Path) -> None:
+    root, into = _copy(tmp_path, *SMALL), tmp_path / "idx"
+    _counts(root, "--into", str(into), "--jobs", "1")
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(into), str(tmp_path / SMALL[0]), "3"],
+                              cwd=tmp_path, text=True, stderr=subprocess.PIPE)
+    seen: set[int] = set()
+    while writer.poll() is None:
+        generation, names = _whole(into)
+        assert names in ([SMALL[1]], sorted(SMALL)) and names == ([SMALL[1]] if generation % 2 == 0 else sorted(SMALL))
+        assert select_runs(into)["name"].to_list() in ([SMALL[1]], list(SMALL))
+        seen.add(generation)
+    assert writer.returncode == 0, writer.communicate()[1]
+    assert _whole(into) == (7, sorted(SMALL)) and len(seen) >= 3, seen
+
+
+def test_changed_thresholds_judge_the_runs_again_the_same_settings_reuse_them(tmp_path: Path) -> None:
+    root, into, here = _copy(tmp_path, SMALL[1]), tmp_path / "idx", tmp_path / "here"
+    here.mkdir()
+
+    def index(*extra: str) -> tuple[dict[str, int], list[str]]:
+        got = _json("index", str(root), "--into", str(into), "--format", "json", *extra, cwd=here)
+        return ({k: got[k] for k in ("parsed", "reused")},
+                pl.read_parquet(into / "findings.parquet")["code"].unique().sort().to_list())
+
+    first, codes = index()
+    assert first == {"parsed": 1, "reused": 0} and "DIAG-C008" in codes   # stream-interval 100 > max_interval 1
+    (here / "diag.toml").write_text("fail-on = 'info'\n[rules.DIAG-C008]\nmax_interval = 1\n")   # the defaults
+    assert index() == ({"parsed": 0, "reused": 1}, codes)
+    (here / "diag.toml").write_text("[rules.DIAG-C008]\nmax_interval = 100\n")
+    assert index() == ({"parsed": 1, "reused": 0}, [c for c in codes if c != "DIAG-C008"])
+    assert index()[0] == {"parsed": 0, "reused": 1}
+    (tmp_path / "strict.toml").write_text("[rules.DIAG-C008]\nseverity = 'error'\n")
+    assert index("--config", str(tmp_path / "strict.toml")) == ({"parsed": 1, "reused": 0}, codes)
+    assert select_runs(into)["errors"].to_list() == [1]
+
+
+def test_an_index_of_an_earlier_diag_is_read_then_rewritten_as_generations(tmp_path: Path) -> None:
+    root, into, flat = _copy(tmp_path, *SMALL), tmp_path / "idx", tmp_path / "flat"
+    _counts(root, "--into", str(into), "--jobs", "1")
+    shutil.copytree(into / "current", flat)   # the tables directly in DIR, as diag wrote them before generations
+    manifest = json.loads((flat / "index.json").read_text())
+    (flat / "index.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "generation"}))
+    assert select_runs(flat)["name"].to_list() == list(SMALL)
+    shutil.rmtree(root / SMALL[0])
+    assert _counts(root, "--into", str(flat), "--jobs", "1") == {"runs": 1, "parsed": 0, "reused": 1, "failed": 0}
+    assert _whole(flat) == (1, [SMALL[1]])
+    assert sorted(p.name for p in flat.iterdir() if not p.is_symlink()) == [".lock", "gen-000001"]
+    assert pl.read_parquet(flat / "series", hive_partitioning=True)["run_id"].unique().to_list() == \
+        select_runs(flat)["run_id"].to_list()

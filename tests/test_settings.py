@@ -80,6 +80,20 @@ def test_fail_on_threshold() -> None:
     assert not Settings(fail_on="warning").fails([_f("DIAG-C009", "info")])
 
 
+def test_the_digest_changes_with_what_judges_and_only_with_that(tmp_path: Path) -> None:
+    def digest(text: str) -> str:
+        return load_settings(tmp_path, _cfg(tmp_path, text)).digest()
+
+    plain = Settings(root=tmp_path).digest()
+    assert digest("") == digest("fail-on = 'info'") == digest("[rules.DIAG-C008]\nmax_interval = 1") == plain
+    judged = ["[rules.DIAG-C008]\nmax_interval = 2", "[rules.DIAG-C008]\nseverity = 'error'",
+              "[rules.DIAG-K003]\nfor = '5m'", "select = ['DIAG-K']",
+              "ignore = [{code = 'DIAG-C009', reason = 'our logs'}]",
+              "[[suppress]]\ncode = 'DIAG-C009'\nreason = 'ours'", "max-recipe-bytes = 1024"]
+    digests = [digest(text) for text in judged]
+    assert len({plain, *digests}) == len(judged) + 1
+
+
 def test_rule_overrides_change_params_severity_and_windows(tmp_path: Path, real_recipes: Path) -> None:
     s = load_settings(tmp_path, _cfg(tmp_path, '[rules.DIAG-C005]\nheadroom = 256\n'
                                                 '[rules.C006]\nseverity = "info"\n'

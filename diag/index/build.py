@@ -3,23 +3,26 @@ Parquet dataset, incrementally.
 
 A run is re-analysed only when its **input fingerprint** changed: the list of its files (any depth, dot
 folders aside) with their sizes and mtimes, a hash of the last :data:`TAIL_BYTES` of every log, the
-dataset schema and the diag version. An unchanged run's rows are taken from the index as it was, or from
-the result ``diag tail RUN --save`` left in ``RUN/.diag/`` when its fingerprint matches. A run that
-fails (nothing readable, an exception) gets a ``runs`` row with ``status = failed`` and its one-line reason;
-the others go on. Failed runs are retried on the next index.
+digest of the settings that judge it (:meth:`~diag.rules.settings.Settings.digest`), the dataset schema
+and the diag version. An unchanged run's rows are taken from the index as it was, or from the result
+``diag tail RUN --save`` left in ``RUN/.diag/`` when its fingerprint matches. A run that fails (nothing
+readable, an exception) gets a ``runs`` row with ``status = failed`` and its one-line reason; the others
+go on. Failed runs are retried on the next index.
+
+The index is written as a new generation beside the current one and swapped in whole, under the writers'
+lock (:mod:`.store`): each run's partitions as it is done, the tables and ``index.json`` at the end.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -29,15 +32,19 @@ from diag.files import LOG_KINDS, RunFiles, find_runs
 
 from .dataset import DATASET_SCHEMA, MANIFEST, SAVED, manifest_ok
 from .rows import PARTITIONED, TABLES, failed_rows, report_rows, run_id_of
+from .store import clean, generation, publish, staging, writing
+
+if TYPE_CHECKING:
+    from diag.rules.settings import Settings
 
 TAIL_BYTES = 64 << 10
 Rows = dict[str, pl.DataFrame]
 
 
-def fingerprint(rf: RunFiles) -> str:
-    """The run's input fingerprint (see the module docstring)."""
+def fingerprint(rf: RunFiles, settings: Settings) -> str:
+    """The run's input fingerprint, judged with ``settings`` (see the module docstring)."""
     assert rf.root is not None
-    h = hashlib.sha256(f"{DATASET_SCHEMA} {__version__}\n".encode())
+    h = hashlib.sha256(f"{DATASET_SCHEMA} {__version__} {settings.digest()}\n".encode())
     for dirpath, dirnames, filenames in os.walk(rf.root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
@@ -57,7 +64,7 @@ def fingerprint(rf: RunFiles) -> str:
     return h.hexdigest()[:32]
 
 
-def analyze_run(rf: RunFiles, input_hash: str | None, config: Path | None = None) -> tuple[Rows, dict[str, Any] | None]:
+def analyze_run(rf: RunFiles, input_hash: str | None, settings: Settings) -> tuple[Rows, dict[str, Any] | None]:
     """One run through the pipeline: its index rows and its ``tail --format json`` document; a run that
     cannot be analysed gives its failed row (and no document). Runs in a worker process."""
     assert rf.root is not None
@@ -65,10 +72,9 @@ def analyze_run(rf: RunFiles, input_hash: str | None, config: Path | None = None
         from diag.emit.jsondoc import report_dict
         from diag.pipeline import Pipeline
         from diag.report_part import RunPart
-        from diag.rules.settings import resolve
         from diag.sources import BatchSource
 
-        report = Pipeline(BatchSource(rf), resolve(Path.cwd(), config)).once()
+        report = Pipeline(BatchSource(rf), settings).once()
         if report.read_nothing:
             reason = report.run.errors[0] if report.run.errors else "no logs diag understands"
             return failed_rows(rf.root, reason, input_hash), None
@@ -140,28 +146,65 @@ def default_into(roots: Sequence[str]) -> Path:
     return Path(roots[0]) / SAVED / "index"
 
 
-def _old_hashes(into: Path) -> dict[str, str]:
-    if not manifest_ok(into):
+def _old_hashes(prev: Path | None) -> dict[str, str]:
+    if prev is None or not manifest_ok(prev):
         return {}
     try:
-        old = pl.read_parquet(into / "runs.parquet", columns=["run_id", "status", "input_hash"])
+        old = pl.read_parquet(prev / "runs.parquet", columns=["run_id", "status", "input_hash"])
     except (OSError, pl.exceptions.PolarsError):
         return {}
     return {r: h for r, s, h in old.iter_rows() if s == "ok" and h}
 
 
-def build_index(roots: Sequence[str], into: Path | None = None, jobs: int = 1, config: Path | None = None,
+def build_index(roots: Sequence[str], into: Path | None = None, jobs: int = 1, settings: Settings | None = None,
+                wait: float = 0, on_wait: Callable[[str], None] | None = None,
                 on_run: Callable[[int], None] | None = None, on_total: Callable[[int], None] | None = None) -> Outcome:
-    """Index the runs under ``roots`` into ``into`` (default ``ROOT/.diag/index``); ``on_total`` hears how
-    many runs are analysed, ``on_run`` each one done. Raises InputError on a missing root."""
+    """Index the runs under ``roots`` into ``into`` (default ``ROOT/.diag/index``), judged with ``settings``
+    (default: those of the current directory). Waits up to ``wait`` seconds for another writer of ``into``
+    (``on_wait`` hears that it does); ``on_total`` hears how many runs are analysed, ``on_run`` each one
+    done. Raises InputError on a missing root, StoreError when ``into`` cannot be locked."""
+    if settings is None:
+        from diag.rules.settings import resolve
+
+        settings = resolve(Path.cwd())
     into = into or default_into(roots)
     runs = [rf for rf in find_runs(list(roots)) if rf.root is not None and not _inside(rf.root, into)]
-    hashes = [fingerprint(rf) for rf in runs]
-    ids = [run_id_of(rf.root) for rf in runs if rf.root is not None]
-    old = _old_hashes(into)
-    outcome = Outcome(into, runs=len(runs))
+    with writing(into, wait, on_wait):
+        clean(into)
+        prev = generation(into)
+        hashes = [fingerprint(rf, settings) for rf in runs]
+        ids = [run_id_of(rf.root) for rf in runs if rf.root is not None]
+        old = _old_hashes(prev)
+        keep = [rid for rid, h in zip(ids, hashes, strict=True) if old.get(rid) == h]
+        done, todo = _saved_or_todo(runs, ids, hashes, keep)
+        outcome = Outcome(into, runs=len(runs), reused=len(keep) + len(done))
+        if not todo and not done and old and list(old) == ids:  # nothing new, changed or gone: the index stays
+            return outcome
+        with staging(into) as staged:
+            _link_partitions(prev, staged, keep)
+            done = {rid: _put_partitions(staged, rid, rows) for rid, rows in done.items()}
+            if on_total:
+                on_total(len(todo))
+            for rid, rows in _analyze_all([(rf, h) for rf, _, h in todo], [rid for _, rid, _ in todo], jobs,
+                                          settings):
+                done[rid] = _put_partitions(staged, rid, rows)
+                if on_run:
+                    on_run(1)
+            for rows in done.values():
+                if rows["runs"]["status"][0] == "failed":
+                    outcome.failed.append((rows["runs"]["path"][0], rows["runs"]["error"][0]))
+            outcome.parsed = len(todo) - len(outcome.failed)
+            _write_tables(prev, staged, ids, keep, done)
+            publish(into, staged, {**envelope(DATASET_SCHEMA), "tables": [*TABLES, *PARTITIONED]})
+        clean(into)
+    return outcome
+
+
+def _saved_or_todo(runs: list[RunFiles], ids: list[str], hashes: list[str],
+                   keep: list[str]) -> tuple[dict[str, Rows], list[tuple[RunFiles, str, str]]]:
+    """The runs not kept from the index: those ``diag tail --save`` left a matching result for (their rows),
+    and those to analyse (run, run_id, fingerprint)."""
     done: dict[str, Rows] = {}
-    keep = [rid for rid, h in zip(ids, hashes, strict=True) if old.get(rid) == h]
     todo = []
     for rf, rid, h in zip(runs, ids, hashes, strict=True):
         if rid in keep:
@@ -172,20 +215,7 @@ def build_index(roots: Sequence[str], into: Path | None = None, jobs: int = 1, c
             done[rid] = saved
         else:
             todo.append((rf, rid, h))
-    outcome.reused = len(keep) + len(done)
-    if on_total:
-        on_total(len(todo))
-    for rid, rows in _analyze_all([(rf, h) for rf, _, h in todo], [rid for _, rid, _ in todo], jobs, config):
-        done[rid] = rows
-        if on_run:
-            on_run(1)
-    for rows in done.values():
-        if rows["runs"]["status"][0] == "failed":
-            outcome.failed.append((rows["runs"]["path"][0], rows["runs"]["error"][0]))
-    outcome.parsed = len(todo) - len(outcome.failed)
-    if done or not old or list(old) != ids:  # nothing new, changed or gone: the index stays as it is
-        _write(into, ids, keep, done)
-    return outcome
+    return done, todo
 
 
 def _inside(path: Path, into: Path) -> bool:
@@ -201,12 +231,12 @@ def usable_cpus() -> int:
 
 
 def _analyze_all(items: list[tuple[RunFiles, str]], ids: list[str], jobs: int,
-                 config: Path | None) -> Iterator[tuple[str, Rows]]:
+                 settings: Settings) -> Iterator[tuple[str, Rows]]:
     """(run_id, rows) as each run finishes; ``jobs`` worker processes (spawned: polars' threads and fork do
     not mix), in this process when one."""
     if jobs <= 1 or len(items) <= 1:
         for (rf, h), rid in zip(items, ids, strict=True):
-            yield rid, analyze_run(rf, h, config)[0]
+            yield rid, analyze_run(rf, h, settings)[0]
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -215,7 +245,7 @@ def _analyze_all(items: list[tuple[RunFiles, str]], ids: list[str], jobs: int,
     order = sorted(range(len(items)), key=lambda k: -items[k][0].log_bytes)  # the largest first
     workers = min(jobs, len(items), usable_cpus())   # more processes than CPUs only add start-ups and memory
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(analyze_run, items[k][0], items[k][1], config): k for k in order}
+        futures = {pool.submit(analyze_run, items[k][0], items[k][1], settings): k for k in order}
         for fut in as_completed(futures):
             k = futures[fut]
             rf, h = items[k]
@@ -227,33 +257,52 @@ def _analyze_all(items: list[tuple[RunFiles, str]], ids: list[str], jobs: int,
             yield ids[k], rows
 
 
-def _write(into: Path, ids: list[str], keep: list[str], done: dict[str, Rows]) -> None:
-    """The tables in the order of ``ids``: the kept runs' rows from the index as it was, the others from
-    ``done``. Each file is written aside and moved into place; partitions of runs gone or redone go."""
-    into.mkdir(parents=True, exist_ok=True)
+# ------------------------------------------------------------------ the generation being written
+def _partition(gen: Path, name: str, rid: str) -> Path:
+    return gen / name / f"run_id={rid}"
+
+
+def _link_partitions(prev: Path | None, staged: Path, keep: list[str]) -> None:
+    """The kept runs' partitions in the new generation: hard links to the previous one's files (never
+    written again once in a generation), copies where the filesystem has no hard links."""
+    for name in PARTITIONED:
+        (staged / name).mkdir()
+        for rid in keep if prev is not None else ():
+            assert prev is not None
+            src = _partition(prev, name, rid)
+            if not src.is_dir():
+                continue
+            dst = _partition(staged, name, rid)
+            dst.mkdir()
+            for file in src.iterdir():
+                try:
+                    os.link(file, dst / file.name)
+                except OSError:
+                    shutil.copy2(file, dst / file.name)
+
+
+def _put_partitions(staged: Path, rid: str, rows: Rows) -> Rows:
+    """A run's partitions written into the new generation; its rows of the other tables returned."""
+    for name in PARTITIONED:
+        df = rows.get(name)
+        if df is not None and df.height:
+            _partition(staged, name, rid).mkdir()
+            df.drop("run_id").write_parquet(_partition(staged, name, rid) / "part-0.parquet")
+    return {name: df for name, df in rows.items() if name in TABLES}
+
+
+def _write_tables(prev: Path | None, staged: Path, ids: list[str], keep: list[str], done: dict[str, Rows]) -> None:
+    """The tables in the order of ``ids``: the kept runs' rows from the previous generation, the others
+    from ``done``."""
     order = pl.DataFrame({"run_id": ids, "_order": range(len(ids))}, schema={"run_id": pl.String, "_order": pl.Int64})
     for name, schema in TABLES.items():
-        frames = [pl.read_parquet(into / f"{name}.parquet").filter(pl.col("run_id").is_in(keep))] if keep else []
+        frames = [pl.read_parquet(prev / f"{name}.parquet").filter(pl.col("run_id").is_in(keep))] \
+            if keep and prev is not None else []
         frames += [rows[name] for rows in done.values() if name in rows]
         df = pl.concat([f.cast(schema) for f in frames], how="vertical") if frames else \
             pl.DataFrame(schema=schema)
         df = df.join(order, on="run_id", how="left", maintain_order="left").sort("_order", maintain_order=True)
-        tmp = into / f".{name}.parquet.tmp"
-        df.drop("_order").write_parquet(tmp)
-        os.replace(tmp, into / f"{name}.parquet")
-    for name in PARTITIONED:
-        base = into / name
-        if base.exists():
-            for part in base.iterdir():
-                if part.name.removeprefix("run_id=") not in keep:
-                    shutil.rmtree(part, ignore_errors=True)
-        for rid, rows in done.items():
-            df = rows.get(name)
-            if df is not None and df.height:
-                (base / f"run_id={rid}").mkdir(parents=True, exist_ok=True)
-                df.drop("run_id").write_parquet(base / f"run_id={rid}" / "part-0.parquet")
-    (into / MANIFEST).write_text(json.dumps({**envelope(DATASET_SCHEMA), "tables": [*TABLES, *PARTITIONED]},
-                                            indent=1) + "\n", encoding="utf-8")
+        df.drop("_order").write_parquet(staged / f"{name}.parquet")
 
 
 def progress(enabled: bool) -> Any:

@@ -7,12 +7,15 @@
     VALUE  := 'text' | "text" | number | true | false | null
 
 ``= null`` / ``!= null`` test for a missing value. An unknown column or a value of the wrong kind is a
-:class:`QueryError` (one line).
+:class:`QueryError` (one line). Every read takes one whole generation of the index (:func:`snapshot`),
+whatever a ``diag index`` writing it meanwhile does.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -21,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from .dataset import MANIFEST, SAVED, manifest_ok
+from .store import StoreError, hold
 
 PART = "report_part"   # the runs column diag report reads; not a column for people
 
@@ -42,6 +46,17 @@ def index_dir(path: str | Path) -> Path:
                 raise QueryError(f"{cand}: an index of another diag version; run diag index again")
             return cand
     raise QueryError(f"{path}: no index here (diag index {path} makes one)")
+
+
+@contextmanager
+def snapshot(index: str | Path) -> Iterator[Path]:
+    """The folder of one whole generation of the index ``index`` names, held while the caller reads it (no
+    writer deletes it meanwhile). Raises :class:`QueryError`."""
+    try:
+        with hold(index_dir(index)) as whole:
+            yield whole
+    except StoreError as e:
+        raise QueryError(str(e)) from None
 
 
 @cache
@@ -131,16 +146,17 @@ def select_runs(index: str | Path, where: str | None = None, sort: str | None = 
     """The ``runs`` rows of an index (the index directory, or a ROOT holding ``.diag/index``) that match
     ``where``, ordered by ``sort`` (``COL`` or ``-COL``; default: the index order). Without ``with_part``
     the internal ``report_part`` column is left out. Raises :class:`QueryError` (one line)."""
-    lazy = pl.scan_parquet(index_dir(index) / "runs.parquet")
-    schema = lazy.collect_schema()
-    if where:
-        lazy = lazy.filter(compile_where(where, schema))
-    if sort:
-        name, desc = sort_key(sort, schema)
-        lazy = lazy.sort(name, descending=desc, nulls_last=True, maintain_order=True)
-    if not with_part:
-        lazy = lazy.drop(PART)
-    return lazy.collect()
+    with snapshot(index) as whole:
+        lazy = pl.scan_parquet(whole / "runs.parquet")
+        schema = lazy.collect_schema()
+        if where:
+            lazy = lazy.filter(compile_where(where, schema))
+        if sort:
+            name, desc = sort_key(sort, schema)
+            lazy = lazy.sort(name, descending=desc, nulls_last=True, maintain_order=True)
+        if not with_part:
+            lazy = lazy.drop(PART)
+        return lazy.collect()
 
 
 def report_parts(index: str | Path, where: str | None = None) -> list[Any]:
@@ -150,14 +166,14 @@ def report_parts(index: str | Path, where: str | None = None) -> list[Any]:
 
     from diag.report_part import RunPart
 
-    d = index_dir(index)
-    runs = select_runs(d, where, with_part=True).filter(pl.col("status") == "ok")
-    out = []
-    for rid, part in runs.select("run_id", PART).iter_rows():
-        frames = {name: pl.read_parquet(f) if (f := d / name / f"run_id={rid}" / "part-0.parquet").exists() else None
-                  for name in ("series", "requests")}
-        out.append(RunPart.from_json(json.loads(part), frames["series"], frames["requests"]))
-    return out
+    with snapshot(index) as whole:
+        runs = select_runs(whole, where, with_part=True).filter(pl.col("status") == "ok")
+        out = []
+        for rid, part in runs.select("run_id", PART).iter_rows():
+            frames = {name: pl.read_parquet(f) if (f := whole / name / f"run_id={rid}" / "part-0.parquet").exists()
+                      else None for name in ("series", "requests")}
+            out.append(RunPart.from_json(json.loads(part), frames["series"], frames["requests"]))
+        return out
 
 
-__all__ = ["PART", "QueryError", "compile_where", "index_dir", "report_parts", "select_runs", "sort_key"]
+__all__ = ["PART", "QueryError", "compile_where", "index_dir", "report_parts", "select_runs", "snapshot", "sort_key"]
