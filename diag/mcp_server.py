@@ -28,6 +28,7 @@ from diag import __version__
 from .confine import Limits, over_time
 from .emit import dumps
 from .mcp_tools import TOOLS, ToolError, Workspace, call
+from .options import fail
 
 CATALOG_URI = "diag://rules"
 RULE_URI = "diag://rules/{code}"
@@ -113,7 +114,10 @@ def build(ws: Workspace) -> Server[Any]:
 
 def serve(roots: list[Path], config: Path | None, limits: Limits) -> None:
     """Serve on stdin/stdout until the client closes stdin."""
-    ws = Workspace.of(roots, config, limits)
+    try:
+        ws = Workspace.of(roots, config, limits)   # each root opened once, as a directory
+    except OSError as e:
+        fail("mcp", f"--root {e.filename}: cannot open: {e.strerror or e}")
     server = build(ws)
 
     async def main() -> None:
