@@ -53,6 +53,8 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
     """(file, explicitly named) pairs in a stable order, and errors for paths that do not exist."""
     files: list[tuple[Path, bool]] = []
     errors: list[str] = []
+    from diag.parsers import inputs
+
     from .files import is_dir, not_readable, path_problem
 
     for p in paths:
@@ -60,19 +62,12 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
         if why is not None:
             errors.append(f"{p}: {why}")
         elif is_dir(p):
-            found = [f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and not is_dir(f)
-                     and not SKIP_DIRS.intersection(f.relative_to(p).parts[:-1])]
+            found = [f for d, _, names in inputs.walk(p) for f in (Path(d) / n for n in names)
+                     if f.suffix in (".yaml", ".yml") and not SKIP_DIRS.intersection(f.relative_to(p).parts[:-1])]
             files.extend((f, False) for f in sorted(found))
         else:
             files.append((p, True))
     return files, errors
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None,
@@ -117,10 +112,11 @@ def parse_error_finding(path: str, message: str, line: int | None, col: int | No
 
 def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     """Check files/directories with the given settings (no printing, no exit)."""
+    from diag.parsers.inputs import ReadStopped
     from diag.parsers.recipe import NotARecipe, RecipeError
 
     result = CheckResult()
-    from .files import is_dir
+    from .files import file_size, is_dir
 
     runs = [p for p in paths if is_dir(p) and is_dir(p / "logs")]  # run directories: check what ran
     paths = [p for p in paths if p not in runs]
@@ -130,7 +126,7 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
     parse_errors: list[Finding] = []  # never filtered by select/ignore/suppressions: the file was not checked
     for path, explicit in files:
         shown = str(path)
-        size = _size(path)
+        size = file_size(path)
         if size > settings.max_recipe_bytes:   # before parsing: a huge YAML costs minutes and gigabytes
             message = (f"{size:,} bytes, over the recipe size limit of {settings.max_recipe_bytes:,} "
                        "(max-recipe-bytes in diag.toml); not read")
@@ -151,6 +147,8 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
         except OSError as exc:
             result.errors.append(f"{shown}: cannot read: {exc.strerror}")
             parse_errors.append(parse_error_finding(shown, f"cannot read: {exc.strerror}", None, None))
+        except ReadStopped:   # out of the server's roots or over its limits: the whole command stops
+            raise
         except Exception as exc:  # a bug in diag: report it like ruff does (exit 2), never a traceback
             result.errors.append(f"{shown}:1:1: internal error: {type(exc).__name__}: {exc} (please report)")
             parse_errors.append(parse_error_finding(shown, f"internal error: {type(exc).__name__}: {exc}", None, None))

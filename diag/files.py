@@ -11,7 +11,6 @@ list with a reason.
 from __future__ import annotations
 
 import errno
-import glob
 import gzip
 import os
 import re
@@ -21,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from diag.parsers import inputs
 from diag.parsers.benchmark import (
     BenchmarkFormatError,
     parse_accuracy,
@@ -71,7 +71,7 @@ def _is_binary(head: bytes) -> bool:
 def _walk(root: Path, skipped: list[Skipped]) -> Iterator[Path]:
     """Files under ``root`` (symlinked directories are not followed: no loops); a directory named
     like a log is listed as skipped."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in inputs.walk(root):
         for d in dirnames:
             if classify_path(d).kind in LOG_KINDS:
                 skipped.append(Skipped(Path(dirpath) / d, "a directory named like a log"))
@@ -89,11 +89,11 @@ def not_readable(path: Path) -> str | None:
     """Why ``path`` must not be opened (never open a FIFO, socket or device: open() blocks on a FIFO
     without a writer), or None for a regular file."""
     try:
-        st = path.stat()
+        st = inputs.stat(path)
     except OSError as e:
         if e.errno == errno.ELOOP:
             return "a symlink loop"
-        if e.errno == errno.ENOENT and path.is_symlink():
+        if e.errno == errno.ENOENT and is_symlink(path):
             return "a broken symlink"
         return f"cannot read: {e.strerror or e}"
     for test, what in _FILE_TYPES:
@@ -111,7 +111,7 @@ def not_there_yet(arg: str) -> bool:
     """A command-line path that does not exist (yet), or a glob that matches nothing (yet):
     ``diag tail -f`` waits for it like ``tail -F``; everything else fails at once."""
     if any(c in arg for c in "*?["):
-        return not glob.glob(arg)
+        return not inputs.glob_paths(arg)
     return path_problem(Path(arg)) == NO_SUCH_PATH
 
 
@@ -120,12 +120,12 @@ def path_problem(path: Path) -> str | None:
     is a symlink that loops or leads nowhere: listed as skipped later). Never raises: a directory on
     the way without the x bit is "permission denied", not a traceback."""
     try:
-        path.stat()
+        inputs.stat(path)
         return None
     except OSError as e:
         err = e
     try:
-        path.lstat()
+        inputs.lstat(path)
         return None
     except OSError:
         pass
@@ -160,9 +160,17 @@ def output_problem(path: Path, *, directory: bool = False) -> str | None:
 
 
 def is_dir(path: Path) -> bool:
-    """``path`` is a directory (False when it cannot be looked at, instead of raising)."""
+    """``path`` is a directory (False when it cannot be looked at, or lies outside what may be read:
+    ``run_root`` probes the folders above a file; instead of raising)."""
     try:
-        return stat.S_ISDIR(path.stat().st_mode)
+        return stat.S_ISDIR(inputs.stat(path).st_mode)
+    except (OSError, inputs.Refused):
+        return False
+
+
+def is_symlink(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(inputs.lstat(path).st_mode)
     except OSError:
         return False
 
@@ -190,7 +198,7 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
     skipped: list[Skipped] = []
     seen: set[Path] = set()
     for arg in paths:
-        matches = [Path(p) for p in sorted(glob.glob(arg))] if any(c in arg for c in "*?[") else [Path(arg)]
+        matches = [Path(p) for p in sorted(inputs.glob_paths(arg))] if any(c in arg for c in "*?[") else [Path(arg)]
         if not matches:
             raise InputError(f"{arg}: {NO_SUCH_PATH}")
         for p in matches:
@@ -202,11 +210,11 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
             for f in candidates:
                 why = not_readable(f)
                 if why is not None:
-                    if not is_dir(p) or classify(f).kind != "unknown" or rotated_of(f) or f.is_symlink() \
+                    if not is_dir(p) or classify(f).kind != "unknown" or rotated_of(f) or is_symlink(f) \
                             or f.suffix in (".out", ".log", ".err"):
                         skipped.append(Skipped(f, why))
                     continue
-                rp = f.resolve()
+                rp = inputs.resolve(f)
                 if rp in seen:
                     continue
                 seen.add(rp)
@@ -229,7 +237,7 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
 
 def open_log(path: Path):
     """A log's bytes: gzip is inflated as it is read (by magic, whatever the name)."""
-    fh = path.open("rb")
+    fh = inputs.open_input(path)
     if fh.read(2) == b"\x1f\x8b":
         fh.seek(0)
         return gzip.GzipFile(fileobj=fh, mode="rb")
@@ -271,7 +279,7 @@ def vocabulary_in(path: Path) -> bool:
 def year_of(path: Path, head: str, ref: datetime | None) -> int | None:
     """A log's year: from its own first full date, the run's start (``ref``) or its mtime."""
     if ref is None:
-        ref = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        ref = datetime.fromtimestamp(inputs.stat(path).st_mtime, tz=UTC)
         return infer_year(head, ref, not_after=ref)  # nothing in a file was written after its mtime
     return infer_year(head, ref)
 
@@ -281,7 +289,7 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     """Parse one log file through the bulk path."""
     src = ParsedLog(str(path), info)
     try:
-        src.size = path.stat().st_size
+        src.size = inputs.stat(path).st_size
         with open_log(path) as fh:
             head_b = fh.read(64 << 10)
     except (OSError, EOFError) as e:
@@ -313,7 +321,7 @@ def parse_logs(files: list[tuple[Path, FileInfo]], *, ref: datetime | None = Non
                on_bytes: Callable[[int], None] | None = None, workers: int | None = None) -> list[ParsedLog]:
     """Parse logs, in input order. Large inputs are read by one thread per CPU: the per-line work
     runs in polars, which releases the GIL, so files overlap on both cores."""
-    sizes = [_size(p) for p, _ in files]
+    sizes = [file_size(p) for p, _ in files]
     n = workers if workers is not None else min(os.cpu_count() or 1, len(files))
     if n < 2 or sum(sizes) < PARALLEL_MIN_BYTES:
         return [parse_log(p, i, ref=ref, on_bytes=on_bytes) for p, i in files]
@@ -321,13 +329,13 @@ def parse_logs(files: list[tuple[Path, FileInfo]], *, ref: datetime | None = Non
 
     order = sorted(range(len(files)), key=lambda k: -sizes[k])  # the largest first: the threads end together
     with ThreadPoolExecutor(n) as pool:
-        futures = {k: pool.submit(parse_log, files[k][0], files[k][1], ref=ref, on_bytes=on_bytes) for k in order}
+        futures = {k: pool.submit(inputs.in_context(parse_log), files[k][0], files[k][1], ref=ref, on_bytes=on_bytes) for k in order}
         return [futures[k].result() for k in range(len(files))]
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
     try:
-        return path.stat().st_size
+        return inputs.stat(path).st_size
     except OSError:
         return 0
 
@@ -347,7 +355,7 @@ def reclassify(files: Files, skipped: list[Skipped]) -> Files:
     for s in skipped:
         if not_readable(s.path) is not None or rotated_of(s.path):
             continue
-        if _size(s.path) == 0:
+        if file_size(s.path) == 0:
             s.reason = "empty file"
             continue
         try:
@@ -386,7 +394,7 @@ def reclassify(files: Files, skipped: list[Skipped]) -> Files:
 def run_root(path: Path) -> Path:
     """The run directory a file belongs to: the parent of its ``logs/`` folder, or its own folder."""
     try:
-        d = path.resolve().parent
+        d = inputs.resolve(path).parent
     except (OSError, RuntimeError):  # a symlink loop: its own folder
         d = path.absolute().parent
     for cand in (d, *d.parents[:3]):
@@ -410,7 +418,7 @@ class RunFiles:
 
     @property
     def log_bytes(self) -> int:
-        return sum(p.stat().st_size for p, _ in self.of(*LOG_KINDS))
+        return sum(inputs.stat(p).st_size for p, _ in self.of(*LOG_KINDS))
 
     @property
     def results(self) -> dict[int, Path]:
@@ -450,7 +458,7 @@ def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
             if info.kind == "job-json" and job is None:
                 job = read_job_json(path)
             elif info.kind == "benchmark":
-                text = path.read_text(encoding="utf-8", errors="replace")
+                text = inputs.read_text(path)
                 bench.extend(parse_benchmark_out(text))
                 accuracy.extend(parse_accuracy(text))
             elif info.kind == "sa-bench-result":

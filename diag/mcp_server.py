@@ -1,7 +1,9 @@
 """``diag mcp``: the tools of :mod:`diag.mcp_tools` and the rule catalog served over MCP on stdio with
 the official Python SDK (``mcp``). Only ``diag mcp`` imports this module: no other command loads the SDK.
 
-A tool's result carries its document twice, as MCP asks of structured output: ``structuredContent`` (checked
+A call runs in a worker thread for at most ``--max-seconds``: at the deadline the agent gets the limit's
+one line while the thread, abandoned, stops at its next read (:mod:`diag.confine`). A tool's result
+carries its document twice, as MCP asks of structured output: ``structuredContent`` (checked
 by clients against the tool's output schema) and the same JSON as text, after a line per note on what the
 bounds left out. Bad input is a tool error (``isError``) whose text is diag's one line; the server goes on.
 Resources: ``diag://rules`` (the catalog, ``diag rules --format json``) and ``diag://rules/CODE`` (a rule's
@@ -23,8 +25,10 @@ from mcp.shared.exceptions import MCPError
 
 from diag import __version__
 
+from .confine import Limits, over_time
 from .emit import dumps
 from .mcp_tools import TOOLS, ToolError, Workspace, call
+from .options import fail
 
 CATALOG_URI = "diag://rules"
 RULE_URI = "diag://rules/{code}"
@@ -51,7 +55,12 @@ def build(ws: Workspace) -> Server[Any]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
-            result = await anyio.to_thread.run_sync(call, ws, params.name, params.arguments)
+            with anyio.fail_after(ws.limits.max_seconds):
+                result = await anyio.to_thread.run_sync(call, ws, params.name, params.arguments,
+                                                        abandon_on_cancel=True)
+        except TimeoutError:
+            return types.CallToolResult(content=[_text(f"diag {params.name}: {over_time(ws.limits.max_seconds)}")],
+                                        is_error=True)
         except ToolError as e:
             return types.CallToolResult(content=[_text(str(e))], is_error=True)
         except Exception as e:  # a bug in diag: one line to the agent, the server goes on
@@ -103,14 +112,17 @@ def build(ws: Workspace) -> Server[Any]:
                   on_list_resource_templates=list_templates, on_read_resource=read_resource)
 
 
-def serve(roots: list[Path], config: Path | None) -> None:
+def serve(roots: list[Path], config: Path | None, limits: Limits) -> None:
     """Serve on stdin/stdout until the client closes stdin."""
-    ws = Workspace.of(roots, config)
+    try:
+        ws = Workspace.of(roots, config, limits)   # each root opened once, as a directory
+    except OSError as e:
+        fail("mcp", f"--root {e.filename}: cannot open: {e.strerror or e}")
     server = build(ws)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    print(f"diag mcp: serving {', '.join(map(str, ws.roots))} on stdio", file=sys.stderr)
+    print(f"diag mcp: serving {', '.join(map(str, ws.roots.paths))} on stdio", file=sys.stderr)
     anyio.run(main)

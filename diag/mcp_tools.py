@@ -2,21 +2,26 @@
 document its CLI command writes with ``--format json`` (built by the same functions), bounded for an agent's
 context, or raises :class:`ToolError` with the one line the CLI prints on stderr.
 
-Paths are confined to the server's roots (``diag mcp --root DIR``): a relative path is read under the first
-root; a path, a glob's matches and every file a directory would be read from must resolve (symlinks
-followed) inside one of them. :mod:`diag.mcp_server` puts these tools on the wire.
+A call reads only under the server's roots (``diag mcp --root DIR``; a relative path is read under the
+first), within the server's limits of bytes and seconds a call: it runs with :class:`diag.confine.Confined`
+as its files, which checks every path as it is opened, not before (the guarantee is in that module's
+docstring). A path refused, a limit reached, is a ToolError. :mod:`diag.mcp_server` puts these tools on
+the wire.
 """
 
 from __future__ import annotations
 
-import glob
+import itertools
 import json
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from diag.parsers import inputs
+from diag.parsers.inputs import ReadStopped, Refused
+
+from .confine import Confined, Limits, Roots
 from .emit import dumps
 
 DEFAULT_LIMIT = 50          # findings per run document a tool returns unless the call asks for more
@@ -52,46 +57,35 @@ class Tool:
 
 @dataclass
 class Workspace:
-    """The directories a server may read (resolved) and the settings file every tool uses."""
+    """The directories a server may read (held open), the settings file every tool uses and the limits
+    of one call."""
 
-    roots: tuple[Path, ...]
-    config: Path | None = None
+    roots: Roots
+    config: Path | None
+    limits: Limits
 
     @classmethod
-    def of(cls, roots: Iterable[Path], config: Path | None = None) -> Workspace:
-        return cls(tuple(dict.fromkeys(Path(r).resolve() for r in roots)) or (Path.cwd().resolve(),), config)
+    def of(cls, roots: Iterable[Path], config: Path | None, limits: Limits) -> Workspace:
+        return cls(Roots.open(list(roots) or [Path.cwd()]), config, limits)
 
-    def inside(self, path: Path) -> bool:
-        real = path.resolve()
-        return any(real.is_relative_to(root) for root in self.roots)
-
-    def refuse(self, arg: str) -> ToolError:
-        where = ", ".join(map(str, self.roots))
-        return ToolError(f"{arg}: outside the directories this server reads ({where}); "
-                         "start diag mcp with --root DIR to add one")
+    def files(self) -> Confined:
+        """What one call reads through: its byte count and its deadline start now."""
+        return Confined(self.roots, self.limits)
 
     def confine(self, arg: str) -> str:
-        """``arg`` as a path under a root (a relative one under the first); ToolError when it, or one of
-        its glob's matches, resolves outside every root."""
+        """``arg`` as a path under a root (a relative one under the first); ToolError when it (up to its first
+        glob character) leads outside every root. The agent's first answer: what the tool reads is confined
+        again as it is opened (:mod:`diag.confine`)."""
         path = Path(arg).expanduser()
-        path = path if path.is_absolute() else self.roots[0] / path
-        text = str(path)
-        if any(c in text for c in "*?["):
-            fixed = Path(*[p for p in path.parts[: next(i for i, p in enumerate(path.parts) if any(c in p for c in "*?["))]])
-            if not self.inside(fixed) or not all(self.inside(Path(m)) for m in glob.glob(text)):
-                raise self.refuse(arg)
-        elif not self.inside(path):
-            raise self.refuse(arg)
-        return text
-
-    def confine_all(self, args: Iterable[str], read: Callable[[list[str]], Iterable[Path]]) -> list[str]:
-        """Every path confined, and every file ``read`` says the command would open inside the roots too
-        (a symlink in a run directory to a file elsewhere is refused, not followed)."""
-        paths = [self.confine(a) for a in args]
-        for f in read(paths):
-            if not self.inside(f):
-                raise self.refuse(str(f))
-        return paths
+        path = path if path.is_absolute() else self.roots.paths[0] / path
+        fixed = Path(*itertools.takewhile(lambda part: not any(c in part for c in "*?["), path.parts))
+        try:
+            inputs.resolve(fixed)
+        except Refused:
+            raise ToolError(str(self.roots.refuse(arg))) from None
+        except OSError:
+            pass   # a directory on the way that cannot be searched: the command says so in its words
+        return str(path)
 
     def settings(self, select: list[str] | None = None, ignore: list[str] | None = None) -> Any:
         from diag.rules.settings import SettingsError, resolve
@@ -100,23 +94,6 @@ class Workspace:
             return resolve(Path.cwd(), self.config, select=select, ignore=ignore)
         except SettingsError as e:
             raise ToolError(f"config error: {e}") from None
-
-
-def _log_files(paths: list[str]) -> list[Path]:
-    from .files import InputError, discover
-
-    try:
-        return [f for f, _ in discover(paths)[0]]
-    except InputError as e:
-        raise ToolError(str(e)) from None  # named by the tool called (see call)
-
-
-def _recipe_files(paths: list[str]) -> list[Path]:
-    """What ``diag check`` reads: the recipes under the paths, and a run directory's logs."""
-    from .check_cmd import collect_files
-
-    runs = [p for p in paths if (Path(p) / "logs").is_dir()]
-    return [f for f, _ in collect_files([Path(p) for p in paths])[0]] + (_log_files(runs) if runs else [])
 
 
 def trim_evidence(value: Any) -> tuple[Any, bool]:
@@ -166,7 +143,7 @@ def tail(ws: Workspace, args: dict[str, Any]) -> Result:
     from .files import InputError
     from .tail_cmd import read_reports
 
-    paths = ws.confine_all(args.get("paths") or [], _log_files)
+    paths = [ws.confine(p) for p in args.get("paths") or []]
     settings = ws.settings(args.get("select"), args.get("ignore"))
     try:
         reports = read_reports(paths, settings, args.get("prom"), args.get("since"))
@@ -186,7 +163,7 @@ def check(ws: Workspace, args: dict[str, Any]) -> Result:
     from .check_cmd import run_check
     from .emit.jsondoc import check_dict
 
-    paths = ws.confine_all(args["paths"], _recipe_files)
+    paths = [ws.confine(p) for p in args["paths"]]
     result = run_check([Path(p) for p in paths], ws.settings(args.get("select"), args.get("ignore")))
     if not result.files:
         raise ToolError(result.errors[0] if result.errors else f"diag check: no recipes found in {', '.join(paths)}")
@@ -224,7 +201,7 @@ def _sweep(ws: Workspace, command: str, paths: list[str], args: dict[str, Any]) 
     from .report_cmd import sweep_document
     from .sla import SlaError, parse_sla
 
-    paths = ws.confine_all(paths, _log_files)
+    paths = [ws.confine(p) for p in paths]
     try:
         sla = parse_sla(args["sla"]) if args.get("sla") is not None else None
     except SlaError as e:
@@ -252,16 +229,14 @@ def report(ws: Workspace, args: dict[str, Any]) -> Result:
     from .emit.html import render_html
 
     doc, errors = _sweep(ws, "report", args["paths"], args)
-    out_dir = ws.roots[0] / OUT_DIR
     try:
-        out_dir.mkdir(exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix="report-", suffix=".html", dir=out_dir)
+        fd, name = ws.roots.create(OUT_DIR, "report-", ".html")   # never through a link
         with open(fd, "w", encoding="utf-8") as fh:
             fh.write(render_html(doc))
     except OSError as e:
-        raise ToolError(f"diag report: {out_dir}: cannot write: {e.strerror or e}") from None
+        raise ToolError(f"diag report: {ws.roots.paths[0] / OUT_DIR}: cannot write: {e.strerror or e}") from None
     body, notes = _bounded_runs(doc, REPORT_KEYS, _limit(args))
-    return Result({"html": name, **body}, (f"wrote {name}", *errors, *notes))
+    return Result({"html": str(name), **body}, (f"wrote {name}", *errors, *notes))
 
 
 def compare(ws: Workspace, args: dict[str, Any]) -> Result:
@@ -368,7 +343,8 @@ TOOL = {t.name: t for t in TOOLS}
 
 
 def call(ws: Workspace, name: str, args: Mapping[str, Any] | None) -> Result:
-    """Run tool ``name`` on ``args`` checked against its input schema; ToolError on bad input."""
+    """Run tool ``name`` on ``args`` checked against its input schema, reading only through the call's
+    confined files; ToolError on bad input, a path refused or a limit reached."""
     from jsonschema import Draft202012Validator
 
     tool = TOOL.get(name)
@@ -380,8 +356,10 @@ def call(ws: Workspace, name: str, args: Mapping[str, Any] | None) -> Result:
         where = ".".join(map(str, error.absolute_path)) or "arguments"
         raise ToolError(f"diag {name}: {where}: {error.message}")
     try:
-        result = tool.run(ws, args)
-    except ToolError as e:  # a path refused, a config error: named by the tool, shaped like the CLI's lines
+        with inputs.reading_through(ws.files()):
+            result = tool.run(ws, args)
+    except (ToolError, ReadStopped) as e:  # a path refused, a limit, a config error: named by the tool,
+        # shaped like the CLI's lines
         from .options import printable
 
         head, _, message = str(e).partition(": ") if str(e).startswith("diag ") else (f"diag {name}", "", str(e))

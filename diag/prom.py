@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 import polars as pl
 
 from diag import __version__
+from diag.parsers import inputs
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
 from diag.parsers.prom_vocab import COUNTS, engine_label, prefill_deployments, series_endpoint
@@ -91,8 +92,8 @@ def capture_logs(path: Path) -> list[ParsedLog]:
     logs: dict[str, tuple[ParsedLog, StatsConverter]] = {}
     problems: list[str] = []
     try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
+        size = inputs.stat(path).st_size
+        with inputs.open_input(path) as fh:
             for item in iter_capture(fh):
                 if isinstance(item, str):
                     problems.append(item)
@@ -122,8 +123,8 @@ def capture_logs(path: Path) -> list[ParsedLog]:
 def exposition_log(path: Path) -> ParsedLog:
     """A saved ``/metrics`` response (or a pasted one): a single scrape, dated by the file's mtime."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        text = inputs.read_text(path)
+        mtime = datetime.fromtimestamp(inputs.stat(path).st_mtime, tz=UTC)
     except OSError as e:
         return error_log(str(path), f"{path}: cannot read: {e.strerror or e}")
     try:

@@ -158,8 +158,10 @@ def _array_at(text: str, key: str) -> tuple[int, int] | None:
 def read_requests(path: str | Path, num_prompts: int | None) -> tuple[Request, ...] | None:
     """The per-request latencies of an sa-bench result JSON, or None when it does not hold one entry
     per prompt (arrays absent, or cut to a few entries). ``itls`` is summed list by list, never held."""
+    from diag.parsers import inputs
+
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        text = inputs.read_text(path)
         spans = {key: _array_at(text, key) for key in ("ttfts", "output_lens", "input_lens", "errors", "itls")}
         if not num_prompts or any(span is None for span in spans.values()):
             return None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from diag.parsers import inputs
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import FileInfo
 from diag.parsers.prometheus import StatsConverter
@@ -30,11 +31,11 @@ def telemetry_logs(paths: list[Path], kind: str) -> list[ParsedLog]:
             elif path.suffix == ".parquet":
                 procs = aiperf_parquet(path)
             else:
-                procs, _ = aiperf_jsonl(path.read_text(encoding="utf-8", errors="replace").splitlines())
+                procs, _ = aiperf_jsonl(inputs.read_text(path).splitlines())
         except (OSError, ValueError, pl.exceptions.PolarsError) as e:
             logs.append(error_log(str(path), f"{path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"))
             continue
-        size = path.stat().st_size
+        size = inputs.stat(path).st_size
         for proc in procs:
             log = ParsedLog(f"{path}#{proc.key}", FileInfo(path, KIND, proc.role or "unknown", proc.index, proc.node))
             conv = StatsConverter()

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from . import inputs
 from .formats import LineFormat
 from .jsonfile import read_json
 from .records import AccuracyResult, BenchResult
@@ -394,8 +395,8 @@ def read_sa_bench_json(path: str | Path, head_bytes: int = HEAD_BYTES,
     """Summary of an sa-bench / ``vllm bench serve`` result JSON, reading only its head and tail."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        with p.open("rb") as fh:
+        size = inputs.stat(p).st_size
+        with inputs.open_input(p) as fh:
             if size <= head_bytes + tail_bytes:
                 chunks = [fh.read()]
             else:

@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import inputs
+
 
 def read_json(path: str | Path, error: type[ValueError]) -> tuple[Path, Any]:
     """``(Path, parsed value)``; raises ``error`` with ``name: cannot read (...)`` / ``invalid JSON (...)``."""
     p = Path(path)
     try:
-        return p, json.loads(p.read_text(encoding="utf-8", errors="replace"))
+        return p, json.loads(inputs.read_text(p))
     except OSError as e:
         raise error(f"{p.name}: cannot read ({e.strerror or e})") from None
     except ValueError as e:

@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from . import inputs
+
 Mark = tuple[int, int]  # 1-based line, column
 
 MAX_ALIASES = 200
@@ -140,7 +142,7 @@ def load_yaml(text: str) -> Any:
 
 def load_yaml_file(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = inputs.read_text(path, errors="strict")
     except UnicodeDecodeError as exc:
         raise RecipeError(f"not UTF-8 text ({exc.reason})", 1, 1) from None
     return load_yaml(text)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import polars as pl
 
+from . import inputs
 from .prom_vocab import BACKEND, ROLE_LABELS, backend_role, canonical, family_names, role_of_label
 from .prometheus import PromSample
 
@@ -91,7 +92,7 @@ def _scrapes(part: pl.DataFrame, make: list[PromSample | None]) -> list[tuple[da
 
 def tachometer_parquet(path: Path) -> list[Scrapes]:
     """The processes of one Tachometer Parquet file. Raises ValueError with one line."""
-    lf = pl.scan_parquet(path)
+    lf = pl.scan_parquet(inputs.scannable(path))
     schema = lf.collect_schema()
     missing = {"scraper_endpoint", "metric_name", "metric_value"} - set(schema.names())
     if missing:
@@ -125,7 +126,7 @@ _AIPERF_FIXED = {"endpoint_url", "metric_name", "metric_type", "unit", "descript
 
 def aiperf_parquet(path: Path) -> list[Scrapes]:
     """The endpoints of an AIPerf ``server_metrics_export.parquet``. Raises ValueError with one line."""
-    lf = pl.scan_parquet(path)
+    lf = pl.scan_parquet(inputs.scannable(path))
     names = lf.collect_schema().names()
     missing = {"endpoint_url", "metric_name", "timestamp_ns", "value"} - set(names)
     if missing:

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diag.parsers import inputs
+
 from .catalog import Rule, catalog
 from .finding import SEVERITIES, Finding, Location, severity_rank
 from .params import ParamError, coerce, kind_of
@@ -111,8 +113,8 @@ class Suppression:
             rx = _glob_regex(self.path)
             raw = Path(f.location.path)
             candidates = {raw.as_posix()}
-            with contextlib.suppress(ValueError, OSError):
-                candidates.add(raw.resolve().relative_to(root.resolve()).as_posix())
+            with contextlib.suppress(ValueError, OSError, inputs.Refused):  # not readable here: as written
+                candidates.add(inputs.resolve(raw).relative_to(root.resolve()).as_posix())
             if not any(rx.match(c) for c in candidates):
                 return False
         return True

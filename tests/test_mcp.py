@@ -1,13 +1,20 @@
 """``diag mcp`` driven by the MCP SDK's own stdio client, one server for the module: every tool's structured
 result is the CLI's ``--format json`` document on the same input (validated against diag/schemas), bad input
 is a tool error carrying the CLI's one-line message and the server goes on, paths outside the roots are
-refused."""
+refused, also when a link is swapped in while the tool reads; servers of their own show the per-call limits
+of bytes and seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
+import random
+import re
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +27,17 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from schemas import validate
 from test_cli_contract import ROOT, diag
 
-from diag.mcp_tools import COMPARE_KEYS, EVIDENCE_ITEMS, EVIDENCE_TEXT, REPORT_KEYS, bound, trim_evidence
+from diag.confine import Limits
+from diag.mcp_tools import (
+    COMPARE_KEYS,
+    EVIDENCE_ITEMS,
+    EVIDENCE_TEXT,
+    REPORT_KEYS,
+    Workspace,
+    bound,
+    call,
+    trim_evidence,
+)
 
 RUNS = ROOT / "samples" / "runs"
 SHARED_RECIPES = ROOT.parent / "shared" / "samples" / "recipes"
@@ -49,18 +66,24 @@ class Server:
         return text
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    out = tmp_path_factory.mktemp("mcp-root")  # the first root: where report writes
-    (out / "escape").symlink_to(ROOT / "tests")  # a symlink in a root to a directory outside every root
-    roots = [out, ROOT / "samples", *([SHARED_RECIPES] if SHARED_RECIPES.is_dir() else [])]
+@contextlib.contextmanager
+def serving(roots: list[Path], *options: str) -> Iterator[Server]:
+    """``diag mcp --root R... OPTIONS`` in a process of its own, initialized."""
     params = StdioServerParameters(command=sys.executable, cwd=str(ROOT),
-                                   args=["-m", "diag", "mcp", *[a for r in roots for a in ("--root", str(r))]])
+                                   args=["-m", "diag", "mcp", *[a for r in roots for a in ("--root", str(r))], *options])
     with start_blocking_portal() as portal, \
             portal.wrap_async_context_manager(stdio_client(params)) as (read, write), \
             portal.wrap_async_context_manager(ClientSession(read, write)) as session:
         init = portal.call(session.initialize)
-        yield Server(portal, session, init, out)
+        yield Server(portal, session, init, roots[0])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    out = tmp_path_factory.mktemp("mcp-root")  # the first root: where report writes
+    (out / "escape").symlink_to(ROOT / "tests")  # a symlink in a root to a directory outside every root
+    with serving([out, ROOT / "samples", *([SHARED_RECIPES] if SHARED_RECIPES.is_dir() else [])]) as running:
+        yield running
 
 
 @functools.cache
@@ -210,6 +233,147 @@ def test_a_path_outside_the_roots_is_refused(server: Server, path: str) -> None:
     text = server.error("tail", paths=[path])
     assert text.startswith(f"diag tail: {path}: outside the directories this server reads ("), text
     assert "--root" in text
+
+
+OOM_LOG = RUNS / "engine-crash" / "logs" / "gb200-r05-n15_decode_w0.out"
+SECRET = "SECRET-c0ffee-7319"
+
+
+class Swapper(threading.Thread):
+    """Flips each ``(path, inside, outside)`` between a link to ``inside`` and one to ``outside`` (``inside``
+    None: the file itself, a hard link) for random spans, until stopped."""
+
+    def __init__(self, flips: list[tuple[Path, Path | None, Path]]) -> None:
+        super().__init__(daemon=True)
+        self.flips, self.stop, self.swaps = flips, threading.Event(), 0
+
+    def put(self, path: Path, target: Path | None, legit: Path) -> None:
+        tmp = path.with_name(path.name + ".swap")
+        tmp.unlink(missing_ok=True)   # left by a rename of a hard link onto itself (a no-op)
+        if target is None:
+            os.link(legit, tmp)
+        else:
+            tmp.symlink_to(target)
+        os.replace(tmp, path)  # atomic: the path is always there, a file or a link
+
+    def run(self) -> None:
+        spans = random.Random(32)
+        while not self.stop.is_set():
+            for outside in (False, True):
+                for path, inside, secret in self.flips:
+                    self.put(path, secret if outside else inside, path.with_name("legit"))
+                self.swaps += 1
+                time.sleep(spans.choice((0, 0.001, 0.01, 0.05)))
+
+
+def test_a_link_swapped_in_between_check_and_open_is_refused(
+        server: Server, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """While a thread swaps a log under the root for a link to a secret outside every root (and a linked
+    run directory between one under the root and one outside), the agent calls tail on them again and
+    again: every answer is the document of what is under the root or the refusal, never the secret."""
+    lines = OOM_LOG.read_text(encoding="utf-8").split("\n")
+    oom = next(n for n, line in enumerate(lines) if "OutOfMemoryError" in line)
+    crash = "\n".join(lines[oom - 30: oom + 30]) + "\n"  # a worker dying of CUDA OOM: the line shows in the finding
+    leaked = crash.replace("Tried to allocate", f"{SECRET} Tried to allocate")
+    name = "n15_decode_w0.out"
+    outside = tmp_path_factory.mktemp("outside-every-root")
+    (outside / name).write_text(leaked, encoding="utf-8")
+    race = server.out / "race"
+    run = race / "run"          # a run directory; race/linked is a link to it (inside: followed) or outside
+    run.mkdir(parents=True)
+    for d in (race, run):
+        (d / "legit").write_text(crash, encoding="utf-8")
+        os.link(d / "legit", d / name)
+    (race / "linked").symlink_to(run)
+    (server.out / "copy").mkdir()
+    (server.out / "copy" / name).write_text(leaked, encoding="utf-8")
+    assert SECRET in server.call("tail", paths=[f"copy/{name}"]).content[-1].text  # read, the secret would show
+    paths = [str(race / name), "race/run", "race/linked", f"race/linked/{name}"]
+    want = {p: server.ok("tail", paths=[p]) for p in paths}
+    assert want[paths[0]]["findings"][0]["code"] == "DIAG-E001"
+    refusal = re.compile(r"diag tail: (\S+): outside the directories this server reads \(")
+    swapper = Swapper([(race / name, None, outside / name), (race / "linked", run, outside)])
+    swapper.start()
+    answers = {"document": 0, "refused": 0}
+    try:
+        end = time.monotonic() + 1.5
+        for n in range(200):
+            if time.monotonic() > end:
+                break
+            path = paths[n % len(paths)]
+            res = server.call("tail", paths=[path])
+            assert not any(SECRET in c.text for c in res.content), (path, res.content)
+            if res.is_error:
+                text, = (c.text for c in res.content)
+                assert refusal.match(text) and "\n" not in text, text
+                answers["refused"] += 1
+            else:
+                assert res.structured_content == want[path], path
+                answers["document"] += 1
+    finally:
+        swapper.stop.set()
+        swapper.join()
+    assert swapper.swaps > 10 and answers["refused"] > 0, (swapper.swaps, answers)
+
+
+def test_a_call_that_reads_more_than_the_limit_is_a_tool_error() -> None:
+    with serving([ROOT / "samples"], "--max-read-bytes", "100000") as small:
+        text = small.error("tail", paths=[str(RUNS / "block-size-crash")])
+        m = re.fullmatch(r"diag tail: (\S+): reads more than 100,000 bytes in this call "
+                         r"\(limit: diag mcp --max-read-bytes 100,000\)", text)
+        assert m and Path(m[1]).is_relative_to(RUNS / "block-size-crash"), text
+        recipe = RUNS / "healthy" / "config.yaml"   # 2 kB: within the limit, answered
+        assert small.ok("check", paths=[str(recipe)]) == cli_json("check", str(recipe))
+
+
+def test_a_call_past_its_time_is_a_tool_error_and_the_server_goes_on() -> None:
+    with serving([ROOT / "samples"], "--max-seconds", "0.2") as hasty:
+        text = hasty.error("tail", paths=[str(p) for p in SWEEP])   # seconds in a fresh server
+        assert text == "diag tail: takes more than 0.2 s (limit: diag mcp --max-seconds 0.2)"
+        assert len(hasty.portal.call(hasty.session.list_tools).tools) == 7
+
+
+_opened: list[tuple[str, Any]] | None = None   # what the audit hook records while a test listens
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _opened is not None and event in ("open", "os.listdir", "os.scandir", "os.mkdir"):
+        _opened.append((event, args[0]))
+
+
+def test_every_file_a_tool_reads_is_opened_from_its_root_by_name(tmp_path: Path) -> None:
+    """In-process, under an audit hook: while the tools read logs, side files, a Prometheus capture,
+    Parquet telemetry, recipes and an index and write a report, nothing under the roots is opened or
+    listed by a path the kernel resolves (one with a slash), only by a single name relative to a directory
+    already held; and the documents are the CLI's."""
+    global _opened
+    into = tmp_path / "campaign"
+    assert diag("index", str(SWEEP[0]), "--into", str(into), "--jobs", "1").returncode == 0
+    telemetry = ROOT / "samples" / "telemetry"
+    runs = [SWEEP[0], RUNS / "stats-missing", telemetry / "prefill-bound-tachometer", telemetry / "prefill-bound-aiperf"]
+    calls = [("tail", {"paths": [str(r) for r in runs]}),
+             ("check", {"paths": [str(RUNS / "drift-batched-tokens"), str(RUNS / "healthy" / "config.yaml")]}),
+             ("runs", {"root": str(into)}), ("report", {"paths": [str(SWEEP[1])]})]
+    ws = Workspace.of([tmp_path, ROOT / "samples"], None, Limits(1 << 30, 60))
+    if not getattr(_audit, "installed", False):
+        sys.addaudithook(_audit)
+        _audit.installed = True  # type: ignore[attr-defined]
+    _opened = []
+    try:
+        docs = [call(ws, tool, args).doc for tool, args in calls]
+        opened = _opened
+    finally:
+        _opened = None
+    by_path = [(event, path) for event, path in opened if not isinstance(path, int) and "/" in os.fsdecode(path)
+               and any(Path(os.fsdecode(path)).absolute().is_relative_to(r) for r in ws.roots.paths)]
+    assert not by_path, by_path[:5]
+    assert sum(event == "open" and isinstance(path, str) for event, path in opened) > 50  # by name: the hook saw them
+    tail, check, index, report = docs
+    scraped = [any(s["kind"] == "prometheus" and s["records"] and not s["error"] for s in r["sources"])
+               for r in tail["runs"]]
+    assert scraped == [False, True, True, True]  # the capture, the Parquet files: read through the roots
+    assert check == cli_json("check", *calls[1][1]["paths"]) and index["runs"] == cli_json("runs", str(into))["runs"]
+    assert Path(report["html"]).parent == tmp_path / ".diag-mcp" and report["runs"][0]["label"] == "sweep-5xdep2"
 
 
 def test_resources_are_the_catalog_and_each_rules_documentation(server: Server) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from diag.parsers import inputs
+
 DATASET_SCHEMA = "diag-index-dataset-1"
 MANIFEST = "index.json"
 SAVED = ".diag"   # RUN/.diag/: what `diag tail RUN --save` writes
@@ -17,6 +19,6 @@ SAVED = ".diag"   # RUN/.diag/: what `diag tail RUN --save` writes
 def manifest_ok(into: Path) -> bool:
     """Whether ``into`` holds an index of this dataset schema."""
     try:
-        return json.loads((into / MANIFEST).read_text(encoding="utf-8")).get("schema") == DATASET_SCHEMA
+        return json.loads(inputs.read_text(into / MANIFEST, errors="strict")).get("schema") == DATASET_SCHEMA
     except (OSError, ValueError, AttributeError):
         return False

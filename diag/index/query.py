@@ -13,7 +13,9 @@ whatever a ``diag index`` writing it meanwhile does.
 
 from __future__ import annotations
 
+import errno
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from diag.parsers import inputs
 
 from .dataset import MANIFEST, SAVED, manifest_ok
 from .store import StoreError, hold
@@ -38,9 +42,11 @@ def index_dir(path: str | Path) -> Path:
     p = Path(path)
     for cand in (p, p / SAVED / "index"):
         try:
-            found = (cand / MANIFEST).is_file()
+            found = stat.S_ISREG(inputs.stat(cand / MANIFEST).st_mode)
         except OSError as e:  # a directory on the way that cannot be searched: no index to be read there
-            raise QueryError(f"{cand}: cannot look for an index: {e.strerror or e}") from None
+            if e.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                raise QueryError(f"{cand}: cannot look for an index: {e.strerror or e}") from None
+            found = False
         if found:
             if not manifest_ok(cand):
                 raise QueryError(f"{cand}: an index of another diag version; run diag index again")
@@ -147,7 +153,7 @@ def select_runs(index: str | Path, where: str | None = None, sort: str | None = 
     ``where``, ordered by ``sort`` (``COL`` or ``-COL``; default: the index order). Without ``with_part``
     the internal ``report_part`` column is left out. Raises :class:`QueryError` (one line)."""
     with snapshot(index) as whole:
-        lazy = pl.scan_parquet(whole / "runs.parquet")
+        lazy = pl.scan_parquet(inputs.scannable(whole / "runs.parquet"))
         schema = lazy.collect_schema()
         if where:
             lazy = lazy.filter(compile_where(where, schema))
