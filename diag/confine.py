@@ -373,6 +373,9 @@ class _Metered(io.RawIOBase):
     def tell(self) -> int:
         return self.file.tell()
 
+    def fileno(self) -> int:   # the descriptor itself: a reader's shared lock on an index generation
+        return self.file.fileno()
+
     def close(self) -> None:
         self.file.close()
         super().close()

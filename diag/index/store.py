@@ -24,10 +24,13 @@ import os
 import re
 import shutil
 import socket
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from diag.parsers import inputs
 
 from .dataset import MANIFEST
 
@@ -47,9 +50,15 @@ def generation(into: Path) -> Path | None:
     """The folder of the current generation of the index in ``into``: where ``current`` points, ``into``
     itself for an index of an earlier diag (or a generation named directly); None without an index."""
     link = into / CURRENT
-    if link.is_symlink():
-        return into / os.readlink(link)
-    return into if (into / MANIFEST).is_file() else None
+    try:
+        if stat.S_ISLNK(inputs.lstat(link).st_mode):   # a sibling gen-N (an MCP call resolves it confined)
+            return into / inputs.resolve(link).name
+    except FileNotFoundError:
+        pass
+    try:
+        return into if stat.S_ISREG(inputs.stat(into / MANIFEST).st_mode) else None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 @contextlib.contextmanager
@@ -61,18 +70,16 @@ def hold(into: Path, attempts: int = 20) -> Iterator[Path]:
         if gen is None:
             raise StoreError(f"{into}: no index here")
         try:
-            fd = os.open(gen / MANIFEST, os.O_RDONLY)
+            fh = inputs.open_input(gen / MANIFEST)   # opened as every input is (confined under MCP)
         except FileNotFoundError:
             if generation(into) == gen:
                 raise StoreError(f"{gen}: no {MANIFEST}: a broken index; run diag index again") from None
             continue  # replaced and deleted between the two steps: take the new one
-        try:
-            _flock(fd, fcntl.LOCK_SH)
-            if _unmoved(fd, gen / MANIFEST):  # not deleted while this waited for the lock
+        with fh:
+            _flock(fh.fileno(), fcntl.LOCK_SH)
+            if _unmoved(fh.fileno(), gen / MANIFEST):  # not deleted while this waited for the lock
                 yield gen
                 return
-        finally:
-            os.close(fd)
     raise StoreError(f"{into}: the index changed under each of {attempts} reads; read it again")
 
 
@@ -89,7 +96,7 @@ def _flock(fd: int, how: int) -> bool:
 
 def _unmoved(fd: int, path: Path) -> bool:
     try:
-        return os.path.samestat(os.fstat(fd), os.stat(path))
+        return os.path.samestat(os.fstat(fd), inputs.stat(path))
     except FileNotFoundError:
         return False
 
