@@ -121,16 +121,25 @@ def endpoint_latency(ep: Endpoint) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float = STALE_S) -> str:
+def benchmark_began(run: Run, now: datetime | None) -> bool:
+    """Load reached the run by ``now``: a benchmark point started at or before it (a point whose start is
+    unknown, or a run judged at no time, counts as begun)."""
+    return any(b.started is None or now is None or b.started <= now for b in run.benchmark)
+
+
+def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float = STALE_S,
+                    loaded: bool = True) -> str:
     """The worst state the findings naming ``ep`` imply (rule catalog: ``health``, else by severity),
-    else NO STATS, STALE (as of ``now``) or OK."""
+    else READY (start-up finished, no stats line because no load came yet: ``loaded`` is false and the
+    endpoint shows no work), NO STATS (no stats line although it served or may have), STALE (as of
+    ``now``) or OK."""
     rules = catalog()
     implied = [h for f in findings if f.endpoint == ep.id and f.code in rules
                and (h := health_of(rules[f.code], f.severity)) is not None]
     if implied:
         return min(implied, key=HEALTH_STATES.index)
     if ep.samples == 0:
-        return "NO STATS"
+        return "READY" if ep.startup.phase == "ready" and not loaded else "NO STATS"
     last = ep.stats["ts"].max()
     if now is not None and last is not None and (now - last).total_seconds() > stale_s:  # type: ignore[operator]
         return "STALE"
@@ -149,7 +158,8 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
         fig, label = window_figures(ep, *own), {"label": "active", "start": own[0].isoformat(),
                                                  "end": own[1].isoformat()}
     keys = ("prompt_tps_mean", "gen_tps_mean", "running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak")
-    health, empty = endpoint_health(ep, findings, stale_at or now, stale_s), log_empty(run, ep)
+    health = endpoint_health(ep, findings, stale_at or now, stale_s, loaded=benchmark_began(run, now))
+    empty = log_empty(run, ep)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
                            label if fig else None, **{k: fig.get(k) for k in keys},  # type: ignore[arg-type]
                            preemptions=int(ep.stats["preemptions"].fill_null(0).sum()) if ep.stats.height else 0,

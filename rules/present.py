@@ -72,7 +72,7 @@ def clock(t: datetime | None) -> str:
 # vocabularies: severity, health, verdict class.
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "CRIT": "bold red", "DOWN": "bold white on red",
-                "STALE": "magenta", "NO STATS": "dim"}
+                "STALE": "magenta", "NO STATS": "dim", "READY": "cyan"}
 VERDICT_STYLE = {"healthy": "green", "under-loaded": "cyan", "prefill-bound": "yellow", "decode-bound": "magenta",
                  "transfer-bound": "bold yellow", "startup-stuck": "bold red", "invalid": "bold red",
                  "unknown": "dim"}

@@ -159,10 +159,12 @@ def badge(health: str) -> Text:
 
 
 def health_cell(s: EndpointSummary) -> Text:
-    """The health badge; while the endpoint starts (or is ready without a request yet) its stage badge:
-    the stage under way with its progress and time so far, then the time it took to get ready."""
-    if s.startup.get("phase") in ("starting", "ready"):
-        return Text(stage_text(s.startup), style="cyan" if s.startup["phase"] == "starting" else "green")
+    """The health badge; while the endpoint starts, its stage badge (the stage under way with its progress
+    and time so far); READY (start-up finished, no load yet) with the time it took to get ready."""
+    if s.startup.get("phase") == "starting":
+        return Text(stage_text(s.startup), style="cyan")
+    if s.health == "READY":
+        return Text(stage_text(s.startup), style=HEALTH_STYLE["READY"])
     return badge(s.health)
 
 
