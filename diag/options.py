@@ -91,8 +91,8 @@ def positive(name: str, lo: float = 0.0, hi: float | None = None):
 
     def check(value: float | None) -> float | None:
         if value is not None and (value <= lo or (hi is not None and value > hi)):
-            bound = f"greater than {lo:g}" + (f" and at most {hi:g}" if hi is not None else "")
-            raise typer.BadParameter(f"{name} must be {bound}, not {value:g}")
+            bound = f"greater than {lo:,g}" + (f" and at most {hi:,g}" if hi is not None else "")
+            raise typer.BadParameter(f"{name} must be {bound}, not {value:,g}")
         return value
 
     return check

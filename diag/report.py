@@ -179,7 +179,7 @@ def window_dict(verdicts: Verdicts | None) -> dict[str, Any] | None:
     if verdicts is None or w is None:
         return None
     c = verdicts.run.concurrency
-    label = f"C={c} steady" if c is not None else "active"
+    label = f"C={number(c)} steady" if c is not None else "active"
     return {"label": label, "start": w[0].isoformat(), "end": w[1].isoformat()}
 
 
@@ -229,7 +229,7 @@ def stage_text(startup: dict[str, Any]) -> str:
         return "starting"
     text = STAGE_SHORT.get(cur["stage"], cur["stage"])
     if cur.get("progress"):
-        text += f" {cur['progress'][0]}/{cur['progress'][1]}"
+        text += f" {number(cur['progress'][0])}/{number(cur['progress'][1])}"
     return f"{text} {duration(cur.get('duration_s'))}"
 
 
@@ -369,7 +369,7 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
             ("stage", stage(run))]
     if run.start and run.clock:
         rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.clock.isoformat(timespec='seconds')}"
-                             f" ({(run.clock - run.start).total_seconds() / 60:.1f} min)"))
+                             f" ({(run.clock - run.start).total_seconds() / 60:,.1f} min)"))
     tpg = tokens_per_gpu(run)
     if tpg:
         parts = [f"{number(tpg['total_token_throughput'])} tok/s total at concurrency {number(tpg['concurrency'])}"]
