@@ -91,23 +91,28 @@ def positive(name: str, lo: float = 0.0, hi: float | None = None):
 
     def check(value: float | None) -> float | None:
         if value is not None and (value <= lo or (hi is not None and value > hi)):
-            bound = f"greater than {lo:g}" + (f" and at most {hi:g}" if hi is not None else "")
-            raise typer.BadParameter(f"{name} must be {bound}, not {value:g}")
+            bound = f"greater than {lo:,g}" + (f" and at most {hi:,g}" if hi is not None else "")
+            raise typer.BadParameter(f"{name} must be {bound}, not {value:,g}")
         return value
 
     return check
 
 
 def console_for(stream=None) -> Console:
-    """Colour only on a terminal; NO_COLOR (or ``--no-color``) means no escapes at all."""
+    """The console every text output writes through: colour only on a terminal; NO_COLOR (or
+    ``--no-color``) means no escapes at all; no line ends in whitespace (:mod:`diag.emit.console`)."""
     from rich.console import Console
+
+    from .emit.console import TrimLines
 
     out = stream or sys.stdout
     tty = out.isatty()
     plain = bool(os.environ.get("NO_COLOR"))
-    return Console(file=out, highlight=False, soft_wrap=False, no_color=plain,
-                   color_system=None if plain else "auto",
-                   width=None if tty or "COLUMNS" in os.environ else 160)
+    console = Console(file=out, highlight=False, soft_wrap=False, no_color=plain,
+                      color_system=None if plain else "auto",
+                      width=None if tty or "COLUMNS" in os.environ else 160)
+    console.push_render_hook(TrimLines())
+    return console
 
 
 class _Pipe:

@@ -171,7 +171,7 @@ def fetch(url: str, *, timeout_s: float = TIMEOUT_S, max_bytes: int = MAX_BODY) 
                 if got > max_bytes:
                     raise PromSourceError(f"{url}: response larger than {max_bytes} bytes")
                 if time.monotonic() > deadline:
-                    raise PromSourceError(f"{url}: no complete response within {timeout_s:g} s")
+                    raise PromSourceError(f"{url}: no complete response within {timeout_s:,g} s")
                 chunks.append(chunk)
     except urllib.error.HTTPError as e:
         raise PromSourceError(f"{url}: HTTP {e.code} {e.reason}") from None
@@ -179,7 +179,7 @@ def fetch(url: str, *, timeout_s: float = TIMEOUT_S, max_bytes: int = MAX_BODY) 
         why = getattr(e.reason, "strerror", None) or e.reason
         raise PromSourceError(f"{url}: cannot connect: {why}") from None
     except TimeoutError:
-        raise PromSourceError(f"{url}: no response within {timeout_s:g} s") from None
+        raise PromSourceError(f"{url}: no response within {timeout_s:,g} s") from None
     except http.client.HTTPException as e:  # not HTTP at all (a garbage answer)
         raise PromSourceError(f"{url}: not an HTTP response ({type(e).__name__})") from None
     except OSError as e:
@@ -341,10 +341,10 @@ def query_server(url: str, start: datetime, end: datetime, *, step_s: float | No
                 res = prom.custom_query_range(query, start_time=a, end_time=b, step=_step_str(step))
                 series.extend(_series_frames(field, res))
     except requests.Timeout:
-        raise PromSourceError(f"{url}: no response within {TIMEOUT_S:g} s") from None
+        raise PromSourceError(f"{url}: no response within {TIMEOUT_S:,g} s") from None
     except requests.ConnectionError as e:
         if "ReadTimeout" in str(e) or "timed out" in str(e):  # urllib3 wraps the read timeout of a hung server
-            raise PromSourceError(f"{url}: no response within {TIMEOUT_S:g} s") from None
+            raise PromSourceError(f"{url}: no response within {TIMEOUT_S:,g} s") from None
         raise PromSourceError(f"{url}: cannot connect: {_why(e)}") from None
     except (PrometheusApiClientException, requests.RequestException, ValueError, KeyError) as e:
         raise PromSourceError(f"{url}: Prometheus query failed: {_why(e)}") from None

@@ -122,16 +122,25 @@ def endpoint_latency(ep: Endpoint) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float = STALE_S) -> str:
+def benchmark_began(run: Run, now: datetime | None) -> bool:
+    """Load reached the run by ``now``: a benchmark point started at or before it (a point whose start is
+    unknown, or a run judged at no time, counts as begun)."""
+    return any(b.started is None or now is None or b.started <= now for b in run.benchmark)
+
+
+def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float = STALE_S,
+                    loaded: bool = True) -> str:
     """The worst state the findings naming ``ep`` imply (rule catalog: ``health``, else by severity),
-    else NO STATS, STALE (as of ``now``) or OK."""
+    else READY (start-up finished, no stats line because no load came yet: ``loaded`` is false and the
+    endpoint shows no work), NO STATS (no stats line although it served or may have), STALE (as of
+    ``now``) or OK."""
     rules = catalog()
     implied = [h for f in findings if f.endpoint == ep.id and f.code in rules
                and (h := health_of(rules[f.code], f.severity)) is not None]
     if implied:
         return min(implied, key=HEALTH_STATES.index)
     if ep.samples == 0:
-        return "NO STATS"
+        return "READY" if ep.startup.phase == "ready" and not loaded else "NO STATS"
     last = ep.stats["ts"].max()
     if now is not None and last is not None and (now - last).total_seconds() > stale_s:  # type: ignore[operator]
         return "STALE"
@@ -150,7 +159,8 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
         fig, label = window_figures(ep, *own), {"label": "active", "start": own[0].isoformat(),
                                                  "end": own[1].isoformat()}
     keys = ("prompt_tps_mean", "gen_tps_mean", "running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak")
-    health, empty = endpoint_health(ep, findings, stale_at or now, stale_s), log_empty(run, ep)
+    health = endpoint_health(ep, findings, stale_at or now, stale_s, loaded=benchmark_began(run, now))
+    empty = log_empty(run, ep)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
                            label if fig else None, **{k: fig.get(k) for k in keys},  # type: ignore[arg-type]
                            preemptions=int(ep.stats["preemptions"].fill_null(0).sum()) if ep.stats.height else 0,
@@ -170,7 +180,7 @@ def window_dict(verdicts: Verdicts | None) -> dict[str, Any] | None:
     if verdicts is None or w is None:
         return None
     c = verdicts.run.concurrency
-    label = f"C={c} steady" if c is not None else "active"
+    label = f"C={number(c)} steady" if c is not None else "active"
     return {"label": label, "start": w[0].isoformat(), "end": w[1].isoformat()}
 
 
@@ -220,7 +230,7 @@ def stage_text(startup: dict[str, Any]) -> str:
         return "starting"
     text = STAGE_SHORT.get(cur["stage"], cur["stage"])
     if cur.get("progress"):
-        text += f" {cur['progress'][0]}/{cur['progress'][1]}"
+        text += f" {number(cur['progress'][0])}/{number(cur['progress'][1])}"
     return f"{text} {duration(cur.get('duration_s'))}"
 
 
@@ -380,7 +390,7 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
             ("stage", stage(run))]
     if run.start and run.clock:
         rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.clock.isoformat(timespec='seconds')}"
-                             f" ({(run.clock - run.start).total_seconds() / 60:.1f} min)"))
+                             f" ({(run.clock - run.start).total_seconds() / 60:,.1f} min)"))
     if (found := found_without_stats(run)) is not None:
         rows.append(("found", found))
     tpg = tokens_per_gpu(run)

@@ -283,7 +283,7 @@ class ReplaySource(SourceBase):
         self._events.sort(key=lambda e: (e[0], e[1]))
         first = self._events[0][0] if self._events else start
         self.clock = _Clock(first, self.speed, self.monotonic)
-        self.label = self.label or f"replay ×{self.speed:g}"
+        self.label = self.label or f"replay ×{self.speed:,g}"
 
     def now(self) -> datetime | None:
         """Virtual time; it stops at the last record (the final state stays on screen)."""

@@ -245,8 +245,9 @@ def sweep(parts: Sequence[RunPart], sla: Sla | None = None) -> tuple[RunSweep, .
 
 # ------------------------------------------------------------------ the pick
 def _at(p: Point, other: Point | None = None) -> str:
-    """``C=2048`` beside a point of the same run, else ``sweep-5xdep2 at C=2048``."""
-    return f"C={p.concurrency}" if other is not None and other.run == p.run else f"{p.run} at C={p.concurrency}"
+    """``C=2,048`` beside a point of the same run, else ``sweep-5xdep2 at C=2,048``."""
+    at = f"C={number(p.concurrency)}"
+    return at if other is not None and other.run == p.run else f"{p.run} at {at}"
 
 
 def _latencies(p: Point) -> str:
@@ -300,7 +301,7 @@ def pick(points: Sequence[Point], sla: Sla, min_tok_s_user: float | None = None)
         chosen = max(ok, key=lambda p: p.tok_s_per_gpu["working"] or 0.0)
         faster = [p for p in rated if (p.tok_s_per_gpu["working"] or 0.0) > (chosen.tok_s_per_gpu["working"] or 0.0)]
         passed = max(faster, key=lambda p: p.tok_s_per_gpu["working"] or 0.0) if faster else None
-        sentence = (f"Pick {chosen.run} ({chosen.topology}) at C={chosen.concurrency}: {_figures(chosen)}, "
+        sentence = (f"Pick {chosen.run} ({chosen.topology}) at C={number(chosen.concurrency)}: {_figures(chosen)}, "
                     f"{_latencies(chosen)} within the target ({sla.text}){at}; verdict {_verdict_text(chosen)}.")
         if passed is not None:
             sentence += (f" {_at(passed, chosen)} is faster per GPU ({number(passed.tok_s_per_gpu['working'])}"
@@ -319,7 +320,7 @@ def pick(points: Sequence[Point], sla: Sla, min_tok_s_user: float | None = None)
             chosen = max(rated, key=lambda p: p.tok_s_per_gpu["working"] or 0.0)
             lead = f"No point can be judged against the target ({sla.text}){at}"
         passed = None
-        sentence = (f"{lead}; the closest is {chosen.run} ({chosen.topology}) at C={chosen.concurrency}: "
+        sentence = (f"{lead}; the closest is {chosen.run} ({chosen.topology}) at C={number(chosen.concurrency)}: "
                     f"{_figures(chosen)}, {_latencies(chosen) or 'no latency reported'}"
                     + ("" if eligible(chosen) else f", which {_why_not(chosen, min_tok_s_user)}")
                     + f"; verdict {_verdict_text(chosen)}.")

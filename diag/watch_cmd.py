@@ -49,7 +49,7 @@ def _window(value: int) -> int:
 
 def _retain(value: float) -> float:
     if value < 0:
-        raise typer.BadParameter(f"must be 0 (keep everything) or more minutes, not {value:g}")
+        raise typer.BadParameter(f"must be 0 (keep everything) or more minutes, not {value:,g}")
     return value
 
 

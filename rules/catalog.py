@@ -81,7 +81,7 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
     )
 
 
-HEALTH_STATES = ("DOWN", "CRIT", "WARN", "STALE", "NO STATS", "OK")  # worst first
+HEALTH_STATES = ("DOWN", "CRIT", "WARN", "STALE", "NO STATS", "READY", "OK")  # worst first
 
 
 def _health(entry: dict[str, Any], source: str) -> str | None:

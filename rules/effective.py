@@ -28,6 +28,7 @@ from .catalog import Rule, by_scope
 from .finding import Finding, Location
 from .jobs import merge_jobs, trusted
 from .knowledge import _data
+from .present import number
 from .recipe_checks import run_checks
 from .runmodel import Run
 
@@ -208,7 +209,7 @@ def drift(rule: Rule, run: Run) -> list[Finding]:
         if not diffs:
             continue
         first = diffs[0]
-        text = "; ".join(d["text"] for d in diffs[:6]) + (f"; and {len(diffs) - 6} more" if len(diffs) > 6 else "")
+        text = "; ".join(d["text"] for d in diffs[:6]) + (f"; and {number(len(diffs) - 6)} more" if len(diffs) > 6 else "")
         severity = rule.severity if changed else "info"
         verdict = f" (changes the verdict of {', '.join(changed)})" if changed else ""
         out.append(Finding(rule.code, rule.name, severity, f"{role_name}: what ran differs from the recipe: {text}"
@@ -244,10 +245,10 @@ def _role_drift(role: Role, ran: Ran) -> tuple[list[dict[str, Any]], list[str]]:
             if key in defaults and canon(defaults[key]) == canon(value):
                 continue
             diffs.append({"kind": "flag", "name": key, "recipe": None, "ran": value, "mark": mark,
-                          "text": f"--{key.replace('_', '-')} {_short(value)} ran but the recipe does not set it"})
+                          "text": f"--{key.replace('_', '-')} {_short(value, key)} ran but the recipe does not set it"})
         elif not same(have.value, value):
             diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": value, "mark": mark,
-                          "text": f"{have.key} {_short(value)} ran, the recipe says {_short(have.value)}"})
+                          "text": f"{have.key} {_short(value, key)} ran, the recipe says {_short(have.value, key)}"})
     ran_marks = [m for _, m in ran.flags.values()]
     for key, have in sorted(role.flags.items()):
         if key in ran.flags or key in m_flags or not ran_marks or have.source == "extra_args":
@@ -255,8 +256,8 @@ def _role_drift(role: Role, ran: Ran) -> tuple[list[dict[str, Any]], list[str]]:
         if key in defaults:
             if canon(defaults[key]) != canon(have.value):
                 diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": defaults[key],
-                              "mark": ran_marks[0], "text": f"the recipe sets {have.key} {_short(have.value)} but "
-                              f"the engine ran at vLLM's default {_short(defaults[key])}"})
+                              "mark": ran_marks[0], "text": f"the recipe sets {have.key} {_short(have.value, key)} but "
+                              f"the engine ran at vLLM's default {_short(defaults[key], key)}"})
         elif ran.args_from == "command":
             diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": None, "mark": ran_marks[0],
                           "text": f"the recipe sets {have.key} but the command that ran does not pass it"})
@@ -273,8 +274,15 @@ def _role_drift(role: Role, ran: Ran) -> tuple[list[dict[str, Any]], list[str]]:
     return diffs, cannot_tell
 
 
-def _short(value: Any) -> str:
+NAMING_FLAG = re.compile(r"(?:^|_)(?:port|seed|rank|ids?|address)$")   # a flag whose number names something
+
+
+def _short(value: Any, key: str) -> str:
+    """A flag's value as a message shows it: a whole number in the number style, unless the flag's number
+    names something (a port, a seed, a rank); cut at 60 characters."""
     text = canon(value)
+    if re.fullmatch(r"-?\d+", text) and not NAMING_FLAG.search(key):
+        text = number(int(text))
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -17,6 +17,7 @@ from diag.parsers.records import Fault
 
 from .catalog import Rule
 from .finding import Finding
+from .present import number
 from .runmodel import Run
 from .templating import _finding, _loc
 
@@ -132,7 +133,7 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
             site = f"named by its call site {fault.where}; " if fault.cause != CUT.name and fault.where else ""
             msg += f" ({site}innermost frame seen: {fault.frames[-1]})"
         if len(group) > 1:
-            msg += f"; {len(group) - 1} follow-on error(s) folded in" + (
+            msg += f"; {number(len(group) - 1)} follow-on error(s) folded in" + (
                 f" across {', '.join(endpoints)}" if len(endpoints) > 1 else "")
         out.append(_finding(rule, msg, endpoint=eid, first_ts=group[0][2].ts, last_ts=group[-1][2].ts,
                             location=_loc(file, fault.traceback_line or fault.line),
@@ -150,7 +151,7 @@ def _readiness_stall(rule: Rule, run: Run) -> list[Finding]:
     file, last = polls[-1]
     missing = f"{last.get('waiting_prefill', '?')} prefill and {last.get('waiting_decode', '?')} decode"
     return [_finding(rule, f"workers never became ready: still waiting for {missing} worker(s) after "
-                     f"{len(polls)} polls", first_ts=polls[0][1].ts, last_ts=last.ts, location=_loc(file, last.line),
+                     f"{number(len(polls))} polls", first_ts=polls[0][1].ts, last_ts=last.ts, location=_loc(file, last.line),
                      evidence={"polls": len(polls), "last": dict(last.fields)})]
 
 
@@ -193,7 +194,7 @@ def accuracy(rule: Rule, run: Run) -> list[Finding]:
     out = []
     for label, s in scores:
         if s < rule.params["min_score"] or (len(scores) > 2 and s < rule.params["rel_drop"] * med):
-            msg = f"{label}: accuracy {s:.3f} (sweep median {med:.3f})"
+            msg = f"{label}: accuracy {s:,.3f} (sweep median {med:,.3f})"
             hint = run.async_race_hint()
             if hint:
                 msg += f"; {hint}"

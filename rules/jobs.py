@@ -9,6 +9,7 @@ from diag.parsers.recipe import Recipe
 
 from .catalog import Rule
 from .finding import Finding
+from .present import number
 from .recipe_checks import run_checks
 
 SCHEMA_CODE = "DIAG-C017"
@@ -46,7 +47,7 @@ def merge_jobs(per_job: Sequence[list[Finding]], labels: Sequence[str]) -> list[
             msg = first.message if len(jobs) == len(labels) else f"{first.message} [jobs: {', '.join(jobs)}]"
         else:
             ev["per_job"] = {j: f.message for f, js in variants for j in js}
-            msg = (f"{first.message} (and {len(every) - len(jobs)} more of the {len(labels)} jobs with other "
+            msg = (f"{first.message} (and {number(len(every) - len(jobs))} more of the {number(len(labels))} jobs with other "
                    f"values) [jobs: {', '.join(every)}]")
         out.append(Finding(first.code, first.name, first.severity, msg, first.endpoint, first.location,
                            evidence=ev, fix=first.fix))

@@ -11,6 +11,7 @@ import polars as pl
 
 from .catalog import Rule
 from .finding import Finding
+from .present import number
 from .runmodel import Run
 from .templating import _finding, _loc
 
@@ -76,11 +77,11 @@ def kv_filling(rule: Rule, run: Run) -> list[Finding]:
         fc = forecast(sub.select("ts", "kv_usage"), sub["ts"][-1] + timedelta(seconds=1), sub.height)
         ev: dict[str, Any] = {"engine": eng, "intervals": sub.height, "kv_pct_from": sub["kv_usage"][0],
                               "kv_pct_to": last, "running": int(sub["running"][-1])}
-        msg = (f"engine {eng} of {ep.id}: KV cache rose at each of {sub.height} stats lines, "
-               f"{sub['kv_usage'][0]:.1f} -> {last:.1f} %, with {ev['running']} running and nobody waiting yet")
+        msg = (f"engine {eng} of {ep.id}: KV cache rose at each of {number(sub.height)} stats lines, "
+               f"{sub['kv_usage'][0]:,.1f} -> {last:,.1f} %, with {number(ev['running'])} running and nobody waiting yet")
         if fc:
             ev["forecast"] = fc
-            msg += f"; at {fc['kv_rise_pct_per_min']:.1f} %/min it is full in ~{fc['time_to_full_s']:.0f} s"
+            msg += f"; at {fc['kv_rise_pct_per_min']:,.1f} %/min it is full in ~{fc['time_to_full_s']:,.0f} s"
         out.append(_finding(rule, msg, endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1],
                             open=sub["ts"][-1] == ep.stats["ts"].max(), location=_loc(sub["file"][0], sub["line"][0]),
                             evidence=ev))

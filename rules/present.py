@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import string
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 MISSING = "-"
 
@@ -16,6 +19,28 @@ MISSING = "-"
 def number(x: float | int | None, nd: int = 0) -> str:
     """A figure with thousands separators, ``-`` for none: ``152,608``, ``96.4`` (nd=1)."""
     return MISSING if x is None else f"{x:,.{nd}f}"
+
+
+def shown(x: Any) -> str:
+    """A value of any type as prose shows it: an integer or a float in the number style, as precise as it
+    is (``16,384``, ``0.95``, ``1,234.5``), anything else as ``str`` gives it (a bool stays ``True``)."""
+    return f"{x:,}" if isinstance(x, int | float) and not isinstance(x, bool) else str(x)
+
+
+class _Prose(string.Formatter):
+    """``str.format`` whose plain fields (no format spec) show numbers in the number style."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return shown(value) if not format_spec else super().format_field(value, format_spec)
+
+
+_PROSE = _Prose()
+
+
+def prose(template: str, values: Mapping[str, Any]) -> str:
+    """A catalog template filled in: ``{concurrency}`` of 4096 reads ``4,096``; a field with a spec is
+    formatted as ``str.format`` would. A name ``values`` lacks raises KeyError."""
+    return _PROSE.vformat(template, (), values)
 
 
 def compact(x: float | int | None) -> str:
@@ -72,7 +97,7 @@ def clock(t: datetime | None) -> str:
 # vocabularies: severity, health, verdict class.
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "CRIT": "bold red", "DOWN": "bold white on red",
-                "STALE": "magenta", "NO STATS": "dim"}
+                "STALE": "magenta", "NO STATS": "dim", "READY": "cyan"}
 VERDICT_STYLE = {"healthy": "green", "under-loaded": "cyan", "prefill-bound": "yellow", "decode-bound": "magenta",
                  "transfer-bound": "bold yellow", "startup-stuck": "bold red", "invalid": "bold red",
                  "unknown": "dim"}

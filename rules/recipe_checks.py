@@ -24,6 +24,7 @@ from .knowledge import (
     fmt_version,
     gpu,
 )
+from .present import number
 from .recipe_support import (
     CHECKS,
     as_int,
@@ -135,7 +136,8 @@ def async_scheduling_race(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         if assumed:
             sev = at_most(sev, "warning")
         yield finding(rule, recipe, msg, flag_mark(recipe, role, "async-scheduling"), role=role, fix=fix,
-                      severity=sev, missing=missing, unknown=unknown, build=build.label)
+                      severity=sev, missing=[f"#{fx}" for fx in missing], unknown=[f"#{fx}" for fx in unknown],
+                      build=build.label)   # the PRs as GitHub names them
 
 
 @check("recipe.mamba_cache_dtype")
@@ -171,11 +173,11 @@ def prefill_batched_tokens(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     origin = "" if explicit is not None else f" (vLLM's default on {recipe.gpu_type})"
     if value < isl:
         sev = str(rule.params.get("below_isl_severity", "warning"))
-        msg = (f"max-num-batched-tokens {value}{origin} is below the ISL {isl}: every prompt needs several "
+        msg = (f"max-num-batched-tokens {number(value)}{origin} is below the ISL {number(isl)}: every prompt needs several "
                "chunked-prefill steps, TTFT grows and prefill starves decode")
     elif value < target:
         sev = str(rule.params.get("below_ratio_severity", "info"))
-        msg = (f"max-num-batched-tokens {value}{origin} is below {ratio:g}x ISL ({target}): a prefill step "
+        msg = (f"max-num-batched-tokens {number(value)}{origin} is below {ratio:,g}x ISL ({number(target)}): a prefill step "
                "holds fewer than two prompts (2xISL was worth ~8% TPS/GPU in the Qwen3.5 runs)")
     else:
         return
@@ -239,12 +241,12 @@ def cudagraph_capture_size(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
             continue
         want = int(math.ceil((per_rank + headroom) / 16) * 16)
         origin = f" (from {source})" if explicit is not None else " (the default)"
-        yield finding(rule, recipe, f"max CUDA-graph capture size {cap}{origin} is below the per-rank batch "
-                      f"{per_rank} (top concurrency {top} / (DP {dp} x {workers} worker(s))): larger decode "
+        yield finding(rule, recipe, f"max CUDA-graph capture size {number(cap)}{origin} is below the per-rank batch "
+                      f"{number(per_rank)} (top concurrency {number(top)} / (DP {dp} x {workers} worker(s))): larger decode "
                       "batches run without CUDA graphs", flag_mark(recipe, role, "max-cudagraph-capture-size",
                                                                     "compilation-config"),
                       role=role, fix=set_flag_hint(role, "max-cudagraph-capture-size", want,
-                                                   f" (C/DP + {headroom})"), per_rank=per_rank, capture=cap)
+                                                   f" (C/DP + {number(headroom)})"), per_rank=per_rank, capture=cap)
 
 
 @check("recipe.stats_logging")
@@ -271,7 +273,7 @@ def stats_logging(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         origin = ("" if asc is not None else f" (vLLM defaults to the DP size since {since})" if newer
                   else f" (assuming vLLM >= {since}, where it defaults to the DP size; {facts(recipe).label} "
                        "cannot be dated)")
-        yield finding(rule, recipe, f"DP{dp} endpoint with {count} API servers{origin}: with more than one, "
+        yield finding(rule, recipe, f"DP{dp} endpoint with {number(count)} API servers{origin}: with more than one, "
                       f"vLLM disables its stats logging, so diag tail will miss {missed} (queue depth, KV "
                       "usage, throughput per engine)", flag_mark(recipe, role, "api-server-count",
                                                                  "data-parallel-size"),
@@ -303,7 +305,7 @@ def stream_interval(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     reports_itl = bench.type in benchmark_kinds().latency or bench.itl_threshold_ms is not None
     if recipe.backend not in ("vllm", "sglang", "trtllm") or not reports_itl:
         return
-    what = f"{bench.type}" + (f" (ITL goodput threshold {bench.itl_threshold_ms:g} ms)"
+    what = f"{bench.type}" + (f" (ITL goodput threshold {bench.itl_threshold_ms:,g} ms)"
                               if bench.itl_threshold_ms is not None else "")
     limit = int(rule.params.get("max_interval", 1))
     for role in roles(recipe, "decode", "agg"):
@@ -311,7 +313,7 @@ def stream_interval(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         value = as_int(flag.value) if flag is not None else None
         if flag is None or value is None or value <= limit:
             continue
-        yield finding(rule, recipe, f"{flag.key} {value} buffers tokens in chunks of {value}: the ITL/TPOT "
+        yield finding(rule, recipe, f"{flag.key} {number(value)} buffers tokens in chunks of {number(value)}: the ITL/TPOT "
                       f"that {what} reports are distorted (fine for throughput, wrong for latency)",
                       flag.mark, role=role,
                       fix=set_flag_hint(role, flag.key, 1, " when the sweep is about latency"))

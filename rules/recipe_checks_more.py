@@ -12,6 +12,7 @@ from diag.parsers.recipe import Recipe, Role
 from .catalog import Rule
 from .finding import Finding
 from .knowledge import behaviour_since, benchmark_kinds, fmt_version, gpu, parse_version
+from .present import number
 from .recipe_support import (
     as_int,
     at_most,
@@ -110,14 +111,14 @@ def block_size_mismatch(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     pb, db = as_int(p.value("block-size")), as_int(d.value("block-size"))
     if pb is not None and db is not None:
         if pb != db:
-            yield finding(rule, recipe, f"block-size differs: prefill {pb}, decode {db}; NIXL copies KV blocks "
+            yield finding(rule, recipe, f"block-size differs: prefill {number(pb)}, decode {number(db)}; NIXL copies KV blocks "
                           "one-to-one, so the transfer fails", flag_mark(recipe, d, "block-size"), role=d,
                           fix=set_flag_hint(d, "block-size", pb, " (equal to prefill)"), prefill=pb, decode=db)
         return
     if pb is not None or db is not None:
         setter, unset = (p, d) if pb is not None else (d, p)
         value = pb if pb is not None else db
-        yield finding(rule, recipe, f"{setter.name} sets block-size {value} but {unset.name} leaves it to vLLM "
+        yield finding(rule, recipe, f"{setter.name} sets block-size {number(value)} but {unset.name} leaves it to vLLM "
                       "(16, or computed for MLA/hybrid models): the sides may disagree and KV transfer fails",
                       flag_mark(recipe, unset, "block-size"), role=unset,
                       fix=set_flag_hint(unset, "block-size", value, f" (equal to {setter.name})"))
@@ -180,28 +181,28 @@ def parallelism_gpus(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         have = role.gpus
         gmark = role.resource_marks.get("gpus") or role.resource_marks.get("nodes")
         if have is not None and have <= 0:
-            yield finding(rule, recipe, f"{role.workers} worker(s) on {role.nodes} node(s) of {gpn} GPUs leaves "
+            yield finding(rule, recipe, f"{number(role.workers)} worker(s) on {number(role.nodes)} node(s) of {number(gpn)} GPUs leaves "
                           "no GPU per worker", gmark, role=role,
                           fix=f"raise the {role.name} node count or lower its worker count")
             continue
         tmark = flag_mark(recipe, role, "tensor-parallel-size", "tp-size", "tensor_parallel_size")
         if need is not None and have is not None and need > have:
-            yield finding(rule, recipe, f"engine needs {spelled} = {need} GPUs per worker but the worker gets "
-                          f"{have}", tmark, role=role,
+            yield finding(rule, recipe, f"engine needs {spelled} = {number(need)} GPUs per worker but the worker gets "
+                          f"{number(have)}", tmark, role=role,
                           fix=f"make the parallel sizes in `{where(role)}` multiply to {have}, or set "
                               f"`{_gpu_key(recipe, role)}: {need}`", need=need, have=have)
         elif (need is not None and have is not None and need < have and recipe.backend == "vllm"
               and (as_int(role.value("data-parallel-size", 1)) or 1) > 1):
             # Without DP vLLM simply uses the first TPxPP GPUs; with DP srtctl's launcher may expect the
             # ranks to fill the worker, which diag cannot confirm from the recipe alone.
-            yield finding(rule, recipe, f"engine uses {spelled} = {need} of the worker's {have} GPUs: vLLM's DP "
+            yield finding(rule, recipe, f"engine uses {spelled} = {number(need)} of the worker's {number(have)} GPUs: vLLM's DP "
                           "launcher may refuse a DP endpoint whose ranks do not fill its GPUs (assumed from the "
                           "DP launch path; without DP vLLM just leaves the rest idle)", tmark, role=role,
                           severity=at_most(rule.severity, "warning"),
                           fix=f"make the parallel sizes in `{where(role)}` multiply to {have}, or set "
                               f"`{_gpu_key(recipe, role)}: {need}`", need=need, have=have)
         if have is not None and ((have > gpn and have % gpn) or (have < gpn and gpn % have)):
-            yield finding(rule, recipe, f"{have} GPUs per worker do not tile {gpn}-GPU nodes: workers would "
+            yield finding(rule, recipe, f"{number(have)} GPUs per worker do not tile {number(gpn)}-GPU nodes: workers would "
                           "straddle nodes", gmark, role=role,
                           fix=f"use a divisor or multiple of {gpn} for `{_gpu_key(recipe, role)}`")
     yield from _allocation(recipe, rule)
@@ -219,9 +220,9 @@ def _allocation(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         avail = role.nodes * gpn
         if need > avail:
             names = " + ".join(f"{r.workers}x{r.gpus} ({r.name})" for r in group)
-            yield finding(rule, recipe, f"{names} = {need} GPUs but {role.name} has {role.nodes} node(s) x {gpn} "
-                          f"= {avail}", role.resource_marks.get("nodes") or role.resource_marks.get("gpus"),
-                          role=role, fix=f"raise the {role.name} node count to {-(-need // gpn)} or use fewer "
+            yield finding(rule, recipe, f"{names} = {number(need)} GPUs but {role.name} has {number(role.nodes)} node(s) x {number(gpn)} "
+                          f"= {number(avail)}", role.resource_marks.get("nodes") or role.resource_marks.get("gpus"),
+                          role=role, fix=f"raise the {role.name} node count to {number(-(-need // gpn))} or use fewer "
                                          "workers/GPUs", need=need, avail=avail)
 
 

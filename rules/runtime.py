@@ -133,11 +133,11 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
                    f"{number(ev['prefill_waiting_last'], 1)}) with prompt throughput at its plateau "
                    f"({number(ev['prefill_prompt_tps'], 0)} tok/s), while decode is under-filled "
                    f"(KV {number(ev['decode_kv_pct'], 1)} %, {number(ev['decode_running_per_engine'], 1)} "
-                   f"running/engine) for {w.seconds:.0f} s")
+                   f"running/engine) for {w.seconds:,.0f} s")
         else:
             msg = (f"decode saturated (KV {number(ev['decode_kv_pct'], 1)} %, {number(ev['decode_waiting'])} waiting) "
                    f"while prefill "
-                   f"runs at {number(ev['prefill_prompt_tps'], 0)} tok/s (p90 {number(ev['prefill_prompt_tps_p90'], 0)}) for {w.seconds:.0f} s")
+                   f"runs at {number(ev['prefill_prompt_tps'], 0)} tok/s (p90 {number(ev['prefill_prompt_tps_p90'], 0)}) for {w.seconds:,.0f} s")
         out.append(_finding(rule, msg, first_ts=w.start, last_ts=w.end, open=w.open, evidence=ev))
     return out
 
@@ -181,8 +181,8 @@ def engine_skew(rule: Rule, run: Run) -> list[Finding]:
                 sib = median(v for r in sub for j, v in enumerate(r) if j != ei and v is not None)
                 ratio = mine / sib if sib else None  # a min_load of 0 lets an idle sibling median through
                 out.append(_finding(
-                    rule, f"engine {eng} of {ep.id} carries {mine:.1f} {metric} vs a sibling median of {sib:.1f} "
-                    + (f"({ratio:.1f}x) " if ratio is not None else "") + f"for {w.seconds:.0f} s",
+                    rule, f"engine {eng} of {ep.id} carries {mine:,.1f} {metric} vs a sibling median of {sib:,.1f} "
+                    + (f"({ratio:,.1f}x) " if ratio is not None else "") + f"for {w.seconds:,.0f} s",
                     endpoint=ep.id, first_ts=w.start, last_ts=w.end,
                     open=w.open, evidence={"engine": eng, metric: round(mine, 2), "sibling_median": round(sib, 2),
                                            "ratio": None if ratio is None else round(ratio, 2),
@@ -221,9 +221,9 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
                     if n >= p["min_intervals"]:
                         sub = df[run_start:i]
                         out.append(_finding(
-                            rule, f"engine {eng} of {ep.id} had {int(sub['running'].mean())} requests running but "
-                            f"{col.replace('_tps', '')} throughput {sub[col].mean():.1f} tok/s, below "
-                            f"{p['stall_frac']:.0%} of its median {med:.1f}, for {n} consecutive stats lines",
+                            rule, f"engine {eng} of {ep.id} had {number(sub['running'].mean())} requests running but "
+                            f"{col.replace('_tps', '')} throughput {sub[col].mean():,.1f} tok/s, below "
+                            f"{p['stall_frac']:,.0%} of its median {med:,.1f}, for {number(n)} consecutive stats lines",
                             endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=i == len(stalled),
                             location=_loc(sub["file"][0], sub["line"][0]),
                             evidence={"engine": eng, "intervals": n, "median_tps": round(med, 1),
@@ -250,8 +250,8 @@ def _zero_stall(rule: Rule, ep: Endpoint, eng: str, df: pl.DataFrame) -> list[Fi
         return []
     sub = df[best[0]:best[1]]
     n = best[1] - best[0]
-    return [_finding(rule, f"engine {eng} of {ep.id} had {int(sub['running'].mean())} requests running and zero "
-                     f"prompt and generation throughput for {n} consecutive stats lines"
+    return [_finding(rule, f"engine {eng} of {ep.id} had {number(sub['running'].mean())} requests running and zero "
+                     f"prompt and generation throughput for {number(n)} consecutive stats lines"
                      + (" (every stats line of the log)" if n == df.height else ""),
                      endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=best[1] == len(zero),
                      location=_loc(sub["file"][0], sub["line"][0]),
@@ -302,15 +302,15 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
             if kv_by_ts is None:
                 kv_by_ts = ep.stats.group_by("ts").agg(pl.col("kv_usage").max()).sort("ts")
             fc = kv_trend.forecast(kv_by_ts, w.start, int(p.get("forecast_samples", 6)))
-            msg = (f"KV cache at {ev['kv_pct_min']:.1f}-{ev['kv_pct_max']:.1f} % for {w.seconds:.0f} s with up to "
+            msg = (f"KV cache at {ev['kv_pct_min']:,.1f}-{ev['kv_pct_max']:,.1f} % for {w.seconds:,.0f} s with up to "
                    f"{number(ev['waiting_max'])} waiting and {number(ev['preemptions'])} preemptions")
             if fc:
                 ev["forecast"] = fc
-                msg += (f"; it had risen {fc['from_pct']:.0f}->{fc['to_pct']:.0f} % at "
-                        f"{fc['kv_rise_pct_per_min']:.1f} %/min (full in ~{fc['time_to_full_s']:.0f} s at that rate)")
+                msg += (f"; it had risen {fc['from_pct']:,.0f}->{fc['to_pct']:,.0f} % at "
+                        f"{fc['kv_rise_pct_per_min']:,.1f} %/min (full in ~{fc['time_to_full_s']:,.0f} s at that rate)")
             if short:
                 ev["window_short"] = True
-                msg += f" (the log holds only {span:.0f} s of stats: short window, every interval in it)"
+                msg += f" (the log holds only {span:,.0f} s of stats: short window, every interval in it)"
                 out.append(replace(_finding(rule, msg, endpoint=ep.id, first_ts=w.start, last_ts=w.end, open=w.open,
                                             evidence=ev), severity=p.get("short_severity", rule.severity)))
                 continue
@@ -515,7 +515,7 @@ def noise_ratio(rule: Rule, run: Run) -> list[Finding]:
     for c in counts:
         kinds.update({k: v for k, v in c.noise.items() if v})
     exact = all(s.counts.exact for s in logs)
-    return [_finding(rule, f"{nr:.0%} of {number(lines)} log lines are noise and {ar:.0%} carry ANSI escapes"
+    return [_finding(rule, f"{nr:,.0%} of {number(lines)} log lines are noise and {ar:,.0%} carry ANSI escapes"
                      + ("" if exact else " (estimated from a sample of lines)"),
                      evidence={"lines": lines, "noise_lines": noise, "ansi_lines": ansi, "noise": dict(kinds),
                                "exact": exact})]

@@ -8,7 +8,7 @@ from typing import Any
 
 from .catalog import Rule
 from .finding import Finding
-from .present import duration
+from .present import duration, number
 from .runmodel import Run
 from .templating import _finding, _loc
 
@@ -49,16 +49,16 @@ def startup_stage(rule: Rule, run: Run) -> list[Finding]:
         what = f"{ep.id} {verb} {span.label} for {duration(took)}" if span.end is None else \
             f"{ep.id} took {duration(took)} in {span.label}"
         if span.progress:
-            what += f" ({span.progress[0]}/{span.progress[1]} at its last progress line)"
+            what += f" ({number(span.progress[0])}/{number(span.progress[1])} at its last progress line)"
         if med:
-            what += f", {took / med:.0f}x the {duration(med)} its {n_sib} sibling(s) took"
+            what += f", {took / med:,.0f}x the {duration(med)} its {number(n_sib)} sibling(s) took"
         elif med is not None:  # the siblings went through the stage within their clock's second
-            what += f", where its {n_sib} sibling(s) took {duration(med)}"
+            what += f", where its {number(n_sib)} sibling(s) took {duration(med)}"
         if why == "limit" or med is None:
             what += f" (limit {duration(limits[span.stage])})" if span.stage in limits else ""
         ready = [e.id for e in run.endpoints.values() if e.id != ep.id and e.startup.ready_at is not None]
         if span.end is None and ready:
-            what += f"; {len(ready)} other endpoint(s) are ready"
+            what += f"; {number(len(ready))} other endpoint(s) are ready"
         ev: dict[str, Any] = {"stage": span.stage, "seconds": round(took, 1), "open": span.end is None,
                               "sibling_median_s": None if med is None else round(med, 1), "siblings": n_sib,
                               "limit_s": limits.get(span.stage), "compared_with": why}

@@ -11,6 +11,7 @@ from diag.parsers.records import KVLoadFailure, NixlFailure
 
 from .catalog import Rule
 from .finding import Finding
+from .present import number
 from .runmodel import Run
 from .templating import _finding
 
@@ -35,7 +36,7 @@ def _empty_benchmark(rule: Rule, run: Run) -> list[Finding]:
                                      ("generated tokens", b.total_output_tokens)) if v == 0]
         if not zero:
             continue
-        c = f"concurrency {b.concurrency}" if b.concurrency is not None else "the benchmark"
+        c = f"concurrency {number(b.concurrency)}" if b.concurrency is not None else "the benchmark"
         out.append(_finding(rule, f"{c} reported a result with 0 {' and 0 '.join(zero)}"
                             + (f" ({b.failed_requests:,} failed)" if b.failed_requests else ""),
                             first_ts=b.started, last_ts=b.ended,
@@ -77,7 +78,7 @@ def _warmup_overlap(rule: Rule, run: Run) -> list[Finding]:
         if b.started is None or (ready - b.started).total_seconds() <= slack:
             continue
         early = (ready - b.started).total_seconds()
-        out.append(_finding(rule, f"concurrency {b.concurrency}: the measured window starts {early:,.0f} s before "
+        out.append(_finding(rule, f"concurrency {number(b.concurrency)}: the measured window starts {early:,.0f} s before "
                             "the server was ready (warm-up counted in the result)", first_ts=b.started,
                             last_ts=ready, evidence={"concurrency": b.concurrency, "started": b.started.isoformat(),
                                                      "ready": ready.isoformat(), "early_s": early}))

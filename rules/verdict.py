@@ -221,20 +221,20 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
         total = (bench.successful_requests or 0) + (bench.failed_requests or 0)
         if not bench.complete and (finished or deaths):
             cause = _cause(deaths[0]) if deaths else "the benchmark printed no result"
-            return "invalid", None, f"cut short at concurrency {bench.concurrency}: {cause}", "high", deaths
+            return "invalid", None, f"cut short at concurrency {number(bench.concurrency)}: {cause}", "high", deaths
         if bench.complete and (bench.successful_requests == 0 or bench.total_output_tokens == 0):
             return "invalid", None, "the point produced no tokens (0 completed requests or 0 output tokens)", \
                 "high", j.codes("DIAG-V001")
         if total and (bench.failed_requests or 0) / total > p["failed_invalid_frac"]:
             share = 100.0 * (bench.failed_requests or 0) / total
-            return "invalid", None, f"{bench.failed_requests} of {total} requests failed ({share:.0f} %)", \
+            return "invalid", None, f"{number(bench.failed_requests)} of {number(total)} requests failed ({share:,.0f} %)", \
                 "high", j.codes("DIAG-E002")
     if deaths:
         return "invalid", None, _cause(deaths[0]), "high", deaths
     metered = j.fig.get("requests") or {}
     if bench is None and metered.get("requests") and metered["errors"] / metered["requests"] > p["failed_invalid_frac"]:
         share = 100.0 * metered["errors"] / metered["requests"]
-        return "invalid", None, (f"{metered['errors']} of {metered['requests']} requests failed ({share:.0f} %, "
+        return "invalid", None, (f"{number(metered['errors'])} of {number(metered['requests'])} requests failed ({share:,.0f} %, "
                                  f"Dynamo's {metered['source']} metrics)"), "high", j.codes("DIAG-E002")
     if bench is None:
         stuck = j.codes("DIAG-S001") + [f for f in j.codes("DIAG-E004") if _stalled(f)]
@@ -244,7 +244,7 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
     failing = [f for f in j.codes("DIAG-E002") if f.severity == "error"]
     if failing:
         failed = bench.failed_requests if bench is not None else None
-        extra = f"; {failed} requests failed with them" if failed else ""
+        extra = f"; {number(failed)} requests failed with them" if failed else ""
         return "transfer-bound", "kv-transfer failures", f"KV transfers failed during the window ({failing[0].message}){extra}", \
             _confidence(1 + bool(failed) + bool(j.has_stats()), j.fig, p), failing
     # decode
@@ -258,7 +258,7 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
                 _confidence(signals, j.fig, p), kv_find
         return "decode-bound", "kv-capacity", \
             f"decode is out of KV capacity: {j.decode_text()}" + \
-            (f", {int(_v(j.fig, 'decode', 'preemptions') or 0)} preemptions" if _v(j.fig, "decode", "preemptions") else ""), \
+            (f", {number(_v(j.fig, 'decode', 'preemptions') or 0)} preemptions" if _v(j.fig, "decode", "preemptions") else ""), \
             _confidence(signals, j.fig, p), kv_find
     if j.decode_batch_full():
         return "decode-bound", "batch/compute", j.batch_text(), _confidence(2, j.fig, p), []
@@ -291,7 +291,7 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
     util = j.fig["decode_util"]
     if util is not None and util < p["under_util"]:
         return "under-loaded", None, \
-            f"no queue on either side and decode at {util * 100:.0f} % of its capacity ({j.decode_text()}): " \
+            f"no queue on either side and decode at {util * 100:,.0f} % of its capacity ({j.decode_text()}): " \
             "the client's concurrency limits the run", _confidence(2, j.fig, p), []
     return "healthy", None, f"both sides keep up with no queue standing; {j.decode_text()}", \
         _confidence(2, j.fig, p), []
@@ -310,7 +310,7 @@ def _ruled_out(chosen: str, j: _Judge) -> list[dict[str, str]]:
         "transfer-bound": None if j.waiting_on_transfers() or j.codes("DIAG-E002")
         else f"no KV-transfer failure, decode waiting {number(j.dec_wait, 1)}/engine",
         "under-loaded": None if not (j.prefill_queue() or j.decode_kv_full()) and (j.fig["decode_util"] or 1) < p["under_util"]
-        else (f"decode at {(j.fig['decode_util'] or 0) * 100:.0f} % of its capacity" if j.fig["decode_util"] is not None
+        else (f"decode at {(j.fig['decode_util'] or 0) * 100:,.0f} % of its capacity" if j.fig["decode_util"] is not None
               else "decode's capacity is unknown"),
     }
     for cls, why in reasons.items():

@@ -3,7 +3,6 @@ they are judged with and the next experiment per class, with the run's figures f
 
 from __future__ import annotations
 
-import string
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ from typing import Any
 
 from .effective import what_ran
 from .knowledge import family_for
-from .present import number
+from .present import number, prose
 from .runmodel import Run
 
 DECODING = ("decode", "agg", "unknown")   # the side that generates: decode, else an aggregated endpoint
@@ -127,11 +126,6 @@ def capacity(run: Run) -> dict[str, Any]:
     }
 
 
-class _Missing(dict):
-    def __missing__(self, key: str) -> str:
-        raise KeyError(key)
-
-
 def _context(v_cls: str, fig: Mapping[str, Any], cap: Mapping[str, Any], concurrency: int | None,
              cause: str, stage: str | None) -> dict[str, Any]:
     ctx: dict[str, Any] = {}
@@ -150,11 +144,11 @@ def _context(v_cls: str, fig: Mapping[str, Any], cap: Mapping[str, Any], concurr
         put("prefill_gain_pct", round(100.0 / n))
     pt = _v(fig, "prefill", "prompt_tps")
     if pt and n:
-        put("prefill_tps", f"{pt:,.0f}")
-        put("prefill_tps_next", f"{pt * (n + 1) / n:,.0f}")
+        put("prefill_tps", round(pt))
+        put("prefill_tps_next", round(pt * (n + 1) / n))
     put("decode_kv", number(_v(fig, "decode", "kv", "mean"), 1) if _v(fig, "decode", "kv", "mean") is not None else None)
-    put("decode_capacity", f"{cap['decode_capacity']:,.0f}" if cap.get("decode_capacity") else None)
-    put("concurrency", number(concurrency, 0) if concurrency else None)
+    put("decode_capacity", round(cap["decode_capacity"]) if cap.get("decode_capacity") else None)
+    put("concurrency", concurrency or None)
     if concurrency and cap.get("decode_dp"):
         put("decode_batch", -(-concurrency // int(cap["decode_dp"])))
     put("capture_size", int(cap["capture_size"]) if cap.get("capture_size") else None)
@@ -185,18 +179,17 @@ def _when(cond: str | None, run: Run, cap: Mapping[str, Any], ctx: Mapping[str, 
 def experiments(cls: str, limiter: str | None, run: Run, fig: Mapping[str, Any], cap: Mapping[str, Any],
                 concurrency: int | None, cause: str = "", stage: str | None = None,
                 linked: frozenset[str] = frozenset()) -> list[dict[str, str]]:
-    """The catalog's experiments for a class, in order, with the run's figures filled in (an experiment
-    whose figures the run lacks is left out, and so is one whose config rule is ``linked`` already)."""
+    """The catalog's experiments for a class, in order, with the run's figures filled in in the number
+    style (an experiment whose figures the run lacks is left out, and so is one whose config rule is
+    ``linked`` already)."""
     ctx = _context(cls, fig, cap, concurrency, cause, stage)
-    fmt = string.Formatter()
     out = []
     for e in verdict_catalog().experiments:
         if e.cls != cls or (e.limiter is not None and e.limiter != limiter) or e.config in linked \
                 or not _when(e.when, run, cap, ctx):
             continue
         try:
-            out.append({"id": e.id, "action": fmt.vformat(e.action, (), _Missing(ctx)),
-                        "expect": fmt.vformat(e.expect, (), _Missing(ctx))})
+            out.append({"id": e.id, "action": prose(e.action, ctx), "expect": prose(e.expect, ctx)})
         except KeyError:
             continue
     return out

@@ -63,7 +63,7 @@ def test_drift_points_into_the_log_and_changes_a_verdict() -> None:
     assert d001[0]["location"]["path"].endswith("sweep_4987301.log") and d001[0]["location"]["line"] == 30
     diff = d001[0]["evidence"]["differences"]
     assert diff == [{"kind": "flag", "name": "max_num_batched_tokens", "recipe": 16384, "ran": 8192,
-                     "text": "max-num-batched-tokens 8192 ran, the recipe says 16384"}]
+                     "text": "max-num-batched-tokens 8,192 ran, the recipe says 16,384"}]
     c004 = next(f for f in doc["findings"] if f["code"] == "DIAG-C004")
     assert c004["location"]["path"].endswith("sweep_4987301.log"), "the finding points at what ran"
     # the base run ran what its recipe says: no drift, no C004

@@ -14,6 +14,15 @@ def test_numbers() -> None:
         ["-", "0", "5", "9.5", "999", "1.0k", "15.2k", "152k", "1.4M"]
 
 
+def test_values_and_templates_in_the_number_style() -> None:
+    """A value of unknown type, and a catalog template's plain fields: numbers grouped, as precise as given."""
+    assert [present.shown(x) for x in (16384, 0.95, 1234.5, True, "16384", None)] == \
+        ["16,384", "0.95", "1,234.5", "True", "16384", "None"]
+    filled = present.prose("set it to {two_isl} (it ran {mbt}); KV {kv} %, {share:.0f} % at C={c}",
+                           {"two_isl": 16384, "mbt": 8192, "kv": "21.2", "share": 27.6, "c": 4096})
+    assert filled == "set it to 16,384 (it ran 8,192); KV 21.2 %, 28 % at C=4,096"
+
+
 def test_durations_and_latencies() -> None:
     assert [present.duration(s) for s in (None, 0.4, 45, 245, 4320)] == ["-", "0s", "45s", "4m05s", "1h12m"]
     assert [present.duration(s, coarse=True) for s in (12, 240, 3 * 3600, 2301 * 3600)] == ["12s", "4m", "3h", "95d"]

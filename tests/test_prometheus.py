@@ -285,7 +285,7 @@ def test_tail_json_shows_prometheus_samples() -> None:
     assert eps["decode-w0"]["samples"] == 32 and eps["prefill-w3"]["samples"] == 8
     dec = eps["decode-w0"]["stats"]
     assert dec["kv_usage_mean"] is not None and dec["running_mean"] > 0   # over the C=1024 steady window
-    assert dec["window"]["label"] == "C=1024 steady"
+    assert dec["window"]["label"] == "C=1,024 steady"
     assert eps["prefill-w0"]["stats"]["prompt_tps_mean"] > 0
     l001 = [f for f in doc["findings"] if f["code"] == "DIAG-L001"]
     assert len(l001) == 5

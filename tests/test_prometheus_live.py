@@ -181,7 +181,7 @@ def test_tail_scrape_adds_a_live_endpoint(exporter) -> None:
     # none of its samples lies in the run's verdict window (C=1024 of the logs, long before the scrapes):
     # its figures are over its own active window
     stats = eps["decode-w7"]["stats"]
-    assert eps["decode-w7"]["samples"] == 2 and eps["decode-w0"]["stats"]["window"]["label"] == "C=1024 steady"
+    assert eps["decode-w7"]["samples"] == 2 and eps["decode-w0"]["stats"]["window"]["label"] == "C=1,024 steady"
     assert (stats["window"]["label"], stats["running_mean"], stats["kv_usage_mean"]) == ("active", 9, 12.5)
     assert [s["path"] for s in doc["sources"] if s["kind"] == "prometheus"] == [f"{base}/metrics"]
     one_log = str(ROOT / "samples" / "runs" / "stats-missing" / "logs" / "gb200-r09-n12_prefill_w0.out")

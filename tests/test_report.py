@@ -302,7 +302,7 @@ def test_page_ships_the_partial_plotly_bundle_and_stays_small(page: Path) -> Non
 
 
 def test_concurrency_ticks_are_the_sweeps_values(probed: dict) -> None:
-    assert probed["plots"]["curves"]["xticks"] == ["256", "512", "1024", "2048"] * 3
+    assert probed["plots"]["curves"]["xticks"] == ["256", "512", "1,024", "2,048"] * 3
 
 
 def test_no_horizontal_scroll_at_1400_px(probed: dict) -> None:

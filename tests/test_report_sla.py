@@ -61,7 +61,7 @@ def test_default_target_picks_a_point_that_meets_it_and_says_why(doc: dict) -> N
     assert pick["sentence"] == (
         "Pick sweep-4xdep2 (4xDEP2 + 1xDEP8) at C=512: 5,648 tok/s per working GPU at 22.1 tok/s/user, "
         "median TTFT 1.1 s / median TPOT 45.2 ms within the target (median TTFT <= 2 s, median TPOT <= 50 ms); "
-        "verdict under-loaded: no queue on either side and decode at 28 % of its capacity. C=2048 is faster per "
+        "verdict under-loaded: no queue on either side and decode at 28 % of its capacity. C=2,048 is faster per "
         "GPU (9,541 tok/s) but misses "
         f"median TTFT (38.8 s) and median TPOT (52.6 ms): {pts['sweep-4xdep2', 2048]['verdict']}.")
     assert pick["passed_over"]["run"] == "sweep-4xdep2" and pick["passed_over"]["concurrency"] == 2048
@@ -78,7 +78,7 @@ def test_c2048_of_4xdep2_misses_ttft_and_is_off_the_frontier(doc: dict) -> None:
         assert front and all(_points(doc)[f["run"], f["concurrency"]]["sla"]["meets"] for f in front), d
     res = _diag("--no-color", "report", *SWEEP, "--format", "text")
     assert res.returncode == 0 and res.stdout.startswith("Pick sweep-4xdep2 (4xDEP2 + 1xDEP8) at C=512")
-    row = next(ln for ln in res.stdout.splitlines() if re.search(r"sweep-4xdep2 .*\b2048\b", ln))
+    row = next(ln for ln in res.stdout.splitlines() if re.search(r"sweep-4xdep2 .*\b2,048\b", ln))
     assert "misses median TTFT (38.8" in row and "prefill-bound" in row
 
 
@@ -192,13 +192,13 @@ def test_html_draws_missed_and_invalid_points_distinctly_with_concurrency_labels
     assert page.index(d["pick"]["sentence"].split(":")[0]) < page.index('id="pareto"')   # the pick on top
     traces = {t["name"]: t for t in _figure(page, "pareto") if t.get("visible") is not False and "marker" in t}
     sweep, nixl = traces["sweep-4xdep2 (4xDEP2 + 1xDEP8)"], traces["nixl-failures (4xDEP2 + 1xDEP8)"]
-    assert sweep["text"] == ["C=256", "C=512", "C=1024", "C=2048"] and "text" in sweep["mode"]
+    assert sweep["text"] == ["C=256", "C=512", "C=1,024", "C=2,048"] and "text" in sweep["mode"]
     # under-loaded, under-loaded, healthy but over the TPOT limit, prefill-bound and over both
     assert sweep["marker"]["symbol"] == ["hexagon", "hexagon", "circle-open", "triangle-up-open"]
     assert sweep["marker"]["opacity"][:2] == [1.0, 1.0] and sweep["marker"]["opacity"][3] < 1.0
     # transfer-bound (requests lost to failed KV transfers); C=1024 also over the TPOT limit
-    assert nixl["marker"]["symbol"] == ["diamond", "diamond-open"] and nixl["text"] == ["C=512", "C=1024"]
-    assert "Not drawn (no result to place): engine-crash C=1024 invalid" in page
+    assert nixl["marker"]["symbol"] == ["diamond", "diamond-open"] and nixl["text"] == ["C=512", "C=1,024"]
+    assert "Not drawn (no result to place): engine-crash C=1,024 invalid" in page
 
 
 # ---------------------------------------------------------------- no benchmark points

@@ -3,11 +3,15 @@ stages and durations as the logs show them, no DIAG-L001 while loading, DIAG-S00
 
 from __future__ import annotations
 
-from datetime import datetime
+import io
+import re
+import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from loading import load_run, replay, report_of
+from rich.console import Console
 
 from diag.parsers.records import StageMark
 from diag.parsers.stages import STAGES
@@ -194,8 +198,6 @@ def test_stall_replay_shows_the_stages_advance() -> None:
 def test_follow_never_reports_stats_missing_or_stalls_while_loading(tmp_path: Path) -> None:
     """diag tail -f's pipeline on a run whose logs grow: while an endpoint is not serving yet, no
     DIAG-L001 or DIAG-B004 names it; at the end the report is the batch one."""
-    import shutil
-
     from diag.pipeline import Pipeline
     from diag.rules.settings import Settings
     from diag.sources import FollowSource
@@ -237,3 +239,57 @@ def test_corpus_excerpts_with_startup_lines(name: str, stage: str, mark: str, fi
     marks = [r for r in parse_text((CORPUS / name).read_text(encoding="utf-8")) if isinstance(r, StageMark)]
     assert any(m.stage == stage and m.mark == mark and all(m.get(k) == v for k, v in fields.items())
                for m in marks), marks
+
+
+STAMP = re.compile(r"(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
+
+
+def _as_it_stood(src: Path, dst: Path, at: datetime) -> None:
+    """A copy of run ``src`` as it stood at ``at``: each log up to its first line stamped later
+    (``MM-DD HH:MM:SS``, which every log of the generated samples carries, ISO dates included), and no
+    benchmark output."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("benchmark*", "sa-bench_*", "MANIFEST.json"))
+    cut = (at.month, at.day, at.hour, at.minute, at.second)
+    for log in [*dst.glob("logs/*.out"), *dst.glob("logs/*.log")]:
+        kept = []
+        for line in log.read_text(encoding="utf-8").splitlines(keepends=True):
+            m = STAMP.search(line)
+            if m and tuple(map(int, m.groups())) > cut:
+                break
+            kept.append(line)
+        log.write_text("".join(kept), encoding="utf-8")
+
+
+def _health_everywhere(run: Path) -> dict[str, set[str]]:
+    """Each endpoint's health as the JSON document, the text table and the TUI show it."""
+    from diag.emit.jsondoc import report_dict
+    from diag.emit.text import render_tail
+    from diag.tui.render import health_cell
+
+    report = report_of(run)
+    console = Console(record=True, width=200, color_system=None, file=io.StringIO())
+    render_tail(report, console)
+    lines = console.export_text().splitlines()
+    table = lines[next(i for i, line in enumerate(lines) if line.startswith("endpoints")):]
+    rows = {cells[0]: " ".join(cells[-2:]) if cells[-2:] == ["NO", "STATS"] else cells[-1]
+            for cells in map(str.split, table[:table.index("")]) if cells and cells[0] in report.run.endpoints}
+    tui = {s.id: health_cell(s).plain for s in report.endpoints}
+    return {e["id"]: {e["health"], rows[e["id"]], "READY" if tui[e["id"]].startswith("ready ") else tui[e["id"]]}
+            for e in report_dict(report)["endpoints"]}
+
+
+def test_ready_endpoints_before_the_benchmark_are_ready_not_no_stats(tmp_path: Path) -> None:
+    """prefill-bound as it stood once every endpoint was ready and before the orchestrator started the
+    benchmark: no stats line yet, because no load came; READY in the JSON, the text and the TUI. A few seconds
+    later the orchestrator has started the benchmark and still no stats line came: NO STATS."""
+    full = report_of(RUNS / "prefill-bound")
+    ready = max(datetime.fromisoformat(s.startup["ready_at"]) for s in full.endpoints)
+    started = min(datetime.fromisoformat(s.startup["serving_at"]) for s in full.endpoints)
+    healthy = datetime.fromisoformat("2026-08-12T14:11:13+00:00")   # "Server is healthy - starting benchmark"
+    assert ready < healthy < started < min(b.started for b in full.run.benchmark if b.started)
+    _as_it_stood(RUNS / "prefill-bound", tmp_path / "ready", ready + timedelta(seconds=2))
+    # decode-w0 stays WARN: DIAG-K003 names it (its KV holds fewer requests than the recipe's concurrency)
+    want = {f"prefill-w{i}": {"READY"} for i in range(4)} | {"decode-w0": {"WARN"}}
+    assert _health_everywhere(tmp_path / "ready") == want
+    _as_it_stood(RUNS / "prefill-bound", tmp_path / "loaded", healthy + timedelta(seconds=1))
+    assert _health_everywhere(tmp_path / "loaded") == want | {f"prefill-w{i}": {"NO STATS"} for i in range(4)}

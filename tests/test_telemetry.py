@@ -44,7 +44,7 @@ def test_capture_reads_into_the_logs_endpoints(capture: Path, from_logs: dict) -
     # the capture has no benchmark output, so its verdict window is its active one; over the logs' window
     # (C=2048 steady) every figure of every endpoint is the logs' own
     window = from_logs["endpoints"][0]["stats"]["window"]
-    assert window["label"] == "C=2048 steady"
+    assert window["label"] == "C=2,048 steady"
     start, end = datetime.fromisoformat(window["start"]), datetime.fromisoformat(window["end"])
     logs, capture = report_of(RUN).run, report_of(capture).run
     for eid, ep in capture.endpoints.items():

@@ -63,7 +63,7 @@ def test_snapshot_has_every_endpoint_header_and_findings(prefill_snapshot: st.Sn
     head = dict(snap.header)
     assert head["elapsed"] == "21m" and "GPUs" in head["tok/s"] and head["stage"] == "completed"
     # the verdict, and figures over its steady window (not the idle tail: prefill's queue shows)
-    assert head["verdict"] == "prefill-bound · high @2048" and "C=2048 steady" in head["tok/s"]
+    assert head["verdict"] == "prefill-bound · high @2,048" and "C=2,048 steady" in head["tok/s"]
     assert head["queue"].startswith("P 174.5")
     assert snap.limiting == "prefill"
     codes = [(fr.state, fr.f.code) for fr in snap.findings]

@@ -140,7 +140,7 @@ def test_prefill_bound_table_carries_its_queue(reports) -> None:
     report = reports["prefill-bound"]
     pre = [s for s in report.endpoints if s.role == "prefill"]
     dec = next(s for s in report.endpoints if s.role == "decode")
-    assert {s.window["label"] for s in report.endpoints} == {"C=2048 steady"}
+    assert {s.window["label"] for s in report.endpoints} == {"C=2,048 steady"}
     for s in pre:   # two engines each, ~175 waiting per engine in that window
         assert s.waiting_mean is not None and s.waiting_mean > 2 * 100, s
         assert s.waiting_peak is not None and s.waiting_peak >= s.waiting_mean

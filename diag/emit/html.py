@@ -66,7 +66,7 @@ def _colours(doc: dict[str, Any]) -> dict[str, str]:
 def _sweep_axis(points: list[dict[str, Any]]) -> dict[str, Any]:
     """A log concurrency axis ticked at the sweep's own concurrencies (not 3 4 5 ... 1000 2)."""
     values = sorted({p["concurrency"] for p in points})
-    return {"type": "log", "tickmode": "array", "tickvals": values, "ticktext": [str(c) for c in values]}
+    return {"type": "log", "tickmode": "array", "tickvals": values, "ticktext": [number(c) for c in values]}
 
 
 def point_symbol(p: dict[str, Any]) -> str:
@@ -95,7 +95,7 @@ def pareto_figure(doc: dict[str, Any]) -> go.Figure:
                 x=[p["tok_s_per_user"] for p in pts], y=[p["tok_s_per_gpu"][d] for p in pts],
                 mode="lines+markers+text", name=f"{run['label']} ({run['topology']})", visible=d == dens[0],
                 line={"color": colours[run["label"]], "width": 1.5},
-                text=[f"C={p['concurrency']}" for p in pts], textposition="top center",
+                text=[f"C={number(p['concurrency'])}" for p in pts], textposition="top center",
                 textfont={"size": 10, "color": colours[run["label"]]},
                 marker={"size": 11, "symbol": [point_symbol(p) for p in pts],
                         "opacity": [1.0 if p["sla"] is None or p["sla"]["meets"] else MISSED_OPACITY for p in pts],
@@ -103,9 +103,9 @@ def pareto_figure(doc: dict[str, Any]) -> go.Figure:
                 customdata=[[p["concurrency"], p["topology"], p["verdict"], p["reason"],
                              _anchor(p["run"], p["concurrency"]), _target_text(p),
                              number((p["sla"] or {}).get("goodput_req_s"), 2)] for p in pts],
-                hovertemplate=("<b>concurrency %{customdata[0]}</b><br>%{customdata[1]}<br>verdict: "
+                hovertemplate=("<b>concurrency %{customdata[0]:,}</b><br>%{customdata[1]}<br>verdict: "
                                "<b>%{customdata[2]}</b> (%{customdata[3]})<br>latency target: %{customdata[5]}, "
-                               "goodput %{customdata[6]} req/s<br>%{x:.1f} tok/s/user<br>"
+                               "goodput %{customdata[6]} req/s<br>%{x:,.1f} tok/s/user<br>"
                                f"%{{y:,.0f}} tok/s per {d} GPU<extra>{html.escape(run['label'])}</extra>")))
         front = doc["frontier"][d]
         fig.add_trace(go.Scatter(x=[p["tok_s_per_user"] for p in front], y=[p["tok_s_per_gpu"] for p in front],
@@ -126,7 +126,7 @@ def pareto_figure(doc: dict[str, Any]) -> go.Figure:
     for lim in doc["sla"]["limits"]:
         if lim["metric"] == "tpot" and lim["stat"] == "median":   # x = 1000 / median TPOT
             fig.add_vline(x=1000.0 / lim["ms"], line={"color": "#d62728", "dash": "dot", "width": 1},
-                          annotation_text=f"median TPOT {lim['ms']:g} ms", annotation_position="top right")
+                          annotation_text=f"median TPOT {lim['ms']:,g} ms", annotation_position="top right")
     return fig
 
 
@@ -222,7 +222,7 @@ def series_figure(doc: dict[str, Any], run: str) -> go.Figure:
     for s in (s for s in doc["steps"] if s["run"] == run):
         fig.add_shape(type="line", xref="x", yref="paper", x0=s["started"], x1=s["started"], y0=0, y1=1,
                       line={"color": "#555", "width": 1, "dash": "dot"})
-        fig.add_annotation(x=s["started"], y=-0.04, xref="x", yref="paper", text=f"C={s['concurrency']}",
+        fig.add_annotation(x=s["started"], y=-0.04, xref="x", yref="paper", text=f"C={number(s['concurrency'])}",
                            showarrow=False, xanchor="left", yanchor="top", font={"size": 10})
     days = sorted({ts[:10] for ts in span}) if span else []
     fig.update_xaxes(tickformat="%H:%M" if len(days) == 1 else "%m-%d %H:%M")   # one line: the steps' labels fit
@@ -236,12 +236,12 @@ def delta_figure(diff: dict[str, Any]) -> go.Figure:
     """b - a in tok/s per GPU against output tok/s per user (both denominators), hover with both runs'
     figures and the measured point behind each."""
     rows = diff["tps_per_gpu"]
-    measured = [", ".join(f"{m['run']} C={m['concurrency']}" for m in r["measured"]) for r in rows]
+    measured = [", ".join(f"{m['run']} C={number(m['concurrency'])}" for m in r["measured"]) for r in rows]
     fig = go.Figure([go.Scatter(
         x=[r["tok_s_per_user"] for r in rows], y=[r[d]["delta"] for r in rows], mode="lines+markers",
         name=f"per {d} GPU", line={"color": PALETTE[i]},
         customdata=[[r[d]["delta_pct"], r[d]["a"], r[d]["b"], m] for r, m in zip(rows, measured, strict=True)],
-        hovertemplate=(f"%{{x:.1f}} tok/s/user: %{{y:+,.0f}} tok/s per {d} GPU (%{{customdata[0]:+.1f}} %)<br>"
+        hovertemplate=(f"%{{x:,.1f}} tok/s/user: %{{y:+,.0f}} tok/s per {d} GPU (%{{customdata[0]:+.1f}} %)<br>"
                        f"{html.escape(diff['a'])} %{{customdata[1]:,.0f}}, {html.escape(diff['b'])} "
                        "%{customdata[2]:,.0f}<br>measured: %{customdata[3]}<extra></extra>"))
         for i, d in enumerate(("working", "allocated"))])
@@ -261,7 +261,7 @@ def _points_table(doc: dict[str, Any]) -> str:
         front = ", ".join(d for d, on in p["frontier"].items() if on) or "-"
         ev = "".join(f"<li>{_evidence(e)}</li>" for e in p["evidence"]) or "<li>no finding, no stats in window</li>"
         out.append(
-            f"<tr><td>{_e(p['run'])}</td><td>{_e(p['topology'])}</td><td class=num>{p['concurrency']}</td>"
+            f"<tr><td>{_e(p['run'])}</td><td>{_e(p['topology'])}</td><td class=num>{number(p['concurrency'])}</td>"
             f"<td class=verdict style='color:{VERDICT_COLOUR.get(p['verdict'], '#333')}'>{_e(p['verdict'])}</td>"
             f"<td>{_e(_target_text(p))}</td><td class=num>{_goodput(p)}</td>"
             f"<td class=num>{number(p['tok_s_per_user'], 1)}</td>"
@@ -292,7 +292,7 @@ def _evidence(e: dict[str, Any]) -> str:
     if e["kind"] == "figures":
         util = e.get("decode_util")
         return (f"figures over the point's steady window ({_e(e.get('window_s'))} s)"
-                + (f": decode at {util * 100:.0f} % of its capacity" if util is not None else ""))
+                + (f": decode at {util * 100:,.0f} % of its capacity" if util is not None else ""))
     return _e(", ".join(f"{k} {v}" for k, v in e.items() if k != "kind"))
 
 
@@ -308,7 +308,7 @@ def _runs_table(doc: dict[str, Any]) -> str:
         best = r["best"] or {}
         tpg = best.get("tok_s_per_gpu", {})
         rows.append((r["label"], r["topology"], r["header"].get("job"), r["gpus"].get("working_gpus"),
-                     r["gpus"].get("allocated_gpus"), best.get("concurrency"), number(tpg.get("working")),
+                     r["gpus"].get("allocated_gpus"), number(best.get("concurrency")), number(tpg.get("working")),
                      number(tpg.get("allocated")),
                      (v["class"] + (f" ({v['limiter']})" if v["limiter"] else "") + f": {v['why']}") if (v := r["verdict"]) else "-",
                      ", ".join(f"{n} {k}" for k, n in r["findings"].items() if n) or "none"))
@@ -343,7 +343,7 @@ def _undrawn_html(doc: dict[str, Any]) -> str:
     if not missing:
         return ""
     return ("<p class=note>Not drawn (no result to place): " + "; ".join(
-        f"{_e(p['run'])} C={p['concurrency']} {_e(p['verdict'])}: {_e(p['reason'])}" for p in missing) + "</p>")
+        f"{_e(p['run'])} C={number(p['concurrency'])} {_e(p['verdict'])}: {_e(p['reason'])}" for p in missing) + "</p>")
 
 
 def _figure_html(fig: go.Figure, div_id: str) -> str:

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from diag.rules.present import VERDICT_STYLE, number
+from diag.rules.present import VERDICT_STYLE, number, shown
 
 
 def _run_verdict(v: dict[str, Any] | None) -> Text:
@@ -32,7 +32,7 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         b = r["best"] or {}
         tpg = b.get("tok_s_per_gpu", {})
         runs.add_row(r["label"], r["topology"], f"{number(r['gpus'].get('working_gpus'))}/"
-                     f"{number(r['gpus'].get('allocated_gpus'))}", str(b.get("concurrency") or "-"),
+                     f"{number(r['gpus'].get('allocated_gpus'))}", number(b.get("concurrency")),
                      f"{number(tpg.get('working'))}/{number(tpg.get('allocated'))}",
                      _run_verdict(r.get("verdict")))
     console.print(runs)
@@ -54,20 +54,20 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         mark = ("*" if p["frontier"].get("working") else "") + ("+" if p["frontier"].get("allocated") else "")
         sla = p["sla"] or {}
         goodput = "-" if sla.get("goodput_req_s") is None else f"{number(sla['goodput_req_s'], 2)} ({sla['goodput_basis']})"
-        points.add_row(p["run"], str(p["concurrency"]), number(p["tok_s_per_user"], 1),
+        points.add_row(p["run"], number(p["concurrency"]), number(p["tok_s_per_user"], 1),
                        number(p["tok_s_per_gpu"]["working"]), number(p["tok_s_per_gpu"]["allocated"]), mark,
                        Text(sla.get("summary", "not judged"), style="" if sla.get("meets") else "red"), goodput,
                        Text(p["verdict"], style=VERDICT_STYLE.get(p["verdict"], "")), p["reason"])
     console.print(points)
     for d, front in doc["frontier"].items():
         console.print(escape(f"frontier per {d} GPU: " + (" -> ".join(
-            f"{f['run']}@{f['concurrency']} ({number(f['tok_s_per_user'], 1)} tok/s/user, "
+            f"{f['run']}@{number(f['concurrency'])} ({number(f['tok_s_per_user'], 1)} tok/s/user, "
             f"{number(f['tok_s_per_gpu'])} tok/s/GPU)" for f in front) or "none")))
     for diff in doc["diffs"]:
         console.print()
         console.print(Text(f"{diff['a']} -> {diff['b']}", style="bold"))
         for c in diff["config"]:
-            console.print(escape(f"  {c['key']}: {c['a']} -> {c['b']}"))
+            console.print(escape(f"  {c['key']}: {shown(c['a'])} -> {shown(c['b'])}"))
         for f in diff["findings"]:
             console.print(escape(f"  {f['code']} {f['name']}{' [' + f['endpoint'] + ']' if f['endpoint'] else ''}: "
                                  f"only in {f['only_in']}"))

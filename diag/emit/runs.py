@@ -41,7 +41,7 @@ def render_runs(df: pl.DataFrame, console: Console) -> None:
     console.out(line(header), style="bold", highlight=False)
     if rows:
         console.out("\n".join(line(row) for row in rows), highlight=False)
-    console.out(f"{df.height} run{'s' if df.height != 1 else ''}", style="dim", highlight=False)
+    console.out(f"{number(df.height)} run{'s' if df.height != 1 else ''}", style="dim", highlight=False)
 
 
 def _pad(cell: str, width: int, justify: str) -> str:
@@ -51,7 +51,7 @@ def _pad(cell: str, width: int, justify: str) -> str:
 
 def index_summary(outcome: dict[str, Any], failed: list[tuple[str, str]]) -> str:
     """``19 runs in DIR: 1 analysed, 17 reused, 1 failed`` and a line per failed run."""
-    lines = [f"{outcome['runs']} runs in {outcome['into']}: {outcome['parsed']} analysed, {outcome['reused']} "
-             f"reused, {outcome['failed']} failed"]
+    lines = [f"{number(outcome['runs'])} runs in {outcome['into']}: {number(outcome['parsed'])} analysed, "
+             f"{number(outcome['reused'])} reused, {number(outcome['failed'])} failed"]
     lines += [f"  failed {printable(path)}: {printable(reason)}" for path, reason in failed]
     return "\n".join(lines) + "\n"

@@ -61,7 +61,7 @@ def fitted_table(title: str, columns: Sequence[Column], items: Sequence[Any], wi
     hidden = len(columns) - len(keep)
     head = Text(title, style="bold")
     if hidden:
-        head.append(f" ({hidden} more column{'s' if hidden > 1 else ''} on a wider terminal)", style="dim")
+        head.append(f" ({number(hidden)} more column{'s' if hidden > 1 else ''} on a wider terminal)", style="dim")
     t = Table(box=None, padding=(0, GAP, 0, 0), pad_edge=False, expand=False, show_edge=False,
               header_style="bold")
     for i in keep:
@@ -74,7 +74,7 @@ def fitted_table(title: str, columns: Sequence[Column], items: Sequence[Any], wi
 def _nodes(s: EndpointSummary) -> str:
     if not s.nodes:
         return "-"
-    return s.nodes[0] if len(s.nodes) == 1 else f"{s.nodes[0]} and {len(s.nodes) - 1} more"
+    return s.nodes[0] if len(s.nodes) == 1 else f"{s.nodes[0]} and {number(len(s.nodes) - 1)} more"
 
 
 def _p90(s: EndpointSummary) -> str:
@@ -242,7 +242,7 @@ def render_tail(report: Report, console: Console) -> None:
         console.print(points)
     console.print()
     if report.findings:
-        console.print(Text(f"findings ({len(report.findings)})", style="bold"))
+        console.print(Text(f"findings ({number(len(report.findings))})", style="bold"))
         console.print(Group(*(finding_text(f) for f in report.findings)))
     else:
         console.print(Text("no findings", style="green"))
@@ -266,7 +266,7 @@ def finding_event(f: Finding, event: str) -> str:
 
 
 def heartbeat_line(s: EndpointSummary) -> str:
-    return (f"{s.id:<12} {s.health:<8} {s.phase:<8} samples={s.samples} run={number(s.running_mean)} "
+    return (f"{s.id:<12} {s.health:<8} {s.phase:<8} samples={number(s.samples)} run={number(s.running_mean)} "
             f"wait={number(s.waiting_mean)} kv={number(s.kv_mean, 1)} gen={number(s.gen_tps_mean)}")
 
 

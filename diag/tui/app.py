@@ -20,6 +20,7 @@ from textual.timer import Timer
 from textual.worker import WorkerState
 
 from diag.rules.finding import Finding, severity_rank
+from diag.rules.present import number
 
 from .dialogs import ExplainScreen, FilterScreen, HelpScreen
 from .logscreen import LogScreen
@@ -156,7 +157,7 @@ class WatchApp(App[None]):
             f = found[-1]
             where = f.endpoint or "run"
             text = (f"opened {f.code} {f.name} [{where}]" if count == 1
-                    else f"{count} × {code} opened: {f.name} [{where}] +{count - 1} more")
+                    else f"{number(count)} × {code} opened: {f.name} [{where}] +{number(count - 1)} more")
             self.toasts[code] = Toast(text, f.severity, count, now + TOAST_S)
         self.refresh_toasts()
 
@@ -207,7 +208,7 @@ class WatchApp(App[None]):
         if extra:
             parts.append(extra)
         if self.unseen:
-            parts.append(f"{self.unseen} new findings (l: log)")
+            parts.append(f"{number(self.unseen)} new findings (l: log)")
         if self.snapshot is not None and self.snapshot.label:
             parts.append(self.snapshot.label)
         return "  ·  ".join(parts)

@@ -130,6 +130,7 @@ HELP = """\
 [b]health[/b]
   OK · WARN warning finding · CRIT error finding · DOWN engine dead
   STALE no stats line for 60 s · NO STATS never logged stats
+  READY start-up done, no load yet (shown as ready 4m44s)
 
 [b]columns[/b]
   prompt/s gen/s run wait KV %: latest stats, engines summed

@@ -185,7 +185,7 @@ def plot_set(snap: Snapshot, endpoint: str | None, window_min: int, columns: int
         [r for r in snap.endpoints if r.id == endpoint]
     points = {r.id: in_window(r.series, start, end) for r in rows}
     spans = _spans(snap, endpoint, start, end)
-    threshold = ((snap.kv_threshold, f"DIAG-K001 kv_usage {snap.kv_threshold:g} %"),)
+    threshold = ((snap.kv_threshold, f"DIAG-K001 kv_usage {snap.kv_threshold:,g} %"),)
     lengths = snap.isl_osl
 
     def line(label: str, values: list[tuple[float, float | None]], agg: Agg, color: str) -> Series:

@@ -59,10 +59,10 @@ def describe(r: Record) -> tuple[str, str]:
         req = f" req {r.request_id}" if r.request_id else ""
         return f"KV lease {r.event}{req}", "warn"
     if isinstance(r, KVLoadFailure):
-        return (f"KV load failed: {r.n_requests} requests, {r.tokens:,} tokens "
+        return (f"KV load failed: {number(r.n_requests)} requests, {r.tokens:,} tokens "
                 f"({'recovered' if r.recovered else 'not recovered'})", "warn")
     if isinstance(r, Preemption):
-        return f"preemption ({r.mode}){'' if r.cumulative is None else f', {r.cumulative} so far'}", "warn"
+        return f"preemption ({r.mode}){'' if r.cumulative is None else f', {number(r.cumulative)} so far'}", "warn"
     if isinstance(r, StageMark):
         fields = ", ".join(f"{k}={_short(v, 40)}" for k, v in r.fields[:4])
         return f"stage {STAGE_SHORT.get(r.stage, r.stage)}: {r.mark}{', ' + fields if fields else ''}", "info"
@@ -72,7 +72,7 @@ def describe(r: Record) -> tuple[str, str]:
         fields = ", ".join(f"{k}={_short(v, 40)}" for k, v in r.fields[:4])
         return f"{r.event}{' ' + fields if fields else ''}", "info"
     if isinstance(r, KVTransfer):
-        vals = ", ".join(f"{k} {v:g}" for k, v in r.values[:4])
+        vals = ", ".join(f"{k} {v:,g}" for k, v in r.values[:4])
         return f"KV transfer: {vals}", "stats"
     if isinstance(r, SpecDecode):
         return f"spec decode: acceptance {number(r.acceptance_rate, 2)}, mean len {number(r.mean_acceptance_len, 2)}", "stats"

@@ -149,7 +149,7 @@ def kv_bar(pct: float | None, limits: Mapping[str, Limit], width: int = 5) -> Te
     full = int(cells)
     bar = "█" * full + (EIGHTHS[int((cells - full) * 8)] if full < width else "")
     style = over(pct, limits.get("kv")) or over(pct, limits.get("kv_rising"))
-    t = Text(f"{pct:4.1f} ", style=style)
+    t = Text(f"{pct:4,.1f} ", style=style)
     t.append(bar.ljust(width, "·"), style=style or "green")
     return t
 
@@ -159,10 +159,12 @@ def badge(health: str) -> Text:
 
 
 def health_cell(s: EndpointSummary) -> Text:
-    """The health badge; while the endpoint starts (or is ready without a request yet) its stage badge:
-    the stage under way with its progress and time so far, then the time it took to get ready."""
-    if s.startup.get("phase") in ("starting", "ready"):
-        return Text(stage_text(s.startup), style="cyan" if s.startup["phase"] == "starting" else "green")
+    """The health badge; while the endpoint starts, its stage badge (the stage under way with its progress
+    and time so far); READY (start-up finished, no load yet) with the time it took to get ready."""
+    if s.startup.get("phase") == "starting":
+        return Text(stage_text(s.startup), style="cyan")
+    if s.health == "READY":
+        return Text(stage_text(s.startup), style=HEALTH_STYLE["READY"])
     return badge(s.health)
 
 
@@ -235,7 +237,7 @@ def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: st
             "kv": kv_bar(s.kv_mean, lim), "tps_spark": Text(tps, style="cyan"),
             "kv_spark": Text(kv, style="magenta"), "ttft": latency_text(s, "ttft"), "itl": latency_text(s, "itl"),
             "age": age_text(row.age_s),
-            "pre": Text(str(s.preemptions), style=over(s.preemptions, lim.get("pre")), justify="right"),
+            "pre": Text(number(s.preemptions), style=over(s.preemptions, lim.get("pre")), justify="right"),
             "eng": str(s.engines), "nodes": short_nodes(s.nodes, prefix)}
 
 
@@ -306,9 +308,9 @@ def sort_rows(rows: Sequence[EndpointRow], key: str | None, descending: bool, sn
 def engine_cells(r: EngineRow, limits: Mapping[str, Limit]) -> tuple[Any, ...]:
     name = Text(r.engine) if not r.dead else Text(f"{r.engine} dead" + (f" {r.dead_at:%H:%M:%S}" if r.dead_at else ""),
                                                   style=HEALTH_STYLE["DOWN"])
-    return (name, str(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running),
+    return (name, number(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running),
             Text(number(r.waiting), style=over(r.waiting, limits.get("wait")), justify="right"),
-            kv_bar(r.kv, limits), Text(str(r.preemptions), style=over(r.preemptions, limits.get("pre")), justify="right"),
+            kv_bar(r.kv, limits), Text(number(r.preemptions), style=over(r.preemptions, limits.get("pre")), justify="right"),
             age_text(r.age_s))
 
 
@@ -318,6 +320,8 @@ ENGINE_COLUMNS = ("engine", "samples", "prompt t/s", "gen t/s", "run", "wait", "
 def _val(v: Any, n: int = 60) -> str:
     if isinstance(v, float):
         s = f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    elif isinstance(v, int) and not isinstance(v, bool):
+        s = number(v)
     elif isinstance(v, dict):
         s = ",".join(f"{k}={_val(x, 20)}" for k, x in list(v.items())[:6])
     elif isinstance(v, (list, tuple)):
@@ -464,7 +468,7 @@ def render_once(snap: Snapshot, console: Console, window_min: int = 5) -> None:
         t.add_row(*(cells[c.key] for c in cols))
     console.print(t if snap.endpoints else Text("no endpoints found in the logs read", style="yellow"))
     n_open = sum(fr.state == "open" for fr in snap.findings)
-    console.print(Text(f"findings: {n_open} open, {len(snap.findings) - n_open} closed", style="bold"))
+    console.print(Text(f"findings: {number(n_open)} open, {number(len(snap.findings) - n_open)} closed", style="bold"))
     console.print(Group(*(finding_text(fr) for fr in snap.findings)) if snap.findings else Text("no findings"))
     for e in snap.errors:
         console.print(Text(e, style="red"))

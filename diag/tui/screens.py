@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE
+from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, number
 
 from .render import (
     COLUMN,
@@ -220,7 +220,8 @@ class MainScreen(LiveScreen):
         n_open = sum(fr.state == "open" for fr in vis)
         hidden = len(snap.findings) - len(vis)
         self.set_static("#findings-title",
-            f"findings  {n_open} open · {len(vis) - n_open} closed" + (f" · {hidden} filtered out" if hidden else ""))
+            f"findings  {number(n_open)} open · {number(len(vis) - n_open)} closed"
+            + (f" · {number(hidden)} filtered out" if hidden else ""))
         ol = self.query_one("#findings", OptionList)
         keep = self._rows[ol.highlighted].key if self._rows and ol.highlighted is not None \
             and ol.highlighted < len(self._rows) else None
@@ -389,7 +390,7 @@ class EndpointScreen(LiveScreen):
             t.append(f"  {s.role} · {s.engines} engines")
             if dead:
                 t.append(f" ({len(dead)} dead: DP{', DP'.join(dead)})", style=HEALTH_STYLE["DOWN"])
-            t.append(f" · {s.samples} samples · last sample {age_text(row.age_s)} ago · nodes {', '.join(s.nodes) or '-'}")
+            t.append(f" · {number(s.samples)} samples · last sample {age_text(row.age_s)} ago · nodes {', '.join(s.nodes) or '-'}")
             latency = " · ".join(f"{k.upper()} p90 {latency_text(s, k)}" for k in OPTIONAL if s.latency.get(k))
             if latency:
                 t.append(f"\n{latency} (last interval, slowest engine)")

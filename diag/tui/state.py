@@ -266,13 +266,13 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
         rows.append(("elapsed", duration(coarse=True, s=(end - run.start).total_seconds())))
     v = report.verdict
     if v is not None:
-        rows.append(("verdict", f"{v.label} · {v.confidence}" + (f" @{v.concurrency}" if v.concurrency else "")))
+        rows.append(("verdict", f"{v.label} · {v.confidence}" + (f" @{number(v.concurrency)}" if v.concurrency else "")))
     total = sum((s.prompt_tps_mean or 0.0) + (s.gen_tps_mean or 0.0) for s in report.endpoints)
     gpus = gpu_counts(run)
     working = gpus.get("working_gpus") or gpus.get("working")
     tps = f"{total:,.0f}"
     if working:
-        tps += f" · {total / working:,.0f}/GPU ({working} GPUs)"
+        tps += f" · {total / working:,.0f}/GPU ({number(working)} GPUs)"
     window = next((s.window for s in report.endpoints if s.window), None)
     rows.append(("tok/s", tps + (f" over {window['label']}" if window else "")))
     if report.balance:
@@ -281,7 +281,7 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
                               f" /eng · D KV {number(b['decode_kv_pct'], 1)} %"))
     tpg = report.tokens_per_gpu
     if tpg:
-        bench = f"{tpg['total_token_throughput']:,.0f} tok/s @{tpg['concurrency']}"
+        bench = f"{tpg['total_token_throughput']:,.0f} tok/s @{number(tpg['concurrency'])}"
         if "per_working_gpu" in tpg:
             bench += f" · {tpg['per_working_gpu']:,.0f}/GPU"
         rows.append(("bench", bench))
