@@ -15,7 +15,7 @@ import gzip
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -443,9 +443,10 @@ def find_runs(paths: list[str]) -> list[RunFiles]:
     return runs
 
 
-def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
+def read_side(files: list[tuple[Path, FileInfo]], upto: Mapping[Path, int] | None = None) -> Side:
     """Job metadata, recipe, benchmark results; a broken side file is an error line, not a crash.
-    sa-bench result JSONs are exact and replace the console blocks of the same concurrency."""
+    sa-bench result JSONs are exact and replace the console blocks of the same concurrency. ``upto``:
+    the bytes of a benchmark console there are so far (a replay's view of it), by path."""
     job: JobMeta | None = None
     jobs: list[Recipe] = []
     bench: list[BenchResult] = []
@@ -458,7 +459,7 @@ def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
             if info.kind == "job-json" and job is None:
                 job = read_job_json(path)
             elif info.kind == "benchmark":
-                text = inputs.read_text(path)
+                text = inputs.read_text(path) if upto is None or path not in upto else _head_text(path, upto[path])
                 bench.extend(parse_benchmark_out(text))
                 accuracy.extend(parse_accuracy(text))
             elif info.kind == "sa-bench-result":
@@ -480,6 +481,11 @@ def read_side(files: list[tuple[Path, FileInfo]]) -> Side:
             by_c[r.concurrency] = r
         bench = sorted(by_c.values(), key=lambda b: b.concurrency or 0)
     return Side(job, tuple(bench), tuple(accuracy), tuple(errors), tuple(jobs))
+
+
+def _head_text(path: Path, size: int) -> str:
+    with inputs.open_input(path) as fh:
+        return fh.read(size).decode("utf-8", errors="replace")
 
 
 def _recipes(path: Path) -> list[Recipe]:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import IO
 
 import polars as pl
 
@@ -57,6 +58,7 @@ class Followed:
     quiet_since: float = 0.0
     tz: int = 0
     new: list[Record] = field(default_factory=list)
+    stream: IO[bytes] | None = None   # a compressed log read as far as it is visible (a replay)
     kept: tuple[pl.DataFrame, pl.DataFrame] = field(default_factory=lambda: (empty_stats(), empty_kv()))
     # ^ rows of the file's content before a truncation or rotation (the records stay too)
 
@@ -79,16 +81,22 @@ class Follower:
     """The set of followed logs under some paths; ``poll()`` returns what changed."""
 
     def __init__(self, paths: list[str], *, ref: datetime | None = None, wait: bool = False,
-                 ref_of: Callable[[list[tuple[Path, FileInfo]]], datetime | None] | None = None) -> None:
+                 ref_of: Callable[[list[tuple[Path, FileInfo]]], datetime | None] | None = None,
+                 files: list[tuple[Path, FileInfo]] | None = None,
+                 visible: Callable[[str], int] | None = None) -> None:
+        """``files``: follow these (classified) files and look for no others; ``visible``: how many bytes of
+        a file (by path) there are to read so far, whatever its size (a replay: the run's files as they stood)."""
         self.waiting = [p for p in paths if wait and not_there_yet(p)]  # named, not there yet
         self.paths = [p for p in paths if p not in self.waiting]        # there (discovered)
         self.appeared: list[str] = []                                   # waited for, then found
         self.ref = ref
         self.ref_of = ref_of  # dates a path that appears later (its orchestrator log), when ref is None
+        self.visible = visible
         self.files: dict[str, Followed] = {}
         self.skipped: list[Skipped] = []
         self.dirs = [Path(p) for p in self.paths if Path(p).is_dir()]
-        files, self.skipped = discover(self.paths)
+        if files is None:
+            files, self.skipped = discover(self.paths)
         for path, info in files:
             self._add(path, info)
 
@@ -129,7 +137,8 @@ class Follower:
         self.skipped = [s for s in self.skipped if not (s.reason == NO_RUN_LOGS and s.path in path.parents)]
         if packed:  # a compressed log is a finished one: read it whole, once (offsets mean nothing in it)
             f.packed = True
-            self._read_packed(path, f)
+            if self.visible is None:
+                self._read_packed(path, f)
 
     def _read_packed(self, path: Path, f: Followed) -> None:
         try:
@@ -173,13 +182,14 @@ class Follower:
 
     def _read(self, key: str, f: Followed) -> list[Record]:
         if f.packed:
-            return []
+            return self._read_visible_packed(key, f) if self.visible is not None else []
         path = Path(key)
         try:
             st = path.stat()
         except FileNotFoundError:
             f.gone = True
             return []
+        size = st.st_size if self.visible is None else min(st.st_size, self.visible(key))
         recs: list[Record] = []
         if f.gone:
             f.gone = False
@@ -188,7 +198,7 @@ class Follower:
             recs = self._reset(f, st.st_ino)  # rotated: a new file under the old name
         elif st.st_size < f.offset:
             recs = self._reset(f, st.st_ino)  # truncated
-        if st.st_size == f.offset:
+        if size == f.offset:
             if f.parser.waiting and time.monotonic() - f.quiet_since >= HOLD_S:
                 released = f.parser.release()
                 f.log.records.extend(released)
@@ -198,18 +208,47 @@ class Follower:
         try:
             with path.open("rb") as fh:
                 fh.seek(f.offset)
-                start = f.offset
-                while f.offset - start < POLL_MAX and (data := fh.read(READ_MAX)):
-                    f.offset += len(data)
-                    recs.extend(f.parser.feed(data))
+                recs = self._take(f, fh, size)
         except OSError:
             pass
         f.quiet_since = time.monotonic()
-        f.log.size = st.st_size
+        f.log.size = size
+        return held + self._took(f, recs)
+
+    def _take(self, f: Followed, fh: IO[bytes], size: int) -> list[Record]:
+        """Feed the parser the file's bytes from its offset to ``size`` (at most ``POLL_MAX`` a poll)."""
+        recs: list[Record] = []
+        start = f.offset
+        while f.offset < size and f.offset - start < POLL_MAX and (data := fh.read(min(READ_MAX, size - f.offset))):
+            f.offset += len(data)
+            recs.extend(f.parser.feed(data))
+        return recs
+
+    def _took(self, f: Followed, recs: list[Record]) -> list[Record]:
+        """Records just read, into the log. A file read as far as it is visible stands there: its held-back
+        last line is parsed now (the batch read of the file as it stands parses it at its end)."""
+        if self.visible is not None and f.parser.waiting:
+            recs = recs + f.parser.release()
         f.log.records.extend(recs)
         f.log.counts = f.parser.counts
         f.sync()
-        return held + recs
+        return recs
+
+    def _read_visible_packed(self, key: str, f: Followed) -> list[Record]:
+        """A compressed log read as far as it is visible, on one open stream (a seek would inflate it again)."""
+        assert self.visible is not None
+        size = self.visible(key)
+        if size <= f.offset:
+            return []
+        try:
+            if f.stream is None:
+                f.stream = open_log(Path(key))
+            recs = self._take(f, f.stream, size)
+        except (OSError, EOFError) as e:
+            f.log.error = f"{key}: cannot read: {e}"
+            return []
+        f.log.size = f.offset
+        return self._took(f, recs)
 
     def poll(self) -> tuple[list[tuple[str, Record]], list[str], list[tuple[str, pl.DataFrame, pl.DataFrame]]]:
         """(new records with their file, newly found files, new stats/KV rows with their file)."""
@@ -236,6 +275,9 @@ class Follower:
             f.log.records.extend(recs)
             f.sync()
             out.extend((key, r) for r in recs)
+            if f.stream is not None:
+                f.stream.close()
+                f.stream = None
         return out, self._rows()
 
     def logs(self) -> list[ParsedLog]:

@@ -7,7 +7,8 @@ more (a batch read, a replay that reached its end); ``now()`` is its clock (None
 
 * :class:`BatchSource` — the files of one run read once through the bulk path (``diag tail``).
 * :class:`FollowSource` — the same files followed like ``tail -F`` (``diag tail -f``, ``diag watch``).
-* :class:`ReplaySource` — a finished run replayed in timestamp order at a speed (``watch --replay``).
+* :class:`ReplaySource` — a finished run replayed at a speed, each file as it stood at the virtual time
+  (``watch --replay``, :mod:`diag.schedule`).
 * :class:`LogsSource` — logs already parsed (one-shot ``/metrics`` scrapes, a Prometheus query).
 * :class:`MultiSource` — several sources as one (logs plus live metric sources).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +44,7 @@ from .files import (
     run_root,
 )
 from .follow import Follower
+from .schedule import log_clock, side_clocks
 
 
 class Source(Protocol):
@@ -73,6 +75,13 @@ def orchestrator_view(log: ParsedLog) -> ParsedLog:
         return log
     return replace(log, records=[r for r in log.records if r.task is not None or isinstance(r, (Lifecycle, Fault))],
                    stats=empty_stats(), kv=empty_kv())  # extracted rows carry no srun task: not its own
+
+
+def run_order(logs: list[ParsedLog]) -> list[ParsedLog]:
+    """Followed logs in the batch order, as the run model reads them: orchestrators first (they date the
+    workers)."""
+    return [orchestrator_view(lg) for lg in logs if lg.kind == "orchestrator"] + \
+        [lg for lg in logs if lg.kind != "orchestrator"]
 
 
 def _run_start(orchestrators: list[ParsedLog]) -> datetime | None:
@@ -186,9 +195,7 @@ class FollowSource(SourceBase):
         return Changes(recs, [], rows)
 
     def logs(self) -> list[ParsedLog]:
-        logs = self.follower.logs()  # the batch order: orchestrators first (they date the workers)
-        return ([orchestrator_view(lg) for lg in logs if lg.kind == "orchestrator"]
-                + [lg for lg in logs if lg.kind != "orchestrator"] + self._metrics)
+        return run_order(self.follower.logs()) + self._metrics
 
     def adopt(self, logs: Mapping[str, ParsedLog]) -> None:
         self.follower.adopt(logs)
@@ -244,51 +251,50 @@ class _Clock:
             self.paused_at = None
 
 
-@dataclass
 class ReplaySource(SourceBase):
-    """Replays a finished run's logs: records leave in timestamp order at ``speed`` × real time.
-    A record without a timestamp leaves with the last stamped record of its file before it."""
+    """A finished run replayed at ``speed`` × real time, each file as it stood at the virtual time
+    (:mod:`diag.schedule`): the logs are followed like a live run's (:class:`Follower`) as far as their
+    lines' own times have come, the benchmark files and metric captures by theirs. So the run's clock is
+    where the virtual time has brought its logs, as live; at the end of the run's clock it is the batch read."""
 
-    logs_read: list[ParsedLog]
-    side_facts: Side
-    speed: float = 60.0
-    monotonic: Any = time.monotonic
-    label: str = ""
-    root: Path | None = None
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    _events: list[tuple[datetime, int, str, Record]] = field(default_factory=list)
-    _shells: dict[str, ParsedLog] = field(default_factory=dict)
-    _next: int = 0
-
-    @classmethod
-    def of(cls, batch: BatchSource, speed: float = 60.0, monotonic: Any = time.monotonic) -> ReplaySource:
-        batch.poll()
-        return cls(batch.logs(), batch.side(), speed, monotonic, root=batch.root, skipped=list(batch.skipped))
-
-    def __post_init__(self) -> None:
-        if self.speed <= 0:
+    def __init__(self, run: RunFiles, speed: float = 60.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+        if speed <= 0:
             raise ValueError("--speed must be > 0")
-        seq = 0
-        # a replay releases records one by one, so extracted stats/KV rows become records here
-        every = {src.path: src.all_records() for src in self.logs_read}
-        stamps = [r.ts for recs in every.values() for r in recs if r.ts is not None]
-        start = min(stamps) if stamps else datetime(1970, 1, 1, tzinfo=UTC)
-        for src in self.logs_read:
-            self._shells[src.path] = replace(src, records=[], stats=empty_stats(), kv=empty_kv())
-            last = start
-            for r in every[src.path]:
+        self.files = run
+        self.root = run.root  # type: ignore[assignment]
+        self.skipped = [(str(s.path), s.reason) for s in run.skipped]
+        self.label = f"replay ×{speed:,g}"
+        logs = run.of(*LOG_KINDS)
+        self._at: datetime | None = None   # the virtual time of the last poll
+        self.follower = Follower([], ref=_ref_of(logs), files=logs, visible=self._visible)
+        self.clocks = {key: log_clock(Path(key), f.log.year, f.tz) for key, f in self.follower.files.items()}
+        metrics = _metric_logs(run)   # captures parsed whole: their records leave by their own times
+        stamps = [t for c in self.clocks.values() for t in (c.first, c.last) if t is not None]
+        metric_stamps = [r.ts for lg in metrics for r in lg.all_records() if r.ts is not None]
+        self.start = min(stamps + metric_stamps, default=datetime(1970, 1, 1, tzinfo=UTC))
+        self.end = max(stamps or metric_stamps, default=self.start)
+        self._shells = {lg.path: replace(lg, records=[], stats=empty_stats(), kv=empty_kv()) for lg in metrics}
+        self._events: list[tuple[datetime, int, str, Record]] = []
+        for lg in metrics:
+            last = self.start
+            for r in lg.all_records():   # a record without a time leaves with the one before it
                 last = r.ts or last
-                self._events.append((last, seq, src.path, r))
-                seq += 1
+                self._events.append((min(last, self.end), len(self._events), lg.path, r))
         self._events.sort(key=lambda e: (e[0], e[1]))
-        first = self._events[0][0] if self._events else start
-        self.clock = _Clock(first, self.speed, self.monotonic)
-        self.label = self.label or f"replay ×{self.speed:,g}"
+        self._next = 0
+        side = run.of(*SIDE_KINDS)
+        self.side_clocks = side_clocks(side, read_side(side), self.end)
+        self._side_key: tuple[Any, ...] | None = None
+        self._side = Side()
+        self._done = False
+        self.clock = _Clock(self.start, speed, monotonic)
+
+    def _visible(self, key: str) -> int:
+        return self.clocks[key].at(self._at or self.start)
 
     def now(self) -> datetime | None:
-        """Virtual time; it stops at the last record (the final state stays on screen)."""
-        t = self.clock.now()
-        return min(t, self._events[-1][0]) if self._events else t
+        """Virtual time; it stops at the end of the run's clock (the final state stays on screen)."""
+        return min(self.clock.now(), self.end)
 
     def pause(self) -> None:
         self.clock.pause()
@@ -298,33 +304,49 @@ class ReplaySource(SourceBase):
 
     @property
     def finished(self) -> bool:
-        return self._next >= len(self._events)
+        return self._done
 
     def poll(self) -> Changes:
-        until = self.now()
-        out: list[tuple[str, Record]] = []
-        added: list[str] = []
-        while self._next < len(self._events) and until is not None and self._events[self._next][0] <= until:
+        """What the files gained up to the virtual time; at the run's end, their unterminated last lines."""
+        if self._done:
+            return NO_CHANGES
+        self._at = t = min(self.clock.now(), self.end)
+        recs, added, rows = self.follower.poll()
+        rows = list(rows)
+        while self._next < len(self._events) and self._events[self._next][0] <= t:
             _, _, path, r = self._events[self._next]
-            shell = self._shells[path]
-            if not shell.records:
-                added.append(path)
-            shell.records.append(r)
-            out.append((path, r))
+            self._shells[path].records.append(r)
+            recs.append((path, r))
             self._next += 1
-        return Changes(out, added)
+        if t >= self.end:
+            while (more := self.follower.poll()) and (more[0] or more[2]):   # a log larger than one poll reads
+                recs += more[0]
+                rows += more[2]
+            tail, last_rows = self.follower.flush()
+            recs += tail
+            rows += last_rows
+            self._done = True
+        return Changes(recs, added, rows)
 
     def flush(self) -> Changes:
         return NO_CHANGES
 
     def logs(self) -> list[ParsedLog]:
-        return list(self._shells.values())
+        return run_order(self.follower.logs()) + list(self._shells.values())
 
     def adopt(self, logs: Mapping[str, ParsedLog]) -> None:
+        self.follower.adopt(logs)
         self._shells.update((p, lg) for p, lg in logs.items() if p in self._shells)
 
     def side(self) -> Side:
-        return self.side_facts
+        """The side files there at the virtual time (``benchmark.out`` as far as its blocks have come)."""
+        t = self._at or self.start
+        there = [(p, i) for p, i in self.files.of(*SIDE_KINDS) if self.side_clocks[p].there(t)]
+        upto = {p: self.side_clocks[p].at(t) for p, i in there if i.kind == "benchmark"}
+        key = (tuple(p for p, _ in there), tuple(upto.values()))
+        if key != self._side_key:
+            self._side_key, self._side = key, read_side(there, upto)
+        return self._side
 
 
 class LogsSource(SourceBase):

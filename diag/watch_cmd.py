@@ -150,7 +150,7 @@ def _live_metrics(scrape: list[str], prom: str | None) -> list[Any]:
 
 def _live_source(paths: list[str], replay: Path | None, speed: float) -> Any:
     from .files import InputError, find_runs, path_problem
-    from .sources import BatchSource, FollowSource, ReplaySource
+    from .sources import FollowSource, ReplaySource
 
     if replay is None:
         return FollowSource(paths)
@@ -159,7 +159,7 @@ def _live_source(paths: list[str], replay: Path | None, speed: float) -> Any:
     runs = find_runs([str(replay)])
     if len(runs) != 1:
         raise InputError(f"{replay}: holds {len(runs)} runs; replay one run directory")
-    return ReplaySource.of(BatchSource(runs[0]), speed=speed)
+    return ReplaySource(runs[0], speed=speed)
 
 
 def _once(paths: list[str], settings: Settings, clock: Any, window: int, scrape: list[str],

@@ -35,7 +35,7 @@ from .jsonfile import read_json
 from .records import AccuracyResult, BenchResult
 
 __all__ = [
-    "BENCH_OUT_FORMATS", "BenchmarkFormatError", "Rollup", "parse_accuracy", "parse_benchmark_out",
+    "BENCH_OUT_FORMATS", "BenchmarkFormatError", "Rollup", "bench_date", "parse_accuracy", "parse_benchmark_out",
     "parse_result_filename", "read_rollup", "read_sa_bench_json",
 ]
 
@@ -150,6 +150,12 @@ def _bench_date(m: re.Match[str]) -> datetime | None:
         return datetime.strptime(f"{m['mon']} {m['d']} {m['hms']} {m['y']}", "%b %d %H:%M:%S %Y").replace(tzinfo=UTC)
     except ValueError:
         return None
+
+
+def bench_date(line: str) -> datetime | None:
+    """The time of one of bench.sh's ``date`` lines (None for any other line)."""
+    m = BENCH_DATE.regex.match(line.rstrip("\r"))
+    return _bench_date(m) if m else None
 
 
 def parse_benchmark_out(text: str) -> list[BenchResult]:

@@ -18,7 +18,7 @@ from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
 from .headers import parse_header
 from .records import Fault, Header, Record
-from .timestamps import YearTracker, parse_iso
+from .timestamps import STAMP_HINT, YearTracker, parse_iso
 
 for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: verdicts, srun errors
     REGISTRY.setdefault(_banner.name, _banner)
@@ -89,6 +89,15 @@ def is_candidate(raw: str) -> bool:
     """Whether a physical line holds a record trigger, also when escape sequences split its words
     (the bulk path's rule, :func:`parsers.ingest._bulk_classify`)."""
     return bool(TRIGGERS.search(raw)) or ("\x1b" in raw and bool(TRIGGERS.search(_ANSI_SEQ.sub("", raw))))
+# The two heads that stamp nearly every line of a run, matched on the raw line (colours allowed): vLLM's
+# month-day and Dynamo's ISO time. A file scanned line by line (:meth:`LineParser.scan_time`) takes their
+# time at once; every other line goes the general way (``tests/test_replay_causal.py`` checks both agree).
+_SGR = r"(?:\x1b\[[0-9;]*m)*"
+_FAST_MD = re.compile(rf"{_SGR}(?:\([^()\x1b]+? pid=\d+\){_SGR} ?)?{_SGR}(?:DEBUG|INFO|WARNING|ERROR|CRITICAL){_SGR} "
+                      rf"{_SGR}(\d\d-\d\d \d\d:\d\d:\d\d){_SGR} {_SGR}\[")
+_FAST_ISO = re.compile(rf"{_SGR}(\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{{1,9}})?Z){_SGR} +{_SGR} *"
+                       r"(?:TRACE|DEBUG|INFO|WARN|ERROR)\b")
+_STAMP_SHAPE = re.compile(STAMP_HINT)
 # Records worth rejoining when torn across two physical lines (structured, one line each).
 _JOINABLE = ("stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failure", "startup")
 _JOINABLE_KINDS = frozenset(_JOINABLE)
@@ -145,10 +154,11 @@ class LineParser:
             ts = ts or self._resolve(hdr.md)
         return {"ts": ts, "md": hdr.md, "proc": hdr.proc, "task": task}
 
-    def line_time(self, raw: str) -> datetime | None:
+    def line_time(self, raw: str, *, advance: bool = False) -> datetime | None:
         """The time a physical line is stamped with (its last stamped logical line), by the same heads
-        and year as a record on it would get, without moving the year tracker; None for an unstamped
-        line. Any line counts, noise included: it is evidence of how far the log's clock went."""
+        and year as a record on it would get; None for an unstamped line. Any line counts, noise included:
+        it is evidence of how far the log's clock went. The year tracker stays where it is, unless
+        ``advance`` (every line of a file in order: a month-day after New Year gets the next year)."""
         for text, ext_ts, _ in reversed(logical_lines(raw[:MAX_LINE])):
             hdr = parse_header(text)
             iso = ext_ts or hdr.iso
@@ -158,11 +168,26 @@ class LineParser:
                 except ValueError:
                     pass
             if hdr.md is not None and self._tracker is not None:
+                if advance:
+                    if (ts := self._resolve(hdr.md)) is not None:
+                        return ts
+                    continue
                 try:
                     return self._tracker.peek(hdr.md, self._tz)
                 except ValueError:
                     pass
         return None
+
+    def scan_time(self, raw: str) -> datetime | None:
+        """:meth:`line_time` of the lines of a file taken in order (``advance``): a line with one stamp, no
+        carriage return and one of the two common heads gets its time without the general path."""
+        if "\r" not in raw:
+            m = _FAST_MD.match(raw) or _FAST_ISO.match(raw)
+            if m and not _STAMP_SHAPE.search(raw, 0, m.start(1)) and not _STAMP_SHAPE.search(raw, m.end(1), MAX_LINE):
+                if m.re is _FAST_MD:
+                    return self._resolve(m[1])
+                return parse_iso(m[1])
+        return self.line_time(raw, advance=True)
 
     def parse_message(self, msg: str, line: int, hdr: Header, stamp: dict[str, Any]) -> list[Record]:
         # one pass over the distinct triggers tells which formats to try (in their usual order)

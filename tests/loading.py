@@ -42,7 +42,7 @@ def load_run(paths: list[str] | str | Path) -> Run:
 
 
 def replay(path: str | Path, **kw: Any) -> ReplaySource:
-    return ReplaySource.of(batch(path), **kw)
+    return ReplaySource(batch(path).files, **kw)
 
 
 def tail_json(path: str | Path) -> dict[str, Any]:

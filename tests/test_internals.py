@@ -194,8 +194,8 @@ def test_later_polls_and_compaction_leave_an_earlier_run_alone() -> None:
     """A replay's next step appends to the source's logs and the TUI compacts them (the source adopts the
     trimmed copies): a Run assembled before holds its own read-only copy."""
     t = [0.0]
-    replay = ReplaySource.of(BatchSource(find_runs([str(ROOT / "samples/runs/kv-exhaustion")])[0]),
-                             speed=60.0, monotonic=lambda: t[0])
+    replay = ReplaySource(find_runs([str(ROOT / "samples/runs/kv-exhaustion")])[0], speed=60.0,
+                          monotonic=lambda: t[0])
     pipeline = Pipeline(replay, Settings())
     replay.now()          # the replay's clock starts
     t[0] = 10.0           # 10 min into the run

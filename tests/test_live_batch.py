@@ -8,16 +8,12 @@ from __future__ import annotations
 import shutil
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
-from functools import cache
 from pathlib import Path
 
 import pytest
-from loading import batch, replay
+from cutting import Cutter, cutter
+from loading import replay, report_of
 
-from diag.follow import FOLLOWED
-from diag.parsers.ingest import ParsedLog
-from diag.parsers.lineparser import LineParser
 from diag.pipeline import Pipeline, Update
 from diag.report import Report
 from diag.rules.engine import key
@@ -33,59 +29,18 @@ SHIFTS = (0, 9)                # bytes past the line start a cut falls (0: at a 
 REPLAY_STEP_S = 600.0          # run seconds per replay step
 
 
-@cache
-def _batch(run: str) -> tuple[Report, tuple[ParsedLog, ...]]:
-    source = batch(ROOT / "samples" / "runs" / run)
-    return Pipeline(source, Settings()).once(), tuple(source.logs())
+def _batch(run: str) -> Report:
+    return report_of(ROOT / "samples" / "runs" / run)
 
 
-def _line_starts(data: bytes) -> list[int]:
-    starts = [0]
-    at = data.find(b"\n")
-    while at >= 0:
-        starts.append(at + 1)
-        at = data.find(b"\n", at + 1)
-    return starts
-
-
-def _cuts(log: ParsedLog, data: bytes, parts: int, shift: int, lo: datetime, hi: datetime) -> list[int]:
-    """Offsets where the file stands when the run (``lo`` to ``hi``) has reached each of ``parts``
-    equal times (the first line stamped after that time; ``shift`` bytes into it), then its end."""
-    first_line: dict[int, object] = {}
-    for r in log.all_records():
-        if r.ts is not None and r.line:
-            first_line.setdefault(r.line, r.ts)
-    parser = LineParser(log.year)   # a line without a record (noise) is stamped too: the run's clock moves on it
-    for n, text in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
-        if n not in first_line and (t := parser.line_time(text)) is not None:
-            first_line[n] = t
-    stamps = [t for _, t in sorted(first_line.items())]
-    lines = sorted(first_line)
-    starts = _line_starts(data)
+def _cuts(cut: Cutter, path: Path, size: int, shift: int) -> list[int]:
+    """Offsets where a log stands when the run has reached each of ``PARTS`` equal times (its first line
+    stamped after that time; ``shift`` bytes into it), then its end."""
     out = []
-    for i in range(1, parts):
-        if not stamps:
-            out.append(len(data) * i // parts)
-            continue
-        t = lo + (hi - lo) * i / parts
-        line = next((n for n, s in zip(lines, stamps, strict=True) if s > t), None)  # type: ignore[operator]
-        at = len(data) if line is None else starts[min(line - 1, len(starts) - 1)]
-        out.append(min(len(data), at + shift) if at < len(data) else at)
-    return [*out, len(data)]
-
-
-def _stamps(logs: Iterable[ParsedLog]) -> list[datetime]:
-    followed = [lg for lg in logs if lg.kind in FOLLOWED]
-    return [r.ts for lg in followed for r in lg.all_records() if r.ts is not None] + \
-        [lg.last_ts for lg in followed if lg.last_ts is not None]
-
-
-def _run_start(logs: Iterable[ParsedLog]) -> datetime:
-    return min(_stamps(logs))
-
-
-def _run_end(logs: Iterable[ParsedLog]) -> datetime:
-    return max(_stamps(logs))
+    for i in range(1, PARTS):
+        at = cut.at(path, cut.start + (cut.end - cut.start) * i / PARTS)
+        out.append(min(size, at + shift) if at < size else at)
+    return [*out, size]
 
 
 def _opened(updates: Iterable[Update]) -> Counter[tuple[str, str | None, str]]:
@@ -93,7 +48,7 @@ def _opened(updates: Iterable[Update]) -> Counter[tuple[str, str | None, str]]:
 
 
 def _check(run: str, opened: Counter[tuple[str, str | None, str]], final: list[Finding], how: str) -> None:
-    report, _ = _batch(run)
+    report = _batch(run)
     want = Counter((f.code, f.endpoint) for f in report.findings)
     per_code = Counter((code, endpoint) for code, endpoint, _ in opened.elements())
     extra = {k: n for k, n in per_code.items() if n > want.get(k, 0)}
@@ -104,25 +59,22 @@ def _check(run: str, opened: Counter[tuple[str, str | None, str]], final: list[F
 
 @pytest.mark.parametrize("run", RUNS)
 def test_a_growing_run_opens_only_batch_findings_once(run: str, tmp_path: Path) -> None:
-    _, logs = _batch(run)
+    cut = cutter(run)
     src = ROOT / "samples" / "runs" / run
-    followed = {Path(lg.path).resolve(): lg for lg in logs if lg.kind in FOLLOWED}
     dst_root = tmp_path / run
-    lo, hi = _run_start(logs), _run_end(logs)
+    lo, hi = cut.start, cut.end
     growing: dict[Path, tuple[bytes, list[int]]] = {}
     for path in sorted(src.rglob("*")):
         if path.is_dir():
             continue
         dst = dst_root / path.relative_to(src)
         dst.parent.mkdir(parents=True, exist_ok=True)
-        log = followed.get(path.resolve())
-        if log is None:
+        if path not in cut.logs:
             shutil.copy(path, dst)  # the recipe and side files are there from the start
             continue
         data = path.read_bytes()
         dst.write_bytes(b"")
-        shift = SHIFTS[len(growing) % len(SHIFTS)]
-        growing[dst] = (data, _cuts(log, data, PARTS, shift, lo, hi))
+        growing[dst] = (data, _cuts(cut, path, len(data), SHIFTS[len(growing) % len(SHIFTS)]))
     assert len(growing) >= len(SHIFTS), "both kinds of cut are exercised"
     clock = [lo]   # the wall clock of a live run: the time the run has reached
     pipeline = Pipeline(FollowSource([str(dst_root)], rescan_s=0.0), Settings(), wall=lambda c=clock: c[0])
@@ -158,7 +110,7 @@ def test_a_changed_count_is_an_update_not_a_reopening() -> None:
 
     from diag.rules.engine import diff
 
-    report, _ = _batch("prefill-bound")
+    report = _batch("prefill-bound")
     before = list(report.findings)
     after = [replace(f, message=f.message + " (more)") for f in before]
     opened, closed, updated = diff(before, after)
