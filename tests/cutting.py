@@ -1,4 +1,5 @@
-"""Test helper: a sample run's files as they stood at a time of the run, each cut by its own stamps.
+"""Test helpers for live = replay = batch: a sample run's files as they stood at a time of the run, each cut
+by its own stamps, and the findings a live report may open.
 
 Written apart from the replay's schedule (``diag.schedule``), so that the tests comparing a replay with a
 batch read of the cut files mean something: every log line's time through the general path of the line
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -20,6 +23,9 @@ from loading import SAMPLES, report_of
 from diag.files import find_runs
 from diag.parsers.ingest import infer_tz_offset
 from diag.parsers.lineparser import LineParser
+from diag.pipeline import Update
+from diag.report import Report
+from diag.rules.engine import key
 
 LOGS = ("worker", "frontend", "orchestrator")
 DATE = re.compile(r"^\s*[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) (?:UTC|GMT) (\d{4})\s*$")
@@ -42,23 +48,38 @@ class Cutter:
         later = [at for ts, at in self.logs[path] if ts > t]
         return later[0] if later else path.stat().st_size
 
+    def side(self, path: Path, t: datetime) -> bytes | None:
+        """What a file other than a log held at ``t`` (None: not there yet)."""
+        data = path.read_bytes()
+        if path in self.bench:   # in the blocks its date lines close; the rest once the run ended
+            ends = [end for ts, end in self.bench[path] if ts <= t]
+            return data if t >= self.end else data[:ends[-1]] if ends else b""
+        if path in self.rows:
+            return b"".join(row for ts, row in self.rows[path] if ts <= t)
+        return None if path in self.whens and self.whens[path] > t else data
+
     def cut(self, t: datetime, into: Path) -> Path:
         """The run's files as they stood at ``t``, written under ``into``."""
         for path in sorted(p for p in self.run.rglob("*") if p.is_file()):
-            dst = into / path.relative_to(self.run)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            data = path.read_bytes()
-            if path in self.logs:
-                data = data[:self.at(path, t)]
-            elif path in self.bench:   # in the blocks its date lines close; the rest once the run ended
-                ends = [end for ts, end in self.bench[path] if ts <= t]
-                data = data if t >= self.end else data[:ends[-1]] if ends else b""
-            elif path in self.rows:
-                data = b"".join(row for ts, row in self.rows[path] if ts <= t)
-            elif path in self.whens and self.whens[path] > t:
-                continue
-            dst.write_bytes(data)
+            data = path.read_bytes()[:self.at(path, t)] if path in self.logs else self.side(path, t)
+            if data is not None:
+                dst = into / path.relative_to(self.run)
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_bytes(data)
         return into
+
+
+def check_opened(run: str, updates: Iterable[Update], final: Report, how: str) -> None:
+    """A live report (a growing run, a replay) opens only findings the batch read of the finished run
+    reports, each once per identity (code, endpoint, start); its final report has the batch read's."""
+    batch = report_of(SAMPLES / "runs" / run)
+    opened = Counter(key(f) for u in updates for f in u.opened)
+    want = Counter((f.code, f.endpoint) for f in batch.findings)
+    per_code = Counter((code, endpoint) for code, endpoint, _ in opened.elements())
+    extra = {k: n for k, n in per_code.items() if n > want.get(k, 0)}
+    assert not extra, f"{run} ({how}): opened live more often than the batch report has them: {extra}"
+    assert all(n == 1 for n in opened.values()), f"{run} ({how}): reopened: {opened}"
+    assert [key(f) for f in final.findings] == [key(f) for f in batch.findings], f"{run} ({how}): final report differs"
 
 
 def _line_times(path: Path, year: int | None) -> list[tuple[datetime, int]]:

@@ -1,23 +1,19 @@
-"""Live = batch (issue 21): following a growing run, or replaying it, opens only findings the batch
-read of the finished run reports, each once per identity (code, endpoint, start); a changed message,
-count or end is an update. Every sample run, written in parts through the real FollowSource (cut at
-line ends and mid-line, at the same run time in every file as a run grows) and replayed."""
+"""Live = batch (issue 21): following a growing run opens only findings the batch read of the finished
+run reports, each once per identity (code, endpoint, start); a changed message, count or end is an update.
+Every sample run, written in parts through the real FollowSource (its logs cut at line ends and mid-line,
+at the same run time in every file as a run grows; its benchmark files as they stood then). A replay's
+are checked at its checkpoints (``tests/test_replay_causal.py``)."""
 
 from __future__ import annotations
 
-import shutil
-from collections import Counter
-from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from cutting import Cutter, cutter
-from loading import replay, report_of
+from cutting import Cutter, check_opened, cutter
+from loading import report_of
 
-from diag.pipeline import Pipeline, Update
-from diag.report import Report
-from diag.rules.engine import key
-from diag.rules.finding import Finding
+from diag.pipeline import Pipeline
 from diag.rules.settings import Settings
 from diag.sources import FollowSource
 
@@ -26,11 +22,6 @@ RUNS = sorted(p.name for p in (ROOT / "samples" / "runs").iterdir())
 PARTS = 5                      # a growing run is written in this many parts
 SHIFTS = (0, 9)                # bytes past the line start a cut falls (0: at a line end), file by file in turn:
                                # some files grow by whole lines, the others stop mid-line at every step
-REPLAY_STEP_S = 600.0          # run seconds per replay step
-
-
-def _batch(run: str) -> Report:
-    return report_of(ROOT / "samples" / "runs" / run)
 
 
 def _cuts(cut: Cutter, path: Path, size: int, shift: int) -> list[int]:
@@ -43,18 +34,10 @@ def _cuts(cut: Cutter, path: Path, size: int, shift: int) -> list[int]:
     return [*out, size]
 
 
-def _opened(updates: Iterable[Update]) -> Counter[tuple[str, str | None, str]]:
-    return Counter(key(f) for u in updates for f in u.opened)
-
-
-def _check(run: str, opened: Counter[tuple[str, str | None, str]], final: list[Finding], how: str) -> None:
-    report = _batch(run)
-    want = Counter((f.code, f.endpoint) for f in report.findings)
-    per_code = Counter((code, endpoint) for code, endpoint, _ in opened.elements())
-    extra = {k: n for k, n in per_code.items() if n > want.get(k, 0)}
-    assert not extra, f"{run} ({how}): opened live more often than the batch report has them: {extra}"
-    assert all(n == 1 for n in opened.values()), f"{run} ({how}): reopened: {opened}"
-    assert [key(f) for f in final] == [key(f) for f in report.findings], f"{run} ({how}): final report differs"
+def _write_sides(cut: Cutter, sides: list[tuple[Path, Path]], t: datetime) -> None:
+    for path, dst in sides:
+        if (data := cut.side(path, t)) is not None:
+            dst.write_bytes(data)
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -64,18 +47,20 @@ def test_a_growing_run_opens_only_batch_findings_once(run: str, tmp_path: Path) 
     dst_root = tmp_path / run
     lo, hi = cut.start, cut.end
     growing: dict[Path, tuple[bytes, list[int]]] = {}
+    sides: list[tuple[Path, Path]] = []
     for path in sorted(src.rglob("*")):
         if path.is_dir():
             continue
         dst = dst_root / path.relative_to(src)
         dst.parent.mkdir(parents=True, exist_ok=True)
         if path not in cut.logs:
-            shutil.copy(path, dst)  # the recipe and side files are there from the start
+            sides.append((path, dst))   # written as they stood at each part (results once their point ended)
             continue
         data = path.read_bytes()
         dst.write_bytes(b"")
         growing[dst] = (data, _cuts(cut, path, len(data), SHIFTS[len(growing) % len(SHIFTS)]))
     assert len(growing) >= len(SHIFTS), "both kinds of cut are exercised"
+    _write_sides(cut, sides, lo)   # the recipe and job metadata are there from the start
     clock = [lo]   # the wall clock of a live run: the time the run has reached
     pipeline = Pipeline(FollowSource([str(dst_root)], rescan_s=0.0), Settings(), wall=lambda c=clock: c[0])
     updates = []
@@ -86,23 +71,11 @@ def test_a_growing_run_opens_only_batch_findings_once(run: str, tmp_path: Path) 
             with dst.open("ab") as fh:
                 fh.write(data[written[dst]:cuts[i]])
             written[dst] = cuts[i]
+        _write_sides(cut, sides, clock[0])
         updates.append(pipeline.step(force=True))
     last = pipeline.finish()
     assert last.report is not None
-    _check(run, _opened([*updates, last]), list(last.report.findings), f"{PARTS} parts, cuts at line ends and +9")
-
-
-@pytest.mark.parametrize("run", RUNS)
-def test_a_replay_opens_only_batch_findings_once(run: str) -> None:
-    wall = [0.0]
-    source = replay(ROOT / "samples" / "runs" / run, speed=1.0, monotonic=lambda: wall[0])
-    pipeline = Pipeline(source, Settings())
-    updates = [pipeline.step(force=True)]
-    while not source.finished:
-        wall[0] += REPLAY_STEP_S
-        updates.append(pipeline.step(force=True))
-    assert updates[-1].report is not None
-    _check(run, _opened(updates), list(updates[-1].report.findings), "replay")
+    check_opened(run, [*updates, last], last.report, f"{PARTS} parts, cuts at line ends and +9")
 
 
 def test_a_changed_count_is_an_update_not_a_reopening() -> None:
@@ -110,7 +83,7 @@ def test_a_changed_count_is_an_update_not_a_reopening() -> None:
 
     from diag.rules.engine import diff
 
-    report = _batch("prefill-bound")
+    report = report_of(ROOT / "samples" / "runs" / "prefill-bound")
     before = list(report.findings)
     after = [replace(f, message=f.message + " (more)") for f in before]
     opened, closed, updated = diff(before, after)
