@@ -319,9 +319,12 @@ class ReplaySource(SourceBase):
             recs.append((path, r))
             self._next += 1
         if t >= self.end:
-            while (more := self.follower.poll()) and (more[0] or more[2]):   # a log larger than one poll reads
-                recs += more[0]
-                rows += more[2]
+            while True:   # the rest of a log larger than one poll reads, then its unterminated last line
+                more, _, more_rows = self.follower.poll()
+                if not more and not more_rows:
+                    break
+                recs += more
+                rows += more_rows
             tail, last_rows = self.follower.flush()
             recs += tail
             rows += last_rows
