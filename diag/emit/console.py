@@ -31,13 +31,17 @@ class _Trimmed:
         self.renderable = renderable
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield from _trim(console.render(self.renderable, options))
+        soft = options.no_wrap and options.overflow == "ignore"   # print(soft_wrap=True): not cropped
+        yield from _trim(console.render(self.renderable, options), None if soft else options.max_width)
 
 
-def _trim(segments: Iterable[Segment]) -> Iterable[Segment]:
+def _trim(segments: Iterable[Segment], width: int | None) -> Iterable[Segment]:
+    """Each ended line cut to ``width`` first, as the console will crop it (a table wider than the terminal
+    cut inside a cell leaves that cell's padding at the end), then stripped; None: lines are not cropped."""
     for line, ended in Segment.split_lines_terminator(segments):
         if ended:
-            yield from rstripped(line)
+            yield from rstripped(Segment.adjust_line_length(line, width, pad=False)
+                                 if width is not None and Segment.get_line_length(line) > width else line)
             yield Segment.line()
         else:
             yield from line
