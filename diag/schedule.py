@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
 
 from diag.parsers.benchmark import BenchmarkFormatError, bench_date, read_rollup
 from diag.parsers.layout import FileInfo
@@ -63,16 +62,21 @@ class Clock:
         return Clock(self.head, times, self.cuts)
 
 
-def _lines(fh: IO[bytes]) -> Iterator[tuple[str, int]]:
-    """A file's lines (decoded, the first ``MAX_LINE`` bytes of a longer one) with their size in bytes."""
-    while line := fh.readline(MAX_LINE):
-        size = len(line)
-        if not line.endswith(b"\n"):   # a longer line (or the unterminated last one): its rest
-            while rest := fh.readline(MAX_LINE):
-                size += len(rest)
-                if rest.endswith(b"\n"):
-                    break
-        yield line.removesuffix(b"\n").decode("utf-8", errors="replace").removesuffix("\r"), size
+def _lines(path: Path) -> Iterator[tuple[str, int]]:
+    """A file's lines (decoded, the first ``MAX_LINE`` bytes of a longer one) with their size in bytes, as
+    far as it can be read (a broken gzip stream ends them: the log's reader reports it)."""
+    try:
+        with open_log(path) as fh:
+            while line := fh.readline(MAX_LINE):
+                size = len(line)
+                if not line.endswith(b"\n"):   # a longer line (or the unterminated last one): its rest
+                    while rest := fh.readline(MAX_LINE):
+                        size += len(rest)
+                        if rest.endswith(b"\n"):
+                            break
+                yield line.removesuffix(b"\n").decode("utf-8", errors="replace").removesuffix("\r"), size
+    except (OSError, EOFError):
+        return
 
 
 def log_clock(path: Path, year: int | None, tz_offset_s: int) -> Clock:
@@ -82,12 +86,11 @@ def log_clock(path: Path, year: int | None, tz_offset_s: int) -> Clock:
     starts: list[int] = []
     times: list[datetime] = []
     offset = 0
-    with open_log(path) as fh:
-        for line, size in _lines(fh):
-            if (t := parser.scan_time(line)) is not None:
-                starts.append(offset)
-                times.append(max(t, times[-1]) if times else t)  # a line out of order waits for the one before
-            offset += size
+    for line, size in _lines(path):
+        if (t := parser.scan_time(line)) is not None:
+            starts.append(offset)
+            times.append(max(t, times[-1]) if times else t)  # a line out of order waits for the one before
+        offset += size
     if not starts:
         return Clock(offset)
     return Clock(starts[0], tuple(times), (*starts[1:], offset))
@@ -98,12 +101,11 @@ def bench_clock(path: Path) -> Clock:
     ends: list[int] = []
     times: list[datetime] = []
     offset = 0
-    with open_log(path) as fh:
-        for line, size in _lines(fh):
-            offset += size
-            if (t := bench_date(line)) is not None:
-                ends.append(offset)
-                times.append(max(t, times[-1]) if times else t)
+    for line, size in _lines(path):
+        offset += size
+        if (t := bench_date(line)) is not None:
+            ends.append(offset)
+            times.append(max(t, times[-1]) if times else t)
     return Clock(0, tuple(times), tuple(ends))
 
 

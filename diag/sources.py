@@ -15,6 +15,7 @@ more (a batch read, a replay that reached its end); ``now()`` is its clock (None
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -290,7 +291,10 @@ class ReplaySource(SourceBase):
         self.clock = _Clock(self.start, speed, monotonic)
 
     def _visible(self, key: str) -> int:
-        return self.clocks[key].at(self._at or self.start)
+        """Bytes of a log there at the virtual time; at the run's end the whole file, read to its end
+        (a compressed log broken on the way says so there, as when it is followed)."""
+        t = self._at or self.start
+        return self.clocks[key].at(t) if t < self.end else sys.maxsize
 
     def now(self) -> datetime | None:
         """Virtual time; it stops at the end of the run's clock (the final state stays on screen)."""
