@@ -89,6 +89,8 @@ def is_candidate(raw: str) -> bool:
     """Whether a physical line holds a record trigger, also when escape sequences split its words
     (the bulk path's rule, :func:`parsers.ingest._bulk_classify`)."""
     return bool(TRIGGERS.search(raw)) or ("\x1b" in raw and bool(TRIGGERS.search(_ANSI_SEQ.sub("", raw))))
+
+
 # The two heads that stamp nearly every line of a run, matched on the raw line (colours allowed): vLLM's
 # month-day and Dynamo's ISO time. A file scanned line by line (:meth:`LineParser.scan_time`) takes their
 # time at once; every other line goes the general way (``tests/test_replay_causal.py`` checks both agree).
@@ -98,6 +100,7 @@ _FAST_MD = re.compile(rf"{_SGR}(?:\([^()\x1b]+? pid=\d+\){_SGR} ?)?{_SGR}(?:DEBU
 _FAST_ISO = re.compile(rf"{_SGR}(\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{{1,9}})?Z){_SGR} +{_SGR} *"
                        r"(?:TRACE|DEBUG|INFO|WARN|ERROR)\b")
 _STAMP_SHAPE = re.compile(STAMP_HINT)
+
 # Records worth rejoining when torn across two physical lines (structured, one line each).
 _JOINABLE = ("stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failure", "startup")
 _JOINABLE_KINDS = frozenset(_JOINABLE)
