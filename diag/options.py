@@ -61,8 +61,9 @@ Select = Annotated[list[str] | None, typer.Option(
 Ignore = Annotated[list[str] | None, typer.Option(
     "--ignore", metavar="CODE", help=f"Skip the rules with these {CODES}. Adds to the config's ignore.")]
 FailOnOption = Annotated[FailOn | None, typer.Option(
-    "--fail-on", help="Exit 1 when a finding is at least this severe (default: the config's fail-on, else error).")]
-ExitZero = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings are at or above --fail-on.")]
+    "--fail-on", help="Exit 1 at this severity or above: a run's verdict (invalid, startup-stuck: error; a "
+                      "bottleneck: warning), a recipe's findings (default: the config's fail-on, else error).")]
+ExitZero = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 whatever --fail-on would fail.")]
 ConfigFile = Annotated[Path | None, typer.Option(
     "--config", metavar="FILE", help="Settings file (diag.toml, or pyproject.toml with a tool.diag table) to use "
                                      "instead of the nearest one upward from the current directory.")]
