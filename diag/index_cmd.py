@@ -39,6 +39,7 @@ RUNS_EXAMPLES: tuple[Example, ...] = (
 )
 
 
+COUNTS = {"error": "errors", "warning": "warnings", "info": "infos"}   # a severity's count column in runs
 WAIT = 600.0   # seconds a second diag index into one index waits for the first (--wait)
 WHERE_HELP = ("Only the runs matching EXPR: COLUMN OP VALUE joined by and/or, OP one of = != < <= > >= ~ (regex), "
               "VALUE 'text', a number, true, false or null (docs/index.md lists the columns).")
@@ -122,12 +123,15 @@ def _status(into: Path, fail_on: str) -> int:
     from .index.query import QueryError, select_runs
 
     try:
-        rows = select_runs(into).filter(pl.col("status") == "ok").select("verdict", "errors", "warnings", "infos")
+        rows = select_runs(into).filter(pl.col("status") == "ok")
     except QueryError as e:
         fail("index", str(e))
-    return run_status(fails(outcome_of(verdict), worst_severity(sev for sev, n in zip(("error", "warning", "info"),
-                                                                                      counts, strict=True) if n), fail_on)
-                      for verdict, *counts in rows.iter_rows())
+
+    def run_fails(row: dict[str, Any]) -> bool:
+        worst = worst_severity(sev for sev, column in COUNTS.items() if row[column])
+        return fails(outcome_of(row["verdict"]), worst, fail_on)
+
+    return run_status(run_fails(row) for row in rows.iter_rows(named=True))
 
 
 def runs(

@@ -334,12 +334,11 @@ def limiting_endpoints(run: Run, verdict: Verdict | None) -> frozenset[str]:
     """The endpoints on the side the verdict names as the limit: prefill's (on an aggregated run, where
     the generating engines prefill too, theirs), or the generating side's (decode, else aggregated). None
     for kv-transfer (a link between the sides, not an endpoint) or a class that names no side."""
-    side = verdict.side if verdict is not None else None
-    if verdict is None or side not in ("prefill", "decode"):
+    if verdict is None or verdict.side not in ("prefill", "decode"):
         return frozenset()
     roles = {ep.role for ep in run.endpoints.values()}
     generating = verdict.figures.get("decode_role") or next((r for r in DECODING if r in roles), None)
-    role = "prefill" if side == "prefill" and "prefill" in roles else generating
+    role = "prefill" if verdict.side == "prefill" and "prefill" in roles else generating
     return frozenset(ep.id for ep in run.endpoints.values() if ep.role == role)
 
 
