@@ -189,6 +189,23 @@ def test_engine_crash_prefill_rows_are_not_crit_from_consequences() -> None:
     assert all(health[f"prefill-w{i}"] == "OK" for i in range(4)), health
 
 
+@pytest.mark.parametrize("series, verdict", [
+    ({"running": 20, "waiting": 30, "kv_usage": 30, "prompt_tps": 9000, "gen_tps": 500}, "prefill-bound"),
+    ({"running": 120, "waiting": 30, "kv_usage": 97, "gen_tps": 900}, "decode-bound"),
+])
+def test_an_aggregated_engine_is_the_side_either_way(series: dict[str, int], verdict: str) -> None:
+    """Without a P/D split the aggregated endpoint prefills and decodes: whichever side limits, it is marked."""
+    from diag.pipeline import analyze
+    from diag.rules.examples import build_example_run
+    from diag.rules.settings import Settings
+
+    run = build_example_run({"agg": {"engines": 2, **series}})
+    report = analyze(run, Settings(), run.clock)
+    assert report.verdict is not None and report.verdict.cls == verdict
+    (agg,) = report.endpoints
+    assert agg.limiting and WORST_FIRST.index(agg.health) <= WORST_FIRST.index("LIMITS")
+
+
 # ------------------------------------------------------------------ exit status
 @pytest.mark.parametrize("run", RUNS)
 def test_every_run_exits_by_the_table(run: str) -> None:
