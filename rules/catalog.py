@@ -81,18 +81,26 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
     )
 
 
-HEALTH_STATES = ("DOWN", "CRIT", "WARN", "STALE", "NO STATS", "READY", "OK")  # worst first
+# An endpoint's health, worst first. LIMITS is the verdict's (the endpoint is on the side that limits the
+# run); a finding implies DOWN, CRIT or WARN; the others are the endpoint's own data (diag.report).
+HEALTH_STATES = ("DOWN", "CRIT", "LIMITS", "WARN", "STALE", "NO STATS", "READY", "OK")
+FINDING_HEALTH = ("DOWN", "CRIT", "WARN")
+NO_HEALTH = "none"   # a rule about what the recipe asks of the endpoint, not its state: colours nothing
 
 
 def _health(entry: dict[str, Any], source: str) -> str | None:
     h = entry.get("health")
-    if h is not None and h not in HEALTH_STATES:
+    if h is not None and h not in (*FINDING_HEALTH, NO_HEALTH):
         raise CatalogError(f"{source}: rule {entry['code']} has unknown health {h!r}")
     return h
 
 
 def health_of(rule: Rule, severity: str) -> str | None:
-    """The endpoint health a finding of ``rule`` at ``severity`` implies."""
+    """The endpoint health a finding of ``rule`` at ``severity`` implies: the rule's ``health``, else CRIT
+    for an error and WARN for a warning; none for a rule on the recipe (scope ``recipe``, or ``health =
+    "none"``: a capacity check such as DIAG-K003 says what the recipe asks, not how the endpoint runs)."""
+    if rule.scope == "recipe" or rule.health == NO_HEALTH:
+        return None
     return rule.health or {"error": "CRIT", "warning": "WARN"}.get(severity)
 
 

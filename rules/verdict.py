@@ -16,10 +16,11 @@ from typing import Any
 
 from diag.parsers.records import BenchResult
 
+from .engine import cause_key
 from .finding import Finding
 from .present import number
 from .runmodel import Run
-from .verdict_catalog import _v, capacity, experiments, verdict_catalog
+from .verdict_catalog import DECODING, _v, capacity, experiments, verdict_catalog
 from .verdict_figures import EMPTY_FIGURES, active_window, figures, point_phases
 
 
@@ -45,6 +46,16 @@ class Verdict:
     def label(self) -> str:
         """``decode-bound (kv-capacity)``."""
         return f"{self.cls} ({self.limiter})" if self.limiter else self.cls
+
+    @property
+    def outcome(self) -> str:
+        """What the class means for the run (verdict_catalog.OUTCOMES): the exit status follows it."""
+        return verdict_catalog().get(self.cls).outcome
+
+    @property
+    def side(self) -> str | None:
+        """The side the class names as the limit: prefill, decode, kv-transfer, or None."""
+        return verdict_catalog().get(self.cls).side
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.cls, "limiter": self.limiter, "why": self.why, "confidence": self.confidence,
@@ -75,7 +86,7 @@ def _overlaps(f: Finding, start: datetime | None, end: datetime | None) -> bool:
 
 
 def _consequence(f: Finding) -> bool:
-    return "after_engine_death" in f.evidence
+    return cause_key(f) is not None
 
 
 def _stalled(f: Finding) -> bool:
@@ -319,6 +330,18 @@ def _ruled_out(chosen: str, j: _Judge) -> list[dict[str, str]]:
     return out
 
 
+def limiting_endpoints(run: Run, verdict: Verdict | None) -> frozenset[str]:
+    """The endpoints on the side the verdict names as the limit: prefill's (on an aggregated run, where
+    the generating engines prefill too, theirs), or the generating side's (decode, else aggregated). None
+    for kv-transfer (a link between the sides, not an endpoint) or a class that names no side."""
+    if verdict is None or verdict.side not in ("prefill", "decode"):
+        return frozenset()
+    roles = {ep.role for ep in run.endpoints.values()}
+    generating = verdict.figures.get("decode_role") or next((r for r in DECODING if r in roles), None)
+    role = "prefill" if verdict.side == "prefill" and "prefill" in roles else generating
+    return frozenset(ep.id for ep in run.endpoints.values() if ep.role == role)
+
+
 # ------------------------------------------------------------------ points and the run
 def _cut_at(findings: Sequence[Finding], start: datetime | None, end: datetime | None) -> datetime | None:
     """Where a point without a result ends: the first engine death after it started, else ``end``."""
@@ -420,4 +443,4 @@ def run_verdicts(run: Run, findings: Sequence[Finding], clock: datetime | None, 
     return Verdicts(_build(cls, lim, why, conf, rests, j, run, None, win, [], [], findings, stage), per_point)
 
 
-__all__ = ["Verdict", "Verdicts", "point_verdict", "points", "run_verdicts"]
+__all__ = ["Verdict", "Verdicts", "limiting_endpoints", "point_verdict", "points", "run_verdicts"]

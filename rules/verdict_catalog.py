@@ -16,6 +16,8 @@ from .present import number, prose
 from .runmodel import Run
 
 DECODING = ("decode", "agg", "unknown")   # the side that generates: decode, else an aggregated endpoint
+OUTCOMES = ("invalid", "startup-stuck", "bottleneck", "healthy", "unknown")   # what a class means for the run
+SIDES = ("prefill", "decode", "kv-transfer")   # what a bottleneck class names as the limit
 
 
 def _r(x: Any, nd: int = 1) -> float | None:
@@ -29,6 +31,8 @@ def _r(x: Any, nd: int = 1) -> float | None:
 class VerdictClass:
     name: str
     summary: str
+    outcome: str                  # OUTCOMES: the run's exit status follows it (rules/outcome.py)
+    side: str | None = None       # SIDES: the limit a bottleneck class names
     findings: tuple[str, ...] = ()
     limiters: tuple[str, ...] = ()
     examples: tuple[dict[str, Any], ...] = field(default=(), compare=False)
@@ -64,10 +68,15 @@ def verdict_catalog() -> VerdictCatalog:
     """The verdict vocabulary, its thresholds and experiments (``rules/catalog/verdicts.toml``)."""
     text = resources.files("diag.rules").joinpath("catalog", "verdicts.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
-    classes = tuple(VerdictClass(c["name"], c["summary"].strip(), tuple(c.get("findings", ())),
-                                 tuple(c.get("limiters", ())), tuple(c.get("examples", ())))
+    classes = tuple(VerdictClass(c["name"], c["summary"].strip(), c.get("outcome", ""), c.get("side"),
+                                 tuple(c.get("findings", ())), tuple(c.get("limiters", ())),
+                                 tuple(c.get("examples", ())))
                     for c in data["class"])
     names = {c.name for c in classes}
+    for c in classes:
+        if c.outcome not in OUTCOMES or c.side not in (None, *SIDES):
+            raise ValueError(f"verdicts.toml: class {c.name} has outcome {c.outcome!r} (one of {', '.join(OUTCOMES)}) "
+                             f"and side {c.side!r} (none, or one of {', '.join(SIDES)})")
     experiments = tuple(Experiment(e["id"], e["class"], e["action"].strip(), e["expect"].strip(),
                                    e.get("limiter"), e.get("when"), e.get("config"))
                         for e in data.get("experiment", ()))
@@ -195,4 +204,4 @@ def experiments(cls: str, limiter: str | None, run: Run, fig: Mapping[str, Any],
     return out
 
 
-__all__ = ["DECODING", "Experiment", "VerdictCatalog", "VerdictClass", "capacity", "experiments", "verdict_catalog"]
+__all__ = ["DECODING", "OUTCOMES", "SIDES", "Experiment", "VerdictCatalog", "VerdictClass", "capacity", "experiments", "verdict_catalog"]
