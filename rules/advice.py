@@ -29,6 +29,8 @@ from .proposal import KINDS, RELATIONS, TARGETS, Change, Proposal, said
 from .recipe_support import env_where, where
 from .runmodel import Run
 
+RECIPE_ROLES = ("prefill", "decode", "agg")   # the roles a recipe configures (not ``unknown``)
+
 
 # ------------------------------------------------------------------ what the recipe says and what ran
 @dataclass(frozen=True)
@@ -250,7 +252,7 @@ def changes_of(table: Mapping[str, Any] | None, ctx: Mapping[str, Any], role: st
         return ()
     kind = next(k for k in KINDS if k in table)   # the catalogs are checked at load (proposal.catalog_errors)
     roles = table.get("roles") or [table.get("role", role)]
-    if roles == "each":
+    if roles == "each" or roles == [None]:   # no role of its own: each role the run has
         roles = ctx["roles"]
     if kind == "env":
         out = []
@@ -269,15 +271,16 @@ def changes_of(table: Mapping[str, Any] | None, ctx: Mapping[str, Any], role: st
 
 def rule_proposals(rule: Rule, run: Run, role: str | None, ctx: Mapping[str, Any]) -> list[Proposal]:
     """A runtime rule's advice (``[[rule.advice]]``: ``text``, ``set``, ``basis``, ``lead``, ``tail``,
-    ``when``) for a finding on ``role``: the entries whose condition holds and whose figures the run has
-    (``{role}`` and the run's figures fill the text)."""
+    ``when``) for a finding on ``role`` (None: a run-wide finding, or a role no recipe has): the entries
+    whose condition holds and whose figures the run has (``{on_role}`` and the run's figures fill the text)."""
+    role = role if role in RECIPE_ROLES else None
     out = []
     for i, entry in enumerate(rule.advice):
         if not holds(entry.get("when"), run):
             continue
         try:
             changes = changes_of(entry.get("set"), ctx, role)
-            text = entry.get("text", "").format_map({**ctx, "role": role or "each role"})
+            text = entry.get("text", "").format_map({**ctx, "on_role": f" on {role}" if role else ""})
         except KeyError:
             continue
         out.append(Proposal(text, changes, entry.get("lead", ""), entry.get("tail", ""), entry.get("basis", ""),
@@ -286,10 +289,11 @@ def rule_proposals(rule: Rule, run: Run, role: str | None, ctx: Mapping[str, Any
 
 
 def run_context(run: Run) -> dict[str, Any]:
-    """The run's figures any advice may name: ``{isl}``, ``{two_isl}``, and its ``roles``."""
+    """The run's figures any advice may name: ``{isl}``, ``{two_isl}``, and its ``roles`` (a run with
+    none a recipe names, a pasted log: prefill and decode, as srtctl's P/D recipes have)."""
     isl, _ = run.isl_osl()
     have = {ep.role for ep in run.endpoints.values()}
-    roles = [r for r in ("prefill", "decode", "agg") if r in have]
+    roles = [r for r in RECIPE_ROLES if r in have] or ["prefill", "decode"]
     return {"roles": roles} | ({"isl": isl, "two_isl": 2 * isl} if isl else {})
 
 

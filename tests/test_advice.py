@@ -36,6 +36,8 @@ SPAN = re.compile(r"`(?P<key>[\w.-]+): (?P<value>\"[^\"`]*\"|[^`]*)` in `backend
 SPANS = re.compile(r"set ((?:`[^`]+`(?:, )?)+) in `([^`]+)`")
 WORDS = re.compile(r"\b(?:set|raise) (?P<role>prefill|decode|agg) (?P<key>[a-z][a-z0-9-]+)(?::| to(?: at least)?)? "
                    r"(?P<value>[\w.,]+)")
+WORDS_ON = re.compile(r"\b(?:set|raise) (?P<key>[a-z][a-z0-9-]+)(?::| to(?: at least)?)? (?P<value>[\w.,]+)"
+                      r"(?: \([^)]*\))? on (?P<role>prefill|decode|agg)\b")
 
 
 def proposals_in(text: str) -> list[tuple[str, str, str, str]]:
@@ -47,7 +49,8 @@ def proposals_in(text: str) -> list[tuple[str, str, str, str]]:
             if hit is not None:
                 kind = "env" if hit["env_role"] else "flag"
                 out.append((kind, hit["role"] or hit["env_role"], hit["key"], hit["value"].strip('"')))
-    out += [("flag", m["role"], m["key"], m["value"].rstrip(",.").replace(",", "")) for m in WORDS.finditer(text)]
+    out += [("flag", m["role"], m["key"], m["value"].rstrip(",.").replace(",", ""))
+            for words in (WORDS, WORDS_ON) for m in words.finditer(text)]
     return out
 
 
@@ -110,9 +113,13 @@ def test_the_proposals_are_read_back_from_the_words() -> None:
     """The reader above sees what the outputs write (else the test over the samples would prove nothing)."""
     got = proposals_in('set `DYN_LOG: "error"`, `VLLM_LOGGING_COLOR: "0"` in `backend.prefill_environment`; '
                        "or set `no-async-scheduling: true` in `backend.vllm_config.decode`; "
-                       "raise prefill max-num-batched-tokens to 16,384 (2 x ISL); set decode kv-cache-dtype fp8")
+                       "set prefill max-num-batched-tokens to 16,384 (2 x ISL); set decode mamba-ssm-cache-dtype: "
+                       "bfloat16; raise max-num-batched-tokens to 16,384 (2 x ISL) on prefill; set kv-cache-dtype fp8 "
+                       "on decode")
     assert got == [("env", "prefill", "DYN_LOG", "error"), ("env", "prefill", "VLLM_LOGGING_COLOR", "0"),
                    ("flag", "decode", "no-async-scheduling", "true"),
+                   ("flag", "prefill", "max-num-batched-tokens", "16384"),
+                   ("flag", "decode", "mamba-ssm-cache-dtype", "bfloat16"),
                    ("flag", "prefill", "max-num-batched-tokens", "16384"), ("flag", "decode", "kv-cache-dtype", "fp8")]
     assert proposals_in("the recipe already sets prefill max-num-batched-tokens 16,384 but 8,192 ran") == []
 
