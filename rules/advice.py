@@ -124,7 +124,7 @@ def satisfied(c: Change, value: Any) -> bool:
     return have >= want if c.relation == ">=" else have <= want
 
 
-def _value(c: Change, x: Any) -> str:
+def _value(x: Any) -> str:
     """A setting's value in prose: a number grouped, a bool as YAML writes it."""
     if isinstance(x, bool):
         return "true" if x else "false"
@@ -142,13 +142,14 @@ class Note:
     value: Any
     basis: str = ""
 
-    def rest(self) -> str:
+    def clause(self) -> str:
+        """What follows the setting's name: `` is already 16,384 = 2 x ISL``."""
         c = self.change
         equal = canon(self.value) == canon(_target(c))
-        said_value = f" is already {_value(c, self.value)}"
+        said_value = f" is already {_value(self.value)}"
         if equal:
             return said_value + (f" = {self.basis}" if self.basis else "")
-        return said_value + f" {c.relation} {self.basis or _value(c, c.value)}"
+        return said_value + f" {c.relation} {self.basis or _value(c.value)}"
 
 
 @dataclass(frozen=True)
@@ -169,18 +170,18 @@ class Checked:
     @property
     def text(self) -> str:
         parts = [said(self.proposal, self.standing)] if self.standing or not self.proposal.changes else []
-        parts += [f"the recipe already sets {c.subject} {_value(c, have)} but {_value(c, ran)} ran: find what "
+        parts += [f"the recipe already sets {c.subject} {_value(have)} but {_value(ran)} ran: find what "
                   f"overrides it ({OVERRIDERS})" for c, have, ran in self.overridden]
         return "; ".join(parts)
 
 
 def check(p: Proposal, config: RunConfig) -> Checked:
     """Compare each change of ``p`` with what is in effect and with the recipe."""
+    placed = tuple(dataclasses.replace(c, where=config.where(c)) for c in p.changes)
     standing: list[Change] = []
     in_place: list[Note] = []
     overridden: list[tuple[Change, Any, Any]] = []
-    for c in p.changes:
-        c = dataclasses.replace(c, where=config.where(c))
+    for c in placed:
         now, have = config.current(c), config.written(c)
         if satisfied(c, now):
             in_place.append(Note(c, now, p.basis))
@@ -188,9 +189,7 @@ def check(p: Proposal, config: RunConfig) -> Checked:
             overridden.append((c, have, now))
         else:
             standing.append(c)
-    return Checked(dataclasses.replace(p, changes=tuple(dataclasses.replace(c, where=config.where(c))
-                                                       for c in p.changes)),
-                   tuple(standing), tuple(in_place), tuple(overridden))
+    return Checked(dataclasses.replace(p, changes=placed), tuple(standing), tuple(in_place), tuple(overridden))
 
 
 def notes_text(notes: Iterable[Note]) -> list[str]:
@@ -200,7 +199,7 @@ def notes_text(notes: Iterable[Note]) -> list[str]:
     for n in notes:
         c = n.change
         name = c.subject if c.kind in ("resource", "benchmark") or not c.role else c.name
-        groups.setdefault((c.kind, name, n.rest()), []).append(c.role or "")
+        groups.setdefault((c.kind, name, n.clause()), []).append(c.role or "")
     out = []
     for (kind, name, rest), roles in groups.items():
         roles = list(dict.fromkeys(r for r in roles if r))
@@ -298,12 +297,6 @@ def run_context(run: Run) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ findings
-def checked(proposals: Sequence[Proposal], config: RunConfig) -> tuple[list[str], list[Note]]:
-    """The standing actions and the notes of some proposals (alternatives, in order)."""
-    results = [check(p, config) for p in proposals]
-    return [r.text for r in results if r.stands], [n for r in results for n in r.in_place]
-
-
 def check_fixes(findings: Iterable[Finding], config: RunConfig, run: Run | None = None) -> list[Finding]:
     """Every finding's fix checked: its own proposals (a config check's), else its rule's advice."""
     rules = catalog()
@@ -316,11 +309,13 @@ def check_fixes(findings: Iterable[Finding], config: RunConfig, run: Run | None 
         if not proposals and rule is not None and rule.advice and run is not None:
             proposals = rule_proposals(rule, run, roles.get(f.endpoint or "", f.endpoint), ctx)
         if proposals:
-            actions, notes = checked(proposals, config)
-            f = dataclasses.replace(f, fix=fix_text(actions, notes_text(notes)), advice=tuple(proposals))
+            results = [check(p, config) for p in proposals]
+            f = dataclasses.replace(f, fix=fix_text([r.text for r in results if r.stands],
+                                                    notes_text(n for r in results for n in r.in_place)),
+                                    advice=tuple(proposals))
         out.append(f)
     return out
 
 
-__all__ = ["Checked", "Note", "RunConfig", "changes_of", "check", "check_fixes", "checked", "fix_text", "holds",
+__all__ = ["RECIPE_ROLES", "Checked", "Note", "RunConfig", "changes_of", "check", "check_fixes", "fix_text", "holds",
            "notes_text", "rule_proposals", "run_context", "satisfied"]

@@ -4,6 +4,7 @@ against what ran (:mod:`rules.advice`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -200,10 +201,11 @@ def experiments(cls: str, limiter: str | None, run: Run, fig: Mapping[str, Any],
         if not result.stands:
             continue
         try:
-            words = Proposal(prose(e.action, ctx), proposal.changes, basis=e.basis, id=e.id)
-            out.append({"id": e.id, "action": check(words, config).text, "expect": prose(e.expect, ctx)})
+            action, expect = prose(e.action, ctx), prose(e.expect, ctx)
         except KeyError:
             continue
+        worded = dataclasses.replace(result, proposal=dataclasses.replace(result.proposal, text=action))
+        out.append({"id": e.id, "action": worded.text, "expect": expect})
     return Advised(out, notes_text(notes))
 
 

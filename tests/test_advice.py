@@ -284,7 +284,7 @@ def test_the_note_says_the_value_and_what_it_stands_for() -> None:
     ctx = {"two_isl": 16384, "roles": ["prefill", "decode"]}
     changes = changes_of({"role": "prefill", "flag": "max-num-batched-tokens", "at_least": "{two_isl}"}, ctx, None)
     result = check(Proposal("raise it", changes, basis="2 x ISL"), config)
-    assert [n.rest() for n in result.in_place] == [" is already 32,768 >= 2 x ISL"]
+    assert [n.clause() for n in result.in_place] == [" is already 32,768 >= 2 x ISL"]
     env = changes_of({"roles": "each", "env": {"DYN_LOG": ["error", "warn"], "X": "1"}}, ctx, None)
     assert [(c.role, c.name) for c in env] == [("prefill", "DYN_LOG"), ("prefill", "X"), ("decode", "DYN_LOG"),
                                                ("decode", "X")]
