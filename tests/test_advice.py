@@ -203,6 +203,12 @@ def test_findings_fixes_and_the_verdicts_next_agree(name: str) -> None:
                 continue
             assert f.fix is not None and f.fix.startswith(v.experiments[0]["action"]), (f.code, f.fix)
             assert all(e["action"] in f.fix for e in v.experiments) and all(n in f.fix for n in v.in_place)
+    # a finding only a benchmark point's verdict rests on has that verdict's advice
+    assert report.verdicts is not None
+    for f in report.findings:
+        resting = [p for p in report.verdicts.points if (f.code, f.endpoint) in p.findings and p.fix]
+        if resting and (f.code, f.endpoint) not in v.findings:
+            assert f.fix in {p.fix for p in resting}, (f.code, f.fix)
 
 
 # ------------------------------------------------------------------ the balance line
