@@ -275,10 +275,11 @@ def topology(run: Run) -> str:
 
 
 def balance(verdicts: Verdicts | None) -> dict[str, Any] | None:
-    """Balance by capacity, not throughput, over the run verdict's steady window: where the queue stands
-    (prefill waiting vs decode waiting), decode's KV and batch headroom, and the side that limits (none
-    unless the verdict names one). In a closed loop both sides' request rates match by construction, so
-    a throughput ratio says nothing about which side limits."""
+    """Balance by capacity, not throughput, over the run verdict's steady window: where a queue stands
+    (the verdict's judgment, :attr:`Verdict.queues`: no other side is named), the waiting figures,
+    decode's KV and batch headroom, and the side that limits (none unless the verdict names one). In a
+    closed loop both sides' request rates match by construction, so a throughput ratio says nothing
+    about which side limits."""
     if verdicts is None:
         return None
     v = verdicts.run
@@ -290,6 +291,7 @@ def balance(verdicts: Verdicts | None) -> dict[str, Any] | None:
         return (side.get(key) or {}).get(how)
 
     return {"window": window_dict(verdicts), "verdict": v.cls, "limiting": v.side,
+            "queues": list(v.queues),
             "prefill_waiting_per_engine": stat(pre, "waiting", "mean"), "prefill_waiting_peak": stat(pre, "waiting", "peak"),
             "decode_waiting_per_engine": stat(dec, "waiting", "mean"), "decode_running_per_engine": stat(dec, "running", "mean"),
             "decode_kv_pct": stat(dec, "kv", "mean"), "decode_kv_peak": stat(dec, "kv", "peak"),
@@ -297,11 +299,12 @@ def balance(verdicts: Verdicts | None) -> dict[str, Any] | None:
 
 
 def balance_text(b: dict[str, Any]) -> str:
-    """``queue on prefill: 174.5 waiting/engine (peak 212) | decode: KV 21.2 % (peak 23.3), 46.5
-    running/engine, 0 waiting | prefill limits``."""
+    """``queue on prefill: prefill 174.5 waiting/engine (peak 212) | decode KV 21.2 % (peak 23.3), 46.5
+    running/engine, 0.0 waiting/engine | prefill limits``; the queue named is the verdict's."""
     pw, dw = b["prefill_waiting_per_engine"], b["decode_waiting_per_engine"]
-    queue = ("queue on prefill" if (pw or 0) >= 1 and (pw or 0) >= (dw or 0) else
-             "queue on decode" if (dw or 0) >= 1 else "no queue")
+    queues = b.get("queues") or []
+    queue = (f"queue{'s' if len(queues) > 1 else ''} on {' and '.join(queues)}" if queues
+             else "no queue standing")
     parts = [f"{queue}: prefill {number(pw, 1)} waiting/engine (peak {number(b['prefill_waiting_peak'], 0)})",
              f"decode KV {number(b['decode_kv_pct'], 1)} % (peak {number(b['decode_kv_peak'], 1)}), "
              f"{number(b['decode_running_per_engine'], 1)} running/engine, {number(dw, 1)} waiting/engine"]

@@ -3,7 +3,8 @@
 Each ``[[rule]]`` entry has ``code`` (stable, part of the interface), kebab ``name``,
 ``severity``, ``scope`` (run | endpoint | engine | recipe), ``template`` and its ``params``,
 optional ``for`` / ``keep_firing_for`` windows (seconds), ``summary`` (one line), ``why``,
-``remediation`` and ``examples`` (inputs with the expected outcome, run by the tests).
+``remediation``, the fix (``fix`` words, or ``[[rule.advice]]`` proposals :mod:`rules.advice` checks
+against what ran) and ``examples`` (inputs with the expected outcome, run by the tests).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from .finding import SEVERITIES
+from .proposal import ENTRY_KEYS, catalog_errors
 
 SCOPES = ("run", "endpoint", "engine", "recipe")
 
@@ -39,6 +41,7 @@ class Rule:
     consequence_of: tuple[str, ...] = ()     # rules whose earlier finding elsewhere explains this one
     caused_by: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # config causes
     fix: str = ""                            # one line a finding prints as its fix, when it has no own fix
+    advice: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # checked proposals (rules.advice)
 
     def with_params(self, overrides: dict[str, Any]) -> Rule:
         """A copy with thresholds overridden (``for``/``keep_firing_for`` included)."""
@@ -70,6 +73,14 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
         raise CatalogError(f"{source}: rule {entry['code']} has unknown severity {entry['severity']!r}")
     if entry["scope"] not in SCOPES:
         raise CatalogError(f"{source}: rule {entry['code']} has unknown scope {entry['scope']!r}")
+    for advice in entry.get("advice", ()):
+        errors = catalog_errors(advice.get("set"), advice.get("when"))
+        if unknown := sorted(set(advice) - ENTRY_KEYS):
+            errors.append(f"unknown keys {unknown}")
+        if not (advice.get("text") or advice.get("set")):
+            errors.append("an entry needs `text` or `set`")
+        if errors:
+            raise CatalogError(f"{source}: rule {entry['code']} advice: {'; '.join(errors)}")
     return Rule(
         code=entry["code"], name=entry["name"], severity=entry["severity"], scope=entry["scope"],
         template=entry["template"], summary=entry["summary"].strip(), why=entry["why"].strip(),
@@ -78,6 +89,7 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
         examples=tuple(entry.get("examples", ())), docs=entry.get("docs", ""),
         health=_health(entry, source), consequence_of=tuple(entry.get("consequence_of", ())),
         caused_by=tuple(entry.get("caused_by", ())), fix=entry.get("fix", "").strip(),
+        advice=tuple(entry.get("advice", ())),
     )
 
 

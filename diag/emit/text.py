@@ -181,7 +181,8 @@ def labelled(rows: Sequence[tuple[str, str | Text]]) -> Table:
 
 
 def verdict_rows(report: Report) -> list[tuple[str, str | Text]]:
-    """The run's verdict: class and confidence, why, the next experiment, what was ruled out."""
+    """The run's verdict: class and confidence, why, the next experiment (and what its class would change
+    that is in place already), what was ruled out."""
     v = report.verdict
     if v is None:
         return []
@@ -191,6 +192,8 @@ def verdict_rows(report: Report) -> list[tuple[str, str | Text]]:
     if v.experiments:
         e = v.experiments[0]
         rows.append(("next", f"{e['action']}: {e['expect']}"))
+    if v.in_place:
+        rows.append(("in place", "; ".join(v.in_place)))
     if v.ruled_out:
         rows.append(("ruled out", Text("; ".join(r["why"] for r in v.ruled_out), style="dim")))
     return rows
