@@ -1,7 +1,9 @@
-"""No line of text output ends in whitespace. Rich pads table cells, grids and indented blocks to their
+"""The console every text output writes through (:func:`diag.options.console_for`): :class:`OutputConsole`.
+
+No line of text output ends in whitespace. Rich pads table cells, grids and indented blocks to their
 width; piped into a file or ``grep`` that padding is noise (a diff of two outputs, ``$`` in a pattern).
-Every console an output writes through (:func:`diag.options.console_for`) carries :class:`TrimLines`, so
-the emitters need not think of it."""
+Every such console carries :class:`TrimLines`, so the emitters need not think of it. And a reader that
+went away (``| head -1``) is the command's :func:`diag.options.quiet_pipe` to handle, not rich's exit 1."""
 
 from __future__ import annotations
 
@@ -52,3 +54,12 @@ class TrimLines(RenderHook):
 
     def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
         return [_Trimmed(r) for r in renderables]
+
+
+class OutputConsole(Console):
+    """A rich console whose closed pipe is a :class:`BrokenPipeError` for :func:`diag.options.quiet_pipe`
+    (output stops, the exit status stays the run's), where rich would exit 1 at once."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError

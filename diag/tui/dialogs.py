@@ -129,8 +129,11 @@ HELP = """\
 
 [b]health[/b]
   OK · WARN warning finding · CRIT error finding · DOWN engine dead
+  LIMITS on the side the verdict names as the limit (bold rows)
   STALE no stats line for 60 s · NO STATS never logged stats
   READY start-up done, no load yet (shown as ready 4m44s)
+  a recipe check (K003) or a consequence of a death elsewhere
+  (folded under it) colours no endpoint
 
 [b]columns[/b]
   prompt/s gen/s run wait KV %: latest stats, engines summed
