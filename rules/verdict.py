@@ -16,6 +16,7 @@ from typing import Any
 
 from diag.parsers.records import BenchResult
 
+from .confidence import weighed
 from .finding import Finding
 from .present import number
 from .runmodel import Run
@@ -40,6 +41,7 @@ class Verdict:
     ruled_out: tuple[dict[str, str], ...] = field(default=(), compare=False)
     experiments: tuple[dict[str, str], ...] = field(default=(), compare=False)
     findings: tuple[tuple[str, str | None], ...] = ()  # (code, endpoint) of the findings it rests on
+    confidence_reasons: tuple[str, ...] = ()   # why the evidence lowered the confidence (rules.confidence)
 
     @property
     def label(self) -> str:
@@ -48,6 +50,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.cls, "limiter": self.limiter, "why": self.why, "confidence": self.confidence,
+                "confidence_reasons": list(self.confidence_reasons),
                 "concurrency": self.concurrency,
                 "window": None if self.window is None else {"start": self.window[0].isoformat(),
                                                             "end": self.window[1].isoformat()},
@@ -347,7 +350,9 @@ def _config_causes(rests: Sequence[Finding], findings: Sequence[Finding]) -> lis
 
 def _build(cls: str, limiter: str | None, why: str, conf: str, rests: list[Finding], j: _Judge, run: Run,
            concurrency: int | None, window: tuple[datetime, datetime] | None, phases: list[dict[str, Any]],
-           extra_ev: list[dict[str, Any]], findings: Sequence[Finding], stage: str | None = None) -> Verdict:
+           extra_ev: list[dict[str, Any]], findings: Sequence[Finding], stage: str | None = None,
+           bench: BenchResult | None = None) -> Verdict:
+    conf, reasons = weighed(cls, conf, j.fig, bench, j.p)
     cause = rests[0].message.split(" (", 1)[0] if rests else why
     causes = _config_causes(rests, findings)
     ev = [_finding_ev(f) for f in rests] + extra_ev
@@ -359,7 +364,7 @@ def _build(cls: str, limiter: str | None, why: str, conf: str, rests: list[Findi
                    j.fig, tuple(ev), tuple(_ruled_out(cls, j)),
                    tuple(causes + experiments(cls, limiter, run, j.fig, j.cap, concurrency, cause, stage,
                                               frozenset(c["id"].removeprefix("fix-") for c in causes))),
-                   tuple(dict.fromkeys((f.code, f.endpoint) for f in rests)))
+                   tuple(dict.fromkeys((f.code, f.endpoint) for f in rests)), reasons)
 
 
 def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clock: datetime | None,
@@ -375,7 +380,7 @@ def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clo
         cls, lim, why, conf, rests = _judge(j, bench, findings, finished)
         if cls == "unknown":
             why = "the point has no measured window (no start or end time)"
-        return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, None, [], [], findings)
+        return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, None, [], [], findings, bench=bench)
     phases = point_phases(bench, end, p)
     steady = next(ph for ph in phases if ph["phase"] == "steady")
     fig = figures(run, steady["start"], steady["end"], cap)
@@ -386,7 +391,7 @@ def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clo
         extra.append({"kind": "benchmark", "failed_requests": bench.failed_requests,
                       "successful_requests": bench.successful_requests})
     return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, (steady["start"], steady["end"]),
-                  phases, extra, findings)
+                  phases, extra, findings, bench=bench)
 
 
 def points(run: Run) -> list[BenchResult]:
