@@ -5,6 +5,7 @@ allocated GPUs beside them where they differ)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from diag.rules.present import number
@@ -13,7 +14,8 @@ from diag.rules.verdict import Verdict
 
 
 def gpu_counts(run: Run) -> dict[str, Any]:
-    """Working and allocated GPUs, from the job json or the recipe."""
+    """Working and allocated GPUs, from the job json or the recipe ({} where neither has a ``resources``
+    mapping)."""
     from diag.parsers.jobmeta import gpu_counts as counts
 
     res = None
@@ -21,7 +23,7 @@ def gpu_counts(run: Run) -> dict[str, Any]:
         res = run.job.resources
     elif run.recipe is not None:
         res = run.recipe.data.get("resources")
-    if not res:
+    if not isinstance(res, Mapping) or not res:
         return {}
     try:
         return dict(counts(res))
