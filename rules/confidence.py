@@ -21,7 +21,7 @@ from diag.parsers.records import BenchResult
 from .present import duration, number
 
 LEVELS = ("low", "medium", "high")
-FACT_CLASSES = frozenset({"invalid", "startup-stuck", "unknown"})
+UNWEIGHED = frozenset({"invalid", "startup-stuck", "unknown"})   # facts, and the class that claims nothing
 # the inputs a load class's tests read: (side, figure, label)
 INPUTS = (("prefill", "waiting", "waiting"), ("decode", "waiting", "waiting"), ("decode", "kv", "KV"),
           ("decode", "running", "running"))
@@ -31,14 +31,16 @@ def _per_engine(side: Mapping[str, Any]) -> float | None:
     return side["samples"] / side["engines"] if side.get("engines") else None
 
 
-def thin(fig: Mapping[str, Any], p: Mapping[str, float]) -> str | None:
-    """The reason to lower it when the side with the fewest samples per engine in the window has too few."""
+def thin(fig: Mapping[str, Any], p: Mapping[str, float], scraped: bool = False) -> str | None:
+    """The reason to lower it when the side with the fewest samples per engine in the window has too few
+    (``scraped``: every stats sample of the run is a Prometheus scrape, whose interval sets how many)."""
     per = [n for side in ("prefill", "decode") if (n := _per_engine(fig.get(side) or {})) is not None]
     if not per or min(per) >= p["min_window_samples"]:
         return None
     n = min(per)
     span = f" in the {duration(fig['window_s'])} steady window" if fig.get("window_s") else " in the window"
-    return f"{number(n, 0 if n == int(n) else 1)} sample{'' if n == 1 else 's'} per engine{span}"
+    return (f"{number(n, 0 if n == int(n) else 1)} {'Prometheus ' if scraped else ''}sample{'' if n == 1 else 's'}"
+            f" per engine{span}")
 
 
 def unknown_inputs(fig: Mapping[str, Any]) -> list[str]:
@@ -65,11 +67,12 @@ def conflict(fig: Mapping[str, Any], bench: BenchResult | None, p: Mapping[str, 
 
 
 def weighed(cls: str, confidence: str, fig: Mapping[str, Any], bench: BenchResult | None,
-            p: Mapping[str, float]) -> tuple[str, tuple[str, ...]]:
-    """(confidence, the reasons it was lowered) of a verdict of class ``cls`` over figures ``fig``."""
-    if cls in FACT_CLASSES:
+            p: Mapping[str, float], scraped: bool = False) -> tuple[str, tuple[str, ...]]:
+    """(confidence, the reasons it was lowered) of a verdict of class ``cls`` over figures ``fig``
+    (``scraped``: the run's stats are Prometheus scrapes only)."""
+    if cls in UNWEIGHED:
         return confidence, ()
-    sparse = thin(fig, p)
+    sparse = thin(fig, p, scraped)
     drop, reasons = (1, [sparse]) if sparse else (0, [])
     if missing := unknown_inputs(fig):
         drop += len(missing)
@@ -80,4 +83,4 @@ def weighed(cls: str, confidence: str, fig: Mapping[str, Any], bench: BenchResul
     return LEVELS[max(0, LEVELS.index(confidence) - drop)], tuple(reasons)
 
 
-__all__ = ["FACT_CLASSES", "LEVELS", "conflict", "thin", "unknown_inputs", "weighed"]
+__all__ = ["LEVELS", "UNWEIGHED", "conflict", "thin", "unknown_inputs", "weighed"]

@@ -352,7 +352,8 @@ def _build(cls: str, limiter: str | None, why: str, conf: str, rests: list[Findi
            concurrency: int | None, window: tuple[datetime, datetime] | None, phases: list[dict[str, Any]],
            extra_ev: list[dict[str, Any]], findings: Sequence[Finding], stage: str | None = None,
            bench: BenchResult | None = None) -> Verdict:
-    conf, reasons = weighed(cls, conf, j.fig, bench, j.p)
+    scraped = {v for ep in run.endpoints.values() for v in ep.variants} == {"prom"}
+    conf, reasons = weighed(cls, conf, j.fig, bench, j.p, scraped)
     cause = rests[0].message.split(" (", 1)[0] if rests else why
     causes = _config_causes(rests, findings)
     ev = [_finding_ev(f) for f in rests] + extra_ev

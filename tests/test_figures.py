@@ -244,10 +244,10 @@ def test_unknown_inputs_lower_the_confidence() -> None:
     """stats-missing-dynamo was 'healthy (high confidence) ... no queue standing' with decode waiting '-'."""
     v = report_of(RUNS / "stats-missing-dynamo").verdict
     assert v is not None and v.cls == "healthy" and v.confidence == "low"
-    assert v.confidence_reasons == ("1 sample per engine in the 3m02s steady window",
+    assert v.confidence_reasons == ("1 Prometheus sample per engine in the 3m02s steady window",
                                     "prefill waiting, decode waiting, decode running unknown")
     res = run_diag("tail", str(RUNS / "stats-missing-dynamo"), env=TEXT_ENV)
-    assert "healthy (low confidence: 1 sample per engine in the 3m02s steady window; prefill waiting, decode " \
+    assert "healthy (low confidence: 1 Prometheus sample per engine in the 3m02s steady window; prefill waiting, decode " \
            "waiting, decode running unknown) at concurrency 1,024" in " ".join(res.stdout.split())
 
 
@@ -256,7 +256,7 @@ def test_thin_samples_lower_the_confidence() -> None:
     its steady window."""
     v = report_of(RUNS / "stats-missing").verdict
     assert v is not None and v.cls == "healthy" and v.confidence == "medium"
-    assert v.confidence_reasons == ("1 sample per engine in the 3m02s steady window",)
+    assert v.confidence_reasons == ("1 Prometheus sample per engine in the 3m02s steady window",)
     assert v.to_dict()["confidence_reasons"] == list(v.confidence_reasons)
 
 

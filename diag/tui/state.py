@@ -269,20 +269,20 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     if v is not None:
         rows.append(("verdict", f"{v.label} · {v.confidence}" + (f" @{number(v.concurrency)}" if v.concurrency else "")
                      + (f" ({'; '.join(v.confidence_reasons)})" if v.confidence_reasons else "")))
-    tp = report.throughput
-    engines = (tp or {}).get("engines") or {}
+    tp: dict[str, Any] = report.throughput or {}
+    engines = tp.get("engines") or {}
     tps = number(engines.get("tps"))   # the useful tok/s the engines measured (report.throughput)
     if engines.get("per_working_gpu") is not None:
-        tps += f" · {number(engines['per_working_gpu'])}/GPU ({number(tp['working_gpus'])} GPUs)"  # type: ignore[index]
-    window = (tp or {}).get("window")
+        tps += f" · {number(engines['per_working_gpu'])}/GPU ({number(tp['working_gpus'])} GPUs)"
+    window = tp.get("window")
     rows.append(("tok/s", tps + (f" over {window['label']}" if window else "")))
     if report.balance:
         b = report.balance
         rows.append(("queue", f"P {number(b['prefill_waiting_per_engine'], 1)} · D {number(b['decode_waiting_per_engine'], 1)}"
                               f" /eng · D KV {number(b['decode_kv_pct'], 1)} %"))
-    bench = (tp or {}).get("benchmark")
+    bench = tp.get("benchmark")
     if bench is not None:   # the benchmark's at the verdict's point, else its best so far
-        text = f"{number(bench['tps'])} tok/s @{number(tp['concurrency'])}"  # type: ignore[index]
+        text = f"{number(bench['tps'])} tok/s @{number(tp['concurrency'])}"
         if bench["per_working_gpu"] is not None:
             text += f" · {number(bench['per_working_gpu'])}/GPU"
         rows.append(("bench", text))
