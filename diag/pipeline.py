@@ -42,10 +42,11 @@ from .report import (
     header_lines,
     run_phase,
     stage,
-    tokens_per_gpu,
     topology,
+    window_dict,
 )
 from .sources import Source
+from .throughput import throughput, tokens_per_gpu
 
 LIVE_S = 15 * 60.0   # data this close to the wall clock is a live run; other data is judged as of its end
 SETTLE_S = 30.0      # a live window is judged once the data is this far past its qualifying part (3 stats lines)
@@ -95,9 +96,10 @@ def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool =
     stale_at = stats_end(run) if finished else now
     summaries = tuple(endpoint_summary(run, ep, findings, now, verdicts=verdicts, stale_at=stale_at)
                       for ep in run.endpoints.values())
-    return Report(run, tuple(findings), summaries, tuple(header_lines(run)), topology(run), stage(run),
+    tp = throughput(run, verdicts.run, window_dict(verdicts))
+    return Report(run, tuple(findings), summaries, tuple(header_lines(run, tp)), topology(run), stage(run),
                     balance(verdicts), tokens_per_gpu(run), now, settings.fail_on, verdicts,
-                    run_phase(verdicts, now))
+                    run_phase(verdicts, now), tp)
 
 
 def settled(f: Finding, run: Run, now: datetime | None, settings: Settings) -> bool:

@@ -1,5 +1,5 @@
-"""The report of a run: findings, verdicts, per-endpoint summaries and health, topology, balance, tok/s/GPU
-and the header facts, computed once by ``diag.pipeline.analyze``.
+"""The report of a run: findings, verdicts, per-endpoint summaries and health, topology, balance, throughput
+(:mod:`diag.throughput`) and the header facts, computed once by ``diag.pipeline.analyze``.
 
 Every emitter (text, JSON, JSONL, the TUI) renders a :class:`Report`; none computes its own.
 """
@@ -25,7 +25,9 @@ from diag.rules.runmodel import Endpoint, Run
 from diag.rules.templating import log_empty
 from diag.rules.verdict import Verdict, Verdicts, limiting_endpoints
 from diag.rules.verdict_catalog import verdict_catalog
-from diag.rules.verdict_figures import INTERVAL_S, active_window, in_window
+from diag.rules.verdict_figures import INTERVAL_S, active_window, in_window, known_sum
+
+from .throughput import throughput_text, tokens_per_gpu
 
 STATS_INTERVAL_S = INTERVAL_S   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
 STAGE_SHORT = {s.name: s.short for s in STAGES}
@@ -52,7 +54,8 @@ class EndpointSummary:
     waiting_peak: float | None             # the window's highest 10 s total
     kv_mean: float | None                  # engines averaged
     kv_peak: float | None
-    preemptions: int                       # over the whole run
+    preemptions: int                       # over the window
+    window_samples: int                    # the stats samples the figures rest on (all engines)
     health: str                            # see endpoint_health
     phase: str                             # starting | warm-up | steady | drain | serving | idle | dead
     facts: dict[str, Any]
@@ -70,7 +73,7 @@ class EndpointSummary:
                 "prompt_tps_mean": _r(self.prompt_tps_mean), "gen_tps_mean": _r(self.gen_tps_mean),
                 "running_mean": _r(self.running_mean), "waiting_mean": _r(self.waiting_mean),
                 "waiting_peak": _r(self.waiting_peak), "kv_usage_mean": _r(self.kv_mean),
-                "kv_usage_peak": _r(self.kv_peak), "preemptions": self.preemptions,
+                "kv_usage_peak": _r(self.kv_peak), "preemptions": self.preemptions, "samples": self.window_samples,
                 "latency_s": self.latency,
             },
             "health": self.health,
@@ -95,17 +98,20 @@ def _per_interval(ep: Endpoint, col: str) -> pl.Series:
             .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col(col).sum()).sort("ts")[col])
 
 
-def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, float | None]:
+def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, Any]:
     """Rates, queues (per-engine means summed) and KV (averaged) of an endpoint over a window; peaks are
-    the highest 10 s total (waiting) and the highest sample (KV)."""
+    the highest 10 s total (waiting) and the highest sample (KV); the preemptions and stats samples in it.
+    A figure no sample knows is None, not 0."""
     s = in_window(ep.stats, start, end)
     if not s.height:
         return {}
     means = s.group_by("engine").agg(pl.col("prompt_tps", "gen_tps", "running", "waiting").mean()).sort("engine")
-    totals = s.group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col("waiting").sum())  # a max: order-free
-    return {"prompt_tps_mean": means["prompt_tps"].sum(), "gen_tps_mean": means["gen_tps"].sum(),
-            "running_mean": means["running"].sum(), "waiting_mean": means["waiting"].sum(),
-            "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max()}
+    totals = (s.filter(pl.col("waiting").is_not_null())    # a max: order-free
+              .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col("waiting").sum()))
+    return {"prompt_tps_mean": known_sum(means["prompt_tps"]), "gen_tps_mean": known_sum(means["gen_tps"]),
+            "running_mean": known_sum(means["running"]), "waiting_mean": known_sum(means["waiting"]),
+            "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max(),
+            "preemptions": int(s["preemptions"].fill_null(0).sum()), "window_samples": s.height}
 
 
 def endpoint_latency(ep: Endpoint) -> dict[str, dict[str, float | None]]:
@@ -175,7 +181,7 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
     empty = log_empty(run, ep)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
                            label if fig else None, **{k: fig.get(k) for k in keys},  # type: ignore[arg-type]
-                           preemptions=int(ep.stats["preemptions"].fill_null(0).sum()) if ep.stats.height else 0,
+                           preemptions=fig.get("preemptions", 0), window_samples=fig.get("window_samples", 0),
                            health=health, phase="unknown" if empty else endpoint_phase(ep, health, verdicts, now),
                            facts=facts_of(ep),
                            startup=ep.startup.to_dict(now), latency=endpoint_latency(ep),
@@ -312,42 +318,6 @@ def balance_text(b: dict[str, Any]) -> str:
     return " | ".join(parts)
 
 
-def gpu_counts(run: Run) -> dict[str, Any]:
-    """Working and allocated GPUs, from the job json or the recipe."""
-    from diag.parsers.jobmeta import gpu_counts as counts
-
-    res = None
-    if run.job is not None and run.job.resources:
-        res = run.job.resources
-    elif run.recipe is not None:
-        res = run.recipe.data.get("resources")
-    if not res:
-        return {}
-    try:
-        return dict(counts(res))
-    except (TypeError, ValueError, ZeroDivisionError):
-        return {}
-
-
-def tokens_per_gpu(run: Run) -> dict[str, Any] | None:
-    """Best total token throughput of the benchmark per GPU, with its denominator named."""
-    best = max((b for b in run.benchmark if b.total_token_throughput),
-               key=lambda b: b.total_token_throughput, default=None)
-    if best is None:
-        return None
-    g = gpu_counts(run)
-    working = best.total_gpus or g.get("working_gpus") or g.get("working")
-    allocated = g.get("allocated_gpus") or g.get("allocated")
-    out: dict[str, Any] = {"concurrency": best.concurrency, "total_token_throughput": best.total_token_throughput}
-    if working:
-        out["per_working_gpu"] = round(best.total_token_throughput / working, 1)
-        out["working_gpus"] = working
-    if allocated:
-        out["per_allocated_gpu"] = round(best.total_token_throughput / allocated, 1)
-        out["allocated_gpus"] = allocated
-    return out
-
-
 def stage(run: Run) -> str:
     from diag.parsers.orchestrator import stage_of
 
@@ -394,8 +364,9 @@ def found_without_stats(run: Run) -> str | None:
     return ", ".join(parts) + " (no stats lines)"
 
 
-def header_lines(run: Run) -> list[tuple[str, str]]:
-    """The run header: job, model, topology, build, stage, span, benchmark throughput."""
+def header_lines(run: Run, tp: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """The run header: job, model, topology, build, stage, span, throughput (``tp``, the run's at its
+    verdict's point: :func:`diag.throughput.throughput_text`; the best benchmark point's without one)."""
     job = run.job
     rows = [("job", f"{(job.job_id if job else None) or '-'} {(job.job_name if job else None) or ''}".strip()),
             ("model", model_of(run) or "-"), ("topology", topology(run)), ("vLLM build", run.build or "unknown"),
@@ -406,7 +377,9 @@ def header_lines(run: Run) -> list[tuple[str, str]]:
     if (found := found_without_stats(run)) is not None:
         rows.append(("found", found))
     tpg = tokens_per_gpu(run)
-    if tpg:
+    if tp is not None:
+        rows.append(("throughput", throughput_text(tp, tpg)))
+    elif tpg:
         parts = [f"{number(tpg['total_token_throughput'])} tok/s total at concurrency {number(tpg['concurrency'])}"]
         if "per_working_gpu" in tpg:
             parts.append(f"{number(tpg['per_working_gpu'])} tok/s per working GPU ({tpg['working_gpus']})")
@@ -432,6 +405,7 @@ class Report:
     fail_on: str = "error"
     verdicts: Verdicts | None = None
     phase: str = "unknown"
+    throughput: dict[str, Any] | None = None   # at the verdict's point: diag.throughput.throughput
 
     @property
     def verdict(self) -> Verdict | None:

@@ -21,9 +21,10 @@ import polars as pl
 from diag.parsers.records import BenchResult
 from diag.rules.outcome import fails, outcome_of, worst_severity
 
-from .report import Report, gpu_counts
+from .report import Report
 from .sla import Limit, Request, Sla, read_requests, recipe_sla
 from .sweep import SERIES, Point, effective_config, endpoint_series, points_of, topology_label
+from .throughput import gpu_counts
 
 REQUEST_MS = ("ttft", "tpot", "itl", "e2el")
 

@@ -27,8 +27,9 @@ from diag.rules.runmodel import Endpoint
 from diag.rules.verdict import Verdict
 from diag.rules.verdict_catalog import verdict_catalog
 
-from .report import Report, facts_of, gpu_counts
+from .report import Report, facts_of
 from .sla import Judgement, Request, Sla, judge
+from .throughput import gpu_counts
 
 DENOMINATORS = ("working", "allocated")
 VERDICTS = verdict_catalog().names

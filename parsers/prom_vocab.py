@@ -36,7 +36,10 @@ ALIASES: dict[str, str] = {
 
 # stats field -> (kind, sources in priority order: (current metric name, required label or None)).
 # Since 2026-02 the log's "Avg prompt throughput" counts locally computed tokens only: the
-# ``prompt_tokens_by_source{source="local_compute"}`` counter matches it; ``prompt_tokens`` counts all.
+# ``prompt_tokens_by_source{source="local_compute"}`` counter matches it (vLLM 0.33 v1/metrics/loggers.py;
+# the other sources are ``local_cache_hit`` and ``external_kv_transfer``); ``prompt_tokens`` counts every
+# source, a P/D decode's transferred KV included, so it feeds ``prompt_all`` and the run model takes it as
+# computed only where no KV arrives by transfer (rules.endpoints).
 # Dynamo's own series come after vLLM's (ai-dynamo 1.6 prometheus_names.py, common/utils/prometheus.py):
 # a worker's ``dynamo_component_gpu_cache_usage_percent`` (0..1, per ``dp_rank``), a frontend's
 # in-flight and queued requests, so a capture without vllm: series still has its endpoints' load.
@@ -44,8 +47,8 @@ FIELDS: dict[str, tuple[str, tuple[tuple[str, tuple[str, str] | None], ...]]] = 
     "running": ("gauge", (("vllm:num_requests_running", None), ("dynamo_frontend_inflight_requests", None))),
     "waiting": ("gauge", (("vllm:num_requests_waiting", None), ("dynamo_frontend_queued_requests", None))),
     "kv": ("gauge", (("vllm:kv_cache_usage_perc", None), ("dynamo_component_gpu_cache_usage_percent", None))),
-    "prompt": ("counter", (("vllm:prompt_tokens_by_source", ("source", "local_compute")),
-                           ("vllm:prompt_tokens", None))),
+    "prompt": ("counter", (("vllm:prompt_tokens_by_source", ("source", "local_compute")),)),
+    "prompt_all": ("counter", (("vllm:prompt_tokens", None),)),
     "gen": ("counter", (("vllm:generation_tokens", None),)),
     "preempt": ("counter", (("vllm:num_preemptions", None),)),
     "prefix_q": ("counter", (("vllm:prefix_cache_queries", None),)),

@@ -331,10 +331,12 @@ def count_records(line: int, ts: datetime | None, increases: Mapping[str, float]
 def _sample(line: int, ts: datetime, engine: str | None, gauges: Mapping[str, float], rates: Mapping[str, float],
             latency: Mapping[str, float]) -> StatsSample:
     """One ``StatsSample(variant="prom")`` from an engine's gauges (FIELDS names), per-interval counter rates
-    (per second; ``preempt`` a count) and latency quantiles: KV 0..1 -> percent, hit ratios in percent."""
+    (per second; ``preempt`` a count) and latency quantiles: KV 0..1 -> percent, hit ratios in percent. The
+    prompt tokens: the computed ones where the engine splits them by source, else every source's (``prompt_all_tps``)."""
     return StatsSample(
         line, variant=VARIANT, engine=_engine_int(engine), ts=ts,
-        prompt_tps=rates.get("prompt"), gen_tps=rates.get("gen"),
+        prompt_tps=rates.get("prompt"), prompt_all_tps=None if "prompt" in rates else rates.get("prompt_all"),
+        gen_tps=rates.get("gen"),
         running=_int(gauges.get("running")), waiting=_int(gauges.get("waiting")),
         preemptions=_int(rates.get("preempt")), deferred=_int(gauges.get("deferred")),
         kv_fetch_waiting=_int(gauges.get("kv_fetch_waiting")), kv_fetch_running=_int(gauges.get("kv_fetch_running")),

@@ -53,7 +53,9 @@ class StatsSample(Record):
     variant: str = field(metadata=column("", "v1 | v0 | rust | sglang-prefill | sglang-decode | prom"))
     engine: int | None = field(default=None, metadata=column("", 'DP rank from "Engine NNN:" / "DPk"'))
     n_aggregated: int | None = field(default=None, metadata=column("", '"N Engines Aggregated:"'))
-    prompt_tps: float | None = field(default=None, metadata=column("tok/s", "prompt throughput over the interval", run=True))
+    prompt_tps: float | None = field(default=None, metadata=column(
+        "tok/s", "prompt tokens the engine computed over the interval (not prefix-cache hits or KV received by transfer)",
+        run=True))
     gen_tps: float | None = field(default=None, metadata=column("tok/s", "generation throughput over the interval", run=True))
     running: int | None = field(default=None, metadata=column("requests", "requests running", run=True))
     waiting: int | None = field(default=None, metadata=column("requests", "requests waiting", run=True))
@@ -69,6 +71,9 @@ class StatsSample(Record):
     kv_fetch_waiting: int | None = field(default=None, metadata=column("requests", "KV fetch: waiting to start (P/D decode)", run=True))
     kv_fetch_running: int | None = field(default=None, metadata=column("requests", "KV fetch: in progress", run=True))
     kv_fetch_done: int | None = field(default=None, metadata=column("requests", "KV fetch: completed, waiting to run"))
+    prompt_all_tps: float | None = field(default=None, metadata=column(
+        "tok/s", "prompt tokens of every source (computed, prefix-cache hit, KV received by transfer) where the "
+        "engine does not split them (Prometheus vllm:prompt_tokens)", run=True))
     latency: dict[str, float] | None = field(  # one run-model column per quantile: parsers.histogram.COLUMNS
         default=None, metadata=column("s", "per-interval latency quantiles from Prometheus histograms", run=True))
 

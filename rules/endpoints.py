@@ -232,6 +232,11 @@ def _finish(g: _Group, cache: FrameCache) -> dict[str, Any]:
     # (copies glued onto one line, a line written to stdout and stderr) is one sample, not a doubled rate
     same = [c for c in stats.columns if c != "line"]
     stats = stats.filter(pl.col("ts").is_null() | pl.struct(same).is_first_distinct())
+    if g.role != "decode":
+        # no KV arrives here by transfer: where the engine counts its prompt tokens unsplit (Prometheus
+        # vllm:prompt_tokens), they are its computed ones, cache hits included as vLLM's log counted them
+        # before it split them; a P/D decode's unsplit count is mostly transferred KV and stays apart
+        stats = stats.with_columns(pl.coalesce("prompt_tps", "prompt_all_tps").alias("prompt_tps"))
     kv = pl.concat([k for _, k in frames]) if frames else pl.DataFrame(schema=KV_SCHEMA)
     return {"stats": stats.drop("prom").sort("ts", "engine", nulls_last=True, maintain_order=True),
             "kv": kv.sort("ts", nulls_last=True, maintain_order=True),

@@ -141,7 +141,8 @@ RECORDING: dict[str, str] = {
     "diag:vllm_running:engine": _field("running"),
     "diag:vllm_waiting:engine": _field("waiting"),
     "diag:vllm_kv_usage:engine_percent": f"100 * ({_field('kv')})",
-    "diag:vllm_prompt_tokens:engine_irate": _field("prompt"),
+    # the computed prompt tokens where the engine splits them by source, else all of them (prefill's are computed)
+    "diag:vllm_prompt_tokens:engine_irate": f"{_field('prompt')} or {_field('prompt_all')}",
     "diag:vllm_generation_tokens:engine_irate": _field("gen"),
     "diag:vllm_preemptions:engine_irate": _field("preempt"),
     "diag:vllm_tokens:engine_irate": "diag:vllm_prompt_tokens:engine_irate + diag:vllm_generation_tokens:engine_irate",

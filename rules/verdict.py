@@ -18,6 +18,7 @@ from typing import Any
 from diag.parsers.records import BenchResult
 
 from .advice import RunConfig, fix_text
+from .confidence import weighed
 from .engine import cause_key
 from .finding import Finding
 from .present import number
@@ -45,6 +46,7 @@ class Verdict:
     findings: tuple[tuple[str, str | None], ...] = ()  # (code, endpoint) of the findings it rests on
     queues: tuple[str, ...] = ()               # the sides where a queue stands in the window (prefill, decode)
     in_place: tuple[str, ...] = field(default=(), compare=False)  # what the class would change, in place already
+    confidence_reasons: tuple[str, ...] = ()   # why the evidence lowered the confidence (rules.confidence)
 
     @property
     def label(self) -> str:
@@ -68,6 +70,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.cls, "limiter": self.limiter, "why": self.why, "confidence": self.confidence,
+                "confidence_reasons": list(self.confidence_reasons),
                 "concurrency": self.concurrency,
                 "window": None if self.window is None else {"start": self.window[0].isoformat(),
                                                             "end": self.window[1].isoformat()},
@@ -389,7 +392,9 @@ def _config_causes(rests: Sequence[Finding], findings: Sequence[Finding]) -> lis
 def _build(cls: str, limiter: str | None, why: str, conf: str, rests: list[Finding], j: _Judge, run: Run,
            concurrency: int | None, window: tuple[datetime, datetime] | None, phases: list[dict[str, Any]],
            extra_ev: list[dict[str, Any]], findings: Sequence[Finding], config: RunConfig,
-           stage: str | None = None) -> Verdict:
+           stage: str | None = None, bench: BenchResult | None = None) -> Verdict:
+    scraped = {v for ep in run.endpoints.values() for v in ep.variants} == {"prom"}
+    conf, reasons = weighed(cls, conf, j.fig, bench, j.p, scraped)
     cause = rests[0].message.split(" (", 1)[0] if rests else why
     causes = _config_causes(rests, findings)
     ev = [_finding_ev(f) for f in rests] + extra_ev
@@ -402,7 +407,7 @@ def _build(cls: str, limiter: str | None, why: str, conf: str, rests: list[Findi
                          for ph in phases),
                    j.fig, tuple(ev), tuple(_ruled_out(cls, j)), tuple(causes + advised.experiments),
                    tuple(dict.fromkeys((f.code, f.endpoint) for f in rests)), j.queues() if j.has_stats() else (),
-                   tuple(advised.in_place))
+                   tuple(advised.in_place), reasons)
 
 
 def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clock: datetime | None,
@@ -420,7 +425,7 @@ def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clo
         cls, lim, why, conf, rests = _judge(j, bench, findings, finished)
         if cls == "unknown":
             why = "the point has no measured window (no start or end time)"
-        return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, None, [], [], findings, config)
+        return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, None, [], [], findings, config, bench=bench)
     phases = point_phases(bench, end, p)
     steady = next(ph for ph in phases if ph["phase"] == "steady")
     fig = figures(run, steady["start"], steady["end"], cap)
@@ -431,7 +436,7 @@ def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clo
         extra.append({"kind": "benchmark", "failed_requests": bench.failed_requests,
                       "successful_requests": bench.successful_requests})
     return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, (steady["start"], steady["end"]),
-                  phases, extra, findings, config)
+                  phases, extra, findings, config, bench=bench)
 
 
 def points(run: Run) -> list[BenchResult]:

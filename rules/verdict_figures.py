@@ -86,6 +86,11 @@ def in_window(stats: pl.DataFrame, start: datetime, end: datetime) -> pl.DataFra
     return stats.filter(pl.col("ts").is_not_null() & (mid >= start) & (mid <= end))
 
 
+def known_sum(values: pl.Series) -> float | None:
+    """The sum of the known values; None when none is known (a sum of unknowns is not 0)."""
+    return None if values.null_count() == values.len() else float(values.sum())
+
+
 def _side(df: pl.DataFrame) -> dict[str, Any]:
     """Figures of one side over a window: per-engine means summed for rates, per-sample statistics for
     queues and KV."""
@@ -94,7 +99,7 @@ def _side(df: pl.DataFrame) -> dict[str, Any]:
     per_engine = (df.group_by("endpoint", "engine").agg(pl.col("prompt_tps").mean(), pl.col("gen_tps").mean())
                   .sort("endpoint", "engine"))   # a fixed order: the float sums are the same every run
     out = {"engines": per_engine.height, "samples": df.height,
-           "prompt_tps": _r(per_engine["prompt_tps"].sum()), "gen_tps": _r(per_engine["gen_tps"].sum())}
+           "prompt_tps": _r(known_sum(per_engine["prompt_tps"])), "gen_tps": _r(known_sum(per_engine["gen_tps"]))}
     for col, key in (("waiting", "waiting"), ("running", "running"), ("kv_usage", "kv")):
         s = df[col].drop_nulls()
         out[key] = {"mean": _r(s.mean(), 2), "p90": _r(s.quantile(0.9), 2), "peak": _r(s.max(), 2)} if len(s) \
@@ -122,9 +127,23 @@ def figures(run: Run, start: datetime, end: datetime, cap: Mapping[str, Any]) ->
             parts.append(dec["running"]["mean"] / batch)
         util = _r(max(parts), 3) if parts else None
     out = {"window_s": _r((end - start).total_seconds(), 0), "prefill": pre, "decode": dec,
-           "decode_role": role, "decode_util": util}
+           "decode_role": role, "decode_util": util, "useful": useful(pre, dec, role)}
     if requests := request_figures(run, start, end):
         out["requests"] = requests
+    return out
+
+
+def useful(pre: Mapping[str, Any], dec: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """The tokens per second the measured work delivered, what a benchmark counts (each prompt once, each
+    output token once): the prompt tokens the prompt side computed and the tokens the generating side
+    generated. A P/D decode's own prompt tokens are the same prompts again (recomputed after a preemption,
+    or KV received by transfer where the engine does not split them): ``excluded_prompt_tps``, never
+    counted. ``tps`` is None when either part is unknown."""
+    prompt = (pre if role == "decode" else dec).get("prompt_tps")
+    gen = dec.get("gen_tps")
+    out = {"tps": None if prompt is None or gen is None else _r(prompt + gen), "prompt_tps": prompt, "gen_tps": gen}
+    if role == "decode":
+        out["excluded_prompt_tps"] = dec.get("prompt_tps")
     return out
 
 
@@ -144,5 +163,5 @@ def p_batch_default() -> float:
     return float(verdict_catalog().params["batch_cap_default"])
 
 
-__all__ = ["EMPTY_FIGURES", "INTERVAL_S", "WAITING_KV", "active_window", "figures", "in_window", "point_phases",
-           "request_figures"]
+__all__ = ["EMPTY_FIGURES", "INTERVAL_S", "WAITING_KV", "active_window", "figures", "in_window", "known_sum",
+           "point_phases", "request_figures", "useful"]

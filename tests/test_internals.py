@@ -95,7 +95,7 @@ def test_stats_columns_come_from_one_spec() -> None:
     assert columns.STATS_COLUMNS is RECORD_COLUMNS
     assert list(runmodel.STATS_SCHEMA) == ["ts", "engine", "file", "line", *RUN_SCHEMA]
     assert RUN_METRICS == ("prompt_tps", "gen_tps", "running", "waiting", "deferred", "preemptions", "kv_usage",
-                           "prefix_hit", "ext_hit", "kv_fetch_waiting", "kv_fetch_running")
+                           "prefix_hit", "ext_hit", "kv_fetch_waiting", "kv_fetch_running", "prompt_all_tps")
     assert RECORD_COLUMNS["kv_usage"] == pl.Float64 and RECORD_COLUMNS["running"] == pl.Int64
     assert all(c.doc for c in STATS_SPEC) and {c.unit for c in STATS_SPEC if c.name == "kv_usage"} == {"%"}
 
@@ -127,10 +127,10 @@ def test_server_rows_and_scrapes_give_the_same_sample() -> None:
     assert conv.add(t0, parse_exposition(scrape(0, 0, 0, 0, 0)), 7) == []
     (scraped,) = conv.add(t1, parse_exposition(scrape(1000, 500, 2, 100, 25)), 7)
     served = StatsConverter.from_rates(t1, 7, "1", {
-        "prompt": 100.0, "gen": 50.0, "preempt": 0.2, "prefix_q": 10.0, "prefix_h": 2.5, "running": 3.0,
+        "prompt_all": 100.0, "gen": 50.0, "preempt": 0.2, "prefix_q": 10.0, "prefix_h": 2.5, "running": 3.0,
         "waiting": 1.0, "kv": 0.5, "ext_q": None, "ttft_p90_s": float("nan"), "role": "decode"}, 10.0)
     assert served == scraped
-    assert (served.prompt_tps, served.preemptions, served.kv_usage, served.prefix_hit) == (100.0, 2, 50.0, 25.0)
+    assert (served.prompt_all_tps, served.preemptions, served.kv_usage, served.prefix_hit) == (100.0, 2, 50.0, 25.0)
 
 
 def test_only_the_converter_makes_prometheus_rows() -> None:

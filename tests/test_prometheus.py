@@ -130,7 +130,8 @@ def test_counters_become_rates_with_reset() -> None:
                (T0 + timedelta(seconds=20), 3, _expo(500, 40, 1)),     # engine restarted: counters reset
                (T0 + timedelta(seconds=20), 4, _expo(9e9, 9e9, 9))]    # same instant again: ignored
     rows = scrapes_to_stats([(ts, n, parse_exposition(t)) for ts, n, t in scrapes])
-    got = [(r.line, r.prompt_tps, r.gen_tps, r.preemptions, r.kv_usage, r.running, r.waiting) for r in rows]
+    got = [(r.line, r.prompt_all_tps, r.gen_tps, r.preemptions, r.kv_usage, r.running, r.waiting) for r in rows]
+    assert all(r.prompt_tps is None for r in rows)   # vllm:prompt_tokens alone: not split by source
     assert got == [(2, 200.0, 50.0, 3, 75.0, 3, 1), (3, 50.0, 4.0, 1, 50.0, 3, 1)]
     conv = StatsConverter()
     for ts, n, t in scrapes[:3]:
@@ -144,7 +145,11 @@ def test_local_compute_prompt_tokens_preferred() -> None:
     text = ('vllm:prompt_tokens_total{engine="0"} 5000\n'
             'vllm:prompt_tokens_by_source_total{engine="0",source="local_compute"} 1200\n'
             'vllm:prompt_tokens_by_source_total{engine="0",source="external_kv_transfer"} 3800\n')
-    assert engine_values(parse_exposition(text)) == {"0": {"prompt": 1200.0}}
+    assert engine_values(parse_exposition(text)) == {"0": {"prompt": 1200.0, "prompt_all": 5000.0}}
+    conv = StatsConverter()
+    conv.add(T0, parse_exposition(text.replace(" 1200", " 0").replace(" 3800", " 0").replace(" 5000", " 0")), 1)
+    (row,) = conv.add(T0 + timedelta(seconds=10), parse_exposition(text), 2)
+    assert (row.prompt_tps, row.prompt_all_tps) == (120.0, None)   # split: the computed ones, nothing unsplit
 
 
 def test_roles_from_labels() -> None:
@@ -176,9 +181,8 @@ def test_promql_side() -> None:
     assert q["kv_failures"].startswith(f'sum without(diag_group) (label_replace({nixl}, "diag_group", "0", "__name__"')
     assert q["kv_transfers"] == (f'sum without(diag_group) ({tag.format(by=by, m="nixl_xfer_time_seconds_count", t="group", i=0)}'
                                  f' or {tag.format(by=by, m="mooncake_xfer_time_seconds_count", t="group", i=1)})')
-    assert q["prompt"].startswith(
-        f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms]))')
-    assert q["prompt"].endswith(f" or {by} (rate(vllm:prompt_tokens_total[60000ms]))")
+    assert q["prompt"] == f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms]))'
+    assert q["prompt_all"] == f"{by} (rate(vllm:prompt_tokens_total[60000ms]))"
     assert choose_step(600, 15) == 15
     week = 7 * 86400
     step = choose_step(week, 15)
@@ -242,7 +246,7 @@ def test_capture_values_match_the_file() -> None:
                 assert r.kv_usage == pytest.approx(100 * v1[("vllm:kv_cache_usage_perc", e)])
                 d_prompt = v1[("vllm:prompt_tokens_total", e)] - v0[("vllm:prompt_tokens_total", e)]
                 d_gen = v1[("vllm:generation_tokens_total", e)] - v0[("vllm:generation_tokens_total", e)]
-                assert r.prompt_tps == pytest.approx(d_prompt / dt, rel=1e-5)
+                assert r.prompt_all_tps == pytest.approx(d_prompt / dt, rel=1e-5)   # vLLM 0.26: not split
                 assert r.gen_tps == pytest.approx(d_gen / dt, rel=1e-5)
                 pre = "vllm:num_preemptions_total", e
                 assert r.preemptions == v1[pre] - v0[pre]
@@ -251,8 +255,9 @@ def test_capture_values_match_the_file() -> None:
     dt = (1787218824825710347 - 1787218704112631952) / 1e9
     assert (r.line, r.running, r.waiting, r.preemptions) == (12, 62, 0, 0)
     assert r.kv_usage == pytest.approx(28.2)
-    assert r.prompt_tps == pytest.approx((1378159 - 294808) / dt)
-    assert r.prompt_tps == pytest.approx(8974.6, abs=0.1)
+    assert r.prompt_tps is None   # every source's prompt tokens, the transferred KV included, are prompt_all_tps
+    assert r.prompt_all_tps == pytest.approx((1378159 - 294808) / dt)
+    assert r.prompt_all_tps == pytest.approx(8974.6, abs=0.1)
     assert r.gen_tps == pytest.approx((172340 - 36866) / dt)
 
 

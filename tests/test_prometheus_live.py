@@ -137,8 +137,9 @@ def test_scrape_named_and_labelled_targets(exporter) -> None:
         for r in log.records:
             assert r.variant == "prom" and r.ts > t_between and r.line == 2
             assert (r.running, r.waiting, r.kv_usage, r.preemptions) == (4 + r.engine, 2, 12.5, 1)
-            assert r.prompt_tps == pytest.approx(10 * r.gen_tps)  # +1000 and +100 over the same interval
-            assert 1000 / 5 < r.prompt_tps < 1000 / 0.2  # the interval was at least 0.2 s, and short
+            assert r.prompt_tps is None   # vllm:prompt_tokens alone: every source, not split (prompt_all_tps)
+            assert r.prompt_all_tps == pytest.approx(10 * r.gen_tps)  # +1000 and +100 over the same interval
+            assert 1000 / 5 < r.prompt_all_tps < 1000 / 0.2  # the interval was at least 0.2 s, and short
     assert log.counts.lines == 2 and log.size > 0
 
 
@@ -289,7 +290,7 @@ def test_real_prometheus_server(exporter, tmp_path: Path) -> None:
         logs = query_server(url, end - timedelta(seconds=time.time() - t0 + 2), end)
         by_ep = {(lg.info.role, lg.info.index): lg for lg in logs}
         assert set(by_ep) == {("decode", 0), ("prefill", 0)}
-        dec = [r for r in by_ep[("decode", 0)].records if r.prompt_tps is not None]
+        dec = [r for r in by_ep[("decode", 0)].records if r.prompt_all_tps is not None]   # unsplit: every source
         assert {r.engine for r in dec} == {0, 1} and len(dec) >= 6
         for r in dec:
             assert r.variant == "prom"
@@ -297,7 +298,7 @@ def test_real_prometheus_server(exporter, tmp_path: Path) -> None:
         # while its window holds < 3 scrapes rate() extrapolates half an interval back only: judge the rest
         full = [r for r in dec if r.ts >= dec[0].ts + timedelta(seconds=2)]
         assert len(full) >= 4
-        assert median(r.prompt_tps for r in full) == pytest.approx(1000, rel=0.1)
+        assert median(r.prompt_all_tps for r in full) == pytest.approx(1000, rel=0.1)
         assert median(r.gen_tps for r in full) == pytest.approx(250, rel=0.1)
         assert median(r.preemptions for r in full) == 2  # rate 2/s over the 1 s step
         pre = [r for r in by_ep[("prefill", 0)].records if r.prompt_tps is not None]

@@ -80,7 +80,7 @@ def test_sample_verdict_matches_manifest(reports, name: str) -> None:
     v = reports[name].verdict
     assert v is not None
     assert {"class": v.cls, "limiter": v.limiter} == want, v.why
-    assert v.confidence in ("high", "medium"), v.why
+    assert v.confidence in ("high", "medium") or v.confidence_reasons, v.why   # low only with the evidence's reasons
     assert v.experiments, "every verdict names the next experiment"
 
 

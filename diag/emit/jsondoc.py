@@ -58,7 +58,7 @@ def report_dict(report: Report) -> dict[str, Any]:
             "header": dict(report.header), "topology": report.topology, "stage": report.stage,
             "build": run.build, "start": run.start.isoformat() if run.start else None,
             "end": run.clock.isoformat() if run.clock else None, "phase": report.phase, "balance": report.balance,
-            "findings": report.counts, "errors": list(run.errors),
+            "throughput": report.throughput, "findings": report.counts, "errors": list(run.errors),
         },
     }
 

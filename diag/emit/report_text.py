@@ -14,11 +14,13 @@ from diag.rules.present import VERDICT_STYLE, number, shown
 
 
 def _run_verdict(v: dict[str, Any] | None) -> Text:
-    """The run's verdict: class (limiter) and confidence."""
+    """The run's verdict: class (limiter) and confidence, with what lowered it."""
     if v is None:
         return Text("-")
     label = v["class"] + (f" ({v['limiter']})" if v.get("limiter") else "")
-    return Text(f"{label}, {v['confidence']}", style=VERDICT_STYLE.get(v["class"], ""))
+    reasons = v.get("confidence_reasons") or []
+    return Text(f"{label}, {v['confidence']}" + (f" ({'; '.join(reasons)})" if reasons else ""),
+                style=VERDICT_STYLE.get(v["class"], ""))
 
 
 def render_report(doc: dict[str, Any], console: Console) -> None:

@@ -96,7 +96,7 @@ def endpoint_columns(summaries: Sequence[EndpointSummary], own: Callable[[Endpoi
     if any(s.latency for s in summaries):  # only runs with Prometheus latency histograms
         cols.append(Column("TTFT/ITL p90 s", 5, _p90))
     cols += [Column("stage", 6, lambda s: "log empty" if s.log == "empty" else stage_text(s.startup), "left"),
-             Column("samples", 7, lambda s: number(s.samples)),
+             Column("samples", 7, lambda s: number(s.window_samples)),
              Column("last seen", 8, lambda s: clock(s.last_ts), "left"),
              Column("nodes", 9, _nodes, "left")]
     order = ("endpoint", "nodes", "engines", "samples", "prompt tok/s", "gen tok/s", "running", "wait mean/peak",
@@ -186,7 +186,8 @@ def verdict_rows(report: Report) -> list[tuple[str, str | Text]]:
     v = report.verdict
     if v is None:
         return []
-    head = Text.assemble((v.label, VERDICT_STYLE.get(v.cls, "")), f" ({v.confidence} confidence)"
+    reasons = f": {'; '.join(v.confidence_reasons)}" if v.confidence_reasons else ""
+    head = Text.assemble((v.label, VERDICT_STYLE.get(v.cls, "")), f" ({v.confidence} confidence{reasons})"
                          + (f" at concurrency {number(v.concurrency)}" if v.concurrency else "") + f": {v.why}")
     rows: list[tuple[str, str | Text]] = [("verdict", head)]
     if v.experiments:

@@ -131,7 +131,7 @@ def report_rows(report: Report, part: RunPart, input_hash: str | None) -> dict[s
                           "engines": e.engines, "samples": e.samples, "health": e.health, "phase": e.phase,
                           "first_ts": e.first_ts, "last_ts": e.last_ts,
                           "window": (e.window or {}).get("label"),
-                          **{k: stats[k] for k in ENDPOINTS if k in stats and k != "window"}})
+                          **{k: stats[k] for k in ENDPOINTS if k in stats and k not in ("window", "samples")}})
     series = part.series.select(pl.lit(rid).alias("run_id"), pl.all()) if part.series.height else pl.DataFrame()
     return {"runs": frame([row], RUNS), "points": frame(points, POINTS), "findings": frame(findings, FINDINGS),
             "endpoints": frame(endpoints, ENDPOINTS), "series": series,

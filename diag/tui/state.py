@@ -32,7 +32,7 @@ from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
 from ..pipeline import Pipeline
-from ..report import EndpointSummary, Report, gpu_counts
+from ..report import EndpointSummary, Report
 from ..sources import MultiSource, ReplaySource
 from . import WINDOWS
 from .records import RecordLine, record_line, stats_line
@@ -252,8 +252,9 @@ def _short_build(b: str) -> str:
 
 
 def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
-    """Job, model, topology, build, stage, elapsed, the verdict, tok/s (and per GPU) over the verdict's
-    steady window, where the queue stands, benchmark."""
+    """Job, model, topology, build, stage, elapsed, the verdict, the useful tok/s (and per GPU) the engines
+    measured over the verdict's steady window, where the queue stands, the benchmark's tok/s at the
+    verdict's point (else its best so far): both figures, each labelled."""
     run = report.run
     base = dict(report.header)
     stage = base.get("stage", "unknown")
@@ -265,25 +266,30 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
         rows.append(("elapsed", duration(coarse=True, s=(end - run.start).total_seconds())))
     v = report.verdict
     if v is not None:
-        rows.append(("verdict", f"{v.label} · {v.confidence}" + (f" @{number(v.concurrency)}" if v.concurrency else "")))
-    total = sum((s.prompt_tps_mean or 0.0) + (s.gen_tps_mean or 0.0) for s in report.endpoints)
-    gpus = gpu_counts(run)
-    working = gpus.get("working_gpus") or gpus.get("working")
-    tps = f"{total:,.0f}"
-    if working:
-        tps += f" · {total / working:,.0f}/GPU ({number(working)} GPUs)"
-    window = next((s.window for s in report.endpoints if s.window), None)
+        rows.append(("verdict", f"{v.label} · {v.confidence}" + (f" @{number(v.concurrency)}" if v.concurrency else "")
+                     + (f" ({'; '.join(v.confidence_reasons)})" if v.confidence_reasons else "")))
+    tp: dict[str, Any] = report.throughput or {}
+    engines = tp.get("engines") or {}
+    tps = number(engines.get("tps"))   # the useful tok/s the engines measured (report.throughput)
+    if engines.get("per_working_gpu") is not None:
+        tps += f" · {number(engines['per_working_gpu'])}/GPU ({number(tp['working_gpus'])} GPUs)"
+    window = tp.get("window")
     rows.append(("tok/s", tps + (f" over {window['label']}" if window else "")))
     if report.balance:
         b = report.balance
         rows.append(("queue", f"P {number(b['prefill_waiting_per_engine'], 1)} · D {number(b['decode_waiting_per_engine'], 1)}"
                               f" /eng · D KV {number(b['decode_kv_pct'], 1)} %"))
-    tpg = report.tokens_per_gpu
-    if tpg:
-        bench = f"{tpg['total_token_throughput']:,.0f} tok/s @{number(tpg['concurrency'])}"
+    bench = tp.get("benchmark")
+    if bench is not None:   # the benchmark's at the verdict's point, else its best so far
+        text = f"{number(bench['tps'])} tok/s @{number(tp['concurrency'])}"
+        if bench["per_working_gpu"] is not None:
+            text += f" · {number(bench['per_working_gpu'])}/GPU"
+        rows.append(("bench", text))
+    elif (tpg := report.tokens_per_gpu) is not None:
+        text = f"{number(tpg['total_token_throughput'])} tok/s @{number(tpg['concurrency'])}"
         if "per_working_gpu" in tpg:
-            bench += f" · {tpg['per_working_gpu']:,.0f}/GPU"
-        rows.append(("bench", bench))
+            text += f" · {number(tpg['per_working_gpu'])}/GPU"
+        rows.append(("bench", text))
     return tuple(rows)
 
 
