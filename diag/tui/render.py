@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -31,7 +32,8 @@ TONE_STYLE = {"fault": "bold red", "warn": "yellow", "info": "cyan", "stats": "d
 
 class Column(NamedTuple):
     """A column of the endpoint table: ``priority`` 0 always stays; on a narrow terminal the highest
-    numbers give way first. ``sort`` is the k9s-style key (shift + letter) that sorts by it."""
+    numbers give way first. ``sort`` is the k9s-style key (shift + letter) that sorts by it; ``doc`` what
+    it shows (the help lists it)."""
 
     key: str
     label: str
@@ -40,26 +42,29 @@ class Column(NamedTuple):
     min_width: int
     sort: str
     descending: bool  # the first press sorts worst / largest first
+    doc: str
 
 
+WINDOW_MEAN = "mean over the figures' window"
 # in display order; endpoint, health, the roles' throughputs and KV % always stay
 COLUMNS: tuple[Column, ...] = (
-    Column("endpoint", "endpoint", "left", 0, 10, "N", False),
-    Column("health", "health", "left", 0, 8, "H", True),
-    Column("role", "role", "left", 8, 7, "O", False),
-    Column("prompt", "prompt/s", "right", 0, 8, "P", True),
-    Column("gen", "gen/s", "right", 0, 7, "G", True),
-    Column("run", "run", "right", 2, 4, "R", True),
-    Column("wait", "wait", "right", 1, 4, "W", True),
-    Column("kv", "KV %", "left", 0, 10, "K", True),
-    Column("tps_spark", "tok/s ~", "left", 4, SPARK_W, "T", True),
-    Column("kv_spark", "KV ~", "left", 5, SPARK_W, "V", True),
-    Column("ttft", "TTFT p90", "right", 10, 8, "F", True),
-    Column("itl", "ITL p90", "right", 11, 8, "I", True),
-    Column("age", "age", "right", 3, 4, "A", True),
-    Column("pre", "pre", "right", 6, 3, "X", True),
-    Column("eng", "eng", "right", 7, 3, "E", True),
-    Column("nodes", "nodes", "left", 9, 5, "D", False),
+    Column("endpoint", "endpoint", "left", 0, 10, "N", False, "role and worker; the limiting side's stand out"),
+    Column("health", "health", "left", 0, 8, "H", True, "the badge below; while starting, the stage under way"),
+    Column("role", "role", "left", 8, 7, "O", False, "prefill, decode or agg"),
+    Column("prompt", "prompt/s", "right", 0, 8, "P", True, f"prompt tok/s, {WINDOW_MEAN}, engines summed"),
+    Column("gen", "gen/s", "right", 0, 7, "G", True, f"generated tok/s, {WINDOW_MEAN}, engines summed"),
+    Column("run", "run", "right", 2, 4, "R", True, f"running requests, {WINDOW_MEAN}, engines summed"),
+    Column("wait", "wait", "right", 1, 4, "W", True, f"waiting requests, {WINDOW_MEAN}, engines summed"),
+    Column("kv", "KV %", "left", 0, 10, "K", True, f"KV-cache usage, {WINDOW_MEAN}, engines averaged"),
+    Column("tps_spark", "tok/s ~", "left", 4, SPARK_W, "T", True,
+           "tok/s over the last 1-60 min (the window keys), one scale for every row"),
+    Column("kv_spark", "KV ~", "left", 5, SPARK_W, "V", True, "KV % over the last 1-60 min, on 0-100 %"),
+    Column("ttft", "TTFT p90", "right", 10, 8, "F", True, "TTFT p90 of the last interval (latency histograms)"),
+    Column("itl", "ITL p90", "right", 11, 8, "I", True, "ITL p90 of the last interval (latency histograms)"),
+    Column("age", "age", "right", 3, 4, "A", True, "time since the endpoint's last sample (12s, 4m, 3h, 9d)"),
+    Column("pre", "pre", "right", 6, 3, "X", True, "preemptions over the whole run"),
+    Column("eng", "eng", "right", 7, 3, "E", True, "engines (DP ranks)"),
+    Column("nodes", "nodes", "left", 9, 5, "D", False, "nodes, their common prefix left out"),
 )
 COLUMN = {c.key: c for c in COLUMNS}
 CELL_PAD = 2  # a DataTable cell's padding, both sides
@@ -81,6 +86,31 @@ def fit_columns(widths: dict[str, int], available: int, empty: frozenset[str] = 
         chosen.add(c.key)
         used += need[c.key]
     return [c.key for c in COLUMNS if c.key in chosen]
+
+
+MIN_CUT = 8  # cells of a part (with its ellipsis) a one-line text shows rather than leave it out
+
+
+def fit_parts(parts: Sequence[str], width: int, sep: str = "  ·  ") -> str:
+    """``parts`` joined by ``sep`` on one line of ``width`` cells: whole parts in order while they fit; the
+    first that does not is cut with an ellipsis when MIN_CUT cells of it show, else left out. The line
+    never wraps, never ends in a separator and never cuts a part without saying so."""
+    line = ""
+    for part in parts:
+        joined = line + sep + part if line else part
+        if cell_len(joined) <= width:
+            line = joined
+            continue
+        room = width - cell_len(line + sep if line else "")
+        if room >= MIN_CUT:
+            line = (line + sep if line else "") + set_cell_size(part, room - 1).rstrip() + "…"
+        break
+    return line
+
+
+def figures_window(snap: Snapshot) -> str | None:
+    """The window the endpoints' figures are taken over (``C=2,048 steady``), None before there is one."""
+    return next((e.s.window["label"] for e in snap.endpoints if e.s.window), None)
 
 
 def age_text(s: float | None) -> str:
@@ -308,8 +338,8 @@ def sort_rows(rows: Sequence[EndpointRow], key: str | None, descending: bool, sn
 def engine_cells(r: EngineRow, limits: Mapping[str, Limit]) -> tuple[Any, ...]:
     name = Text(r.engine) if not r.dead else Text(f"{r.engine} dead" + (f" {r.dead_at:%H:%M:%S}" if r.dead_at else ""),
                                                   style=HEALTH_STYLE["DOWN"])
-    return (name, number(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running),
-            Text(number(r.waiting), style=over(r.waiting, limits.get("wait")), justify="right"),
+    return (name, number(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running, 1),
+            Text(number(r.waiting, 1), style=over(r.waiting, limits.get("wait")), justify="right"),
             kv_bar(r.kv, limits), Text(number(r.preemptions), style=over(r.preemptions, limits.get("pre")), justify="right"),
             age_text(r.age_s))
 

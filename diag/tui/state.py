@@ -52,13 +52,16 @@ LOG_KEEP = 500                      # findings-log entries (openings and closing
 
 @dataclass(frozen=True)
 class EngineRow:
+    """An engine (DP rank) over its endpoint's window: samples, means and preemptions there (the row's
+    figures are their sums); ``last_ts``/``age_s`` of its last sample of any time."""
+
     engine: str
     samples: int
     last_ts: datetime | None
     prompt_tps: float | None
     gen_tps: float | None
-    running: int | None
-    waiting: int | None
+    running: float | None
+    waiting: float | None
     kv: float | None
     preemptions: int
     age_s: float | None
@@ -217,16 +220,19 @@ def dead_engines(ep: Endpoint) -> dict[str, datetime | None]:
     return out
 
 
-def _engines(ep: Endpoint) -> list[EngineRow]:
+def _engines(ep: Endpoint, summary: EndpointSummary | None) -> list[EngineRow]:
+    """Each engine's row over the window its endpoint's row is taken over (``summary.per_engine``: the
+    engines' means add up to the row's), its age from its last sample of any time."""
     rows: dict[str, EngineRow] = {}
     dead = dead_engines(ep)
+    figures = summary.per_engine if summary is not None else {}
     if ep.stats.height:
-        last = (ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True)
-                .agg(pl.len().alias("n"), pl.col("preemptions").fill_null(0).sum().alias("pre"),
-                     pl.col("ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").last()))
-        for e, n, pre, ts, p, g, run, wait, kv in last.select(
-                "engine", "n", "pre", "ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").iter_rows():
-            rows[e] = EngineRow(e, n, ts, p, g, run, wait, kv, int(pre), None, e in dead, dead.get(e))
+        last = ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True).agg(pl.col("ts").last())
+        for e, ts in last.select("engine", "ts").iter_rows():
+            f = figures.get(e)
+            rows[e] = (EngineRow(e, f.samples, ts, f.prompt_tps, f.gen_tps, f.running, f.waiting, f.kv, f.preemptions,
+                                 None, e in dead, dead.get(e)) if f is not None else
+                       EngineRow(e, 0, ts, None, None, None, None, None, 0, None, e in dead, dead.get(e)))
     for e in [*ep.engines, *dead]:
         rows.setdefault(e, EngineRow(e, 0, None, None, None, None, None, None, 0, None, e in dead, dead.get(e)))
     return [rows[e] for e in sorted(rows, key=lambda e: (len(e), e))]
@@ -369,7 +375,7 @@ class WatchState:
         for ep in endpoints.values():
             self.rings.setdefault(ep.id, Ring()).update(ep.stats)
         self.records = {ep.id: recent_records(ep) for ep in endpoints.values()}
-        self.engine_rows = {ep.id: _engines(ep) for ep in endpoints.values()}
+        self.engine_rows = {ep.id: _engines(ep, report.endpoint(ep.id)) for ep in endpoints.values()}
 
     def _log(self, event: str, findings: list[Finding], now: datetime | None) -> None:
         for f in findings:

@@ -1,0 +1,154 @@
+"""Issue 33's smaller items, each as the class it belongs to: the TUI's engines over the row's window, a help
+that describes the columns as they are, no stray glyph at the right edge, no label over the data; column
+priorities by what the columns carry; one refusal for what is not a run or not a recipe; ``--where`` values
+checked against the column's vocabulary; ``explain`` rendered on a terminal and raw when piped; README
+examples that are real output."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.geometry import Size
+from textual.widgets import Static
+
+from diag.sources import FollowSource
+from diag.tui import state as st
+from diag.tui.dialogs import help_text
+from diag.tui.plotscreen import draw_chart, legend
+from diag.tui.render import COLUMNS, figures_window, fit_parts
+from diag.tui.scrollbar import CellScrollBar
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "samples" / "runs"
+
+
+def plain(renderable: object, width: int) -> str:
+    """A rich renderable as a terminal of ``width`` cells shows it, without colour."""
+    console = Console(width=width, no_color=True, file=io.StringIO())
+    with console.capture() as cap:
+        console.print(renderable)
+    return cap.get()
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def prefill() -> st.Snapshot:
+    return st.WatchState(FollowSource([str(RUNS / "prefill-bound")]), clock=lambda run: run.end).step()
+
+
+@pytest.fixture(scope="module")
+def kv_exhaustion() -> st.Snapshot:
+    return st.WatchState(FollowSource([str(RUNS / "kv-exhaustion")]), clock=lambda run: run.end).step()
+
+
+# ------------------------------------------------------------------ TUI
+@pytest.mark.parametrize("which", ["prefill", "kv_exhaustion"])
+def test_engine_rows_are_taken_over_the_rows_window_and_add_up_to_it(which: str, request) -> None:
+    """The drill-down of decode-w0 listed 8 engines at 0.0 (their last, idle sample) beside a row of 16,980
+    gen/s (the steady window's mean): every engine row is over the row's window, and they add up to it."""
+    snap: st.Snapshot = request.getfixturevalue(which)
+    for row in snap.endpoints:
+        s, engines = row.s, snap.engines[row.id]
+        assert s.window is not None and len(engines) == s.engines
+        for name, total in (("gen_tps", s.gen_tps_mean), ("prompt_tps", s.prompt_tps_mean),
+                            ("running", s.running_mean), ("waiting", s.waiting_mean)):
+            got = sum(getattr(e, name) or 0.0 for e in engines)
+            assert got == pytest.approx(total or 0.0, rel=1e-9, abs=1e-6), (row.id, name)
+        assert all(e.samples > 0 for e in engines), "each engine has samples in the window"
+    decode = snap.engines["decode-w0"]
+    assert all((e.gen_tps or 0) > 1_000 for e in decode), "decode's engines generate in the steady window"
+
+
+def test_help_describes_each_column_as_it_is_and_names_the_window(prefill: st.Snapshot) -> None:
+    """`?` said "latest stats" for steady means: the help lists each column from its own description and
+    names the window the figures are taken over."""
+    window = figures_window(prefill)
+    assert window == "C=2,048 steady"
+    text = words(plain(help_text(window), 68))
+    for c in COLUMNS:
+        assert f"{c.sort} {c.label} {words(c.doc)}" in text, c.key
+    assert "now C=2,048 steady" in text and "latest" not in text
+    assert "none yet" in words(plain(help_text(None), 68))
+
+
+@pytest.mark.parametrize("size,position", [(20, 0.0), (20, 3.3), (7, 11.5), (40, 77.7), (5, 95.0)])
+def test_scrollbars_draw_whole_cells_never_glyphs(size: int, position: float) -> None:
+    """A thumb's partial-block ends (``▅▅``) were stray glyphs at the right edge wherever the track's colour
+    does not show (NO_COLOR, capture-pane): the bar is blanks, the thumb reverse video."""
+    bar = CellScrollBar.render_bar(size=size, virtual_size=100, window_size=size, position=position, thickness=2)
+    segments = bar.segments
+    cells = [s for s in segments if s.text != "\n"]
+    assert {s.text for s in cells} == {"  "}
+    assert any(s.style is not None and s.style.reverse for s in cells), "the thumb shows"
+
+
+STATUS = ["■ finished", "window 5 min", "no filter", "2 new findings (l: log)", "following samples/runs/prefill-bound"]
+
+
+@pytest.mark.parametrize("width,want", [
+    (120, "■ finished  ·  window 5 min  ·  no filter  ·  2 new findings (l: log)  ·  following samples/runs/prefill-bound"),
+    (80, "■ finished  ·  window 5 min  ·  no filter  ·  2 new findings (l: log)"),  # 7 cells left: the label goes
+    (84, "■ finished  ·  window 5 min  ·  no filter  ·  2 new findings (l: log)  ·  following…"),
+    (85, "■ finished  ·  window 5 min  ·  no filter  ·  2 new findings (l: log)  ·  following…"),
+    (30, "■ finished  ·  window 5 min"),
+    (8, "■ finis…"),
+])
+def test_one_line_texts_drop_or_cut_whole_parts_and_never_end_in_a_separator(width: int, want: str) -> None:
+    """The status line wrapped at 80 columns and its first line ended in a dangling ``·``."""
+    got = fit_parts(STATUS, width)
+    assert got == want and len(got) <= width and not got.endswith("·")
+
+
+def test_the_threshold_label_never_hides_the_data(kv_exhaustion: st.Snapshot) -> None:
+    """At 80x24 the K001 label sat on decode's KV trace (97-99 %, the chart's top row): the label goes to the
+    legend and the data are drawn over the threshold line, so every cell the trace takes shows it."""
+    from dataclasses import replace
+
+    from diag.tui.plotdata import plot_set
+
+    chart = plot_set(kv_exhaustion, "decode-w0", 5, 35).chart("kv")
+    assert chart.hlines and max(max(s.ys) for s in chart.series) > 95
+    size = Size(38, 10)
+    with_line = draw_chart(chart, 5, size, "default")
+    without = draw_chart(replace(chart, hlines=()), 5, size, "default")
+    key = len(legend(chart, size.width))
+
+    def data_cells(lines) -> set[tuple[int, int]]:
+        return {(y, x) for y, line in enumerate(lines) for x, ch in enumerate(line.text) if 0x2800 < ord(ch) <= 0x28FF}
+
+    plot_rows = with_line.lines[: len(with_line.lines) - key]
+    assert data_cells(plot_rows) == data_cells(without.lines[: len(plot_rows)]), "no data cell is covered"
+    assert "K001" not in "".join(line.text for line in plot_rows)
+    assert "DIAG-K001 kv_usage 95 %" in with_line.lines[len(plot_rows)].text, "the threshold leads the legend"
+
+
+def test_the_80_column_screens_keep_one_line_texts_whole_and_the_drilldown_names_its_window() -> None:
+    from diag.tui.app import WatchApp
+    from diag.tui.screens import EndpointScreen, MainScreen
+
+    src = FollowSource([str(RUNS / "prefill-bound")])
+    src.label = "following samples/runs/prefill-bound"
+    app = WatchApp(st.WatchState(src, clock=lambda run: run.end), interval=3600.0)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            while app.snapshot is None or not isinstance(app.screen, MainScreen):
+                await pilot.pause(0.05)
+            await pilot.pause()
+            line = str(app.screen.query_one("#status", Static).render())
+            assert len(line) <= 78 and not line.rstrip().endswith("·") and line.endswith("…"), line
+            await pilot.press("down", "down", "down", "down", "enter")
+            while not isinstance(app.screen, EndpointScreen):
+                await pilot.pause(0.05)
+            await pilot.pause()
+            title = words(str(app.screen.query_one("#ep-title", Static).render()))
+            assert "engines over C=2,048 steady" in title
+
+    asyncio.run(run())
