@@ -152,3 +152,60 @@ def test_the_80_column_screens_keep_one_line_texts_whole_and_the_drilldown_names
             assert "engines over C=2,048 steady" in title
 
     asyncio.run(run())
+
+
+# ------------------------------------------------------------------ column priorities
+def endpoint_header(report, width: int) -> list[str]:
+    """The endpoint table's column headers as `diag tail` prints them at ``width`` columns (no colour)."""
+    from diag.emit.text import render_tail
+
+    console = Console(width=width, no_color=True, file=io.StringIO())
+    with console.capture() as cap:
+        render_tail(report, console)
+    lines = cap.get().splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("endpoints"))
+    head = next(i for i in range(top, len(lines)) if lines[i].startswith("endpoint "))
+    return lines[head].split()
+
+
+def test_a_run_stuck_in_startup_keeps_its_stage_and_drops_the_all_zero_samples() -> None:
+    from loading import report_of
+
+    header = endpoint_header(report_of(RUNS / "startup-stuck"), 100)
+    assert "stage" in header and "samples" not in header and "preempt" not in header
+
+
+@pytest.mark.parametrize("run", ["startup-stuck", "startup-stall", "prefill-bound", "kv-exhaustion",
+                                 "engine-crash", "stats-missing-dynamo"])
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_columns_without_information_yield_and_the_verdicts_columns_come_first(run: str, width: int) -> None:
+    """A column whose cells are all empty or zero is shown only when every column with information is; the
+    columns that carry the verdict's evidence come right after endpoint and health."""
+    from loading import report_of
+
+    from diag.emit.text import VERDICT_COLUMNS, Column, chosen_columns, endpoint_columns
+    from diag.rules.present import informative
+
+    report = report_of(RUNS / run)
+    cols: list[Column] = endpoint_columns(report.endpoints, lambda s: False, report.verdict.cls)
+    cells = [[c.cell(s) for c in cols] for s in report.endpoints]
+    shown = set(chosen_columns(cols, cells, width))
+    carries = [informative(getattr(row[i], "plain", row[i]) for row in cells) for i in range(len(cols))]
+    hidden_informative = [cols[i].header for i in range(len(cols)) if carries[i] and i not in shown]
+    shown_blank = [cols[i].header for i in shown if not carries[i] and cols[i].priority]
+    assert not (hidden_informative and shown_blank), (hidden_informative, shown_blank)
+    for header in VERDICT_COLUMNS.get(report.verdict.cls, ()):
+        col = next(c for c in cols if c.header == header)
+        assert col.priority == 1
+
+
+def test_the_tui_table_takes_the_same_rule() -> None:
+    """The TUI's columns: the verdict's evidence right after the columns that always stay, a blank column
+    (every cell ``-`` or zero) after every one with information."""
+    from diag.tui.render import fit_columns, verdict_columns
+
+    assert verdict_columns("decode-bound") == {"kv", "wait", "run", "pre"}
+    plain_80 = fit_columns({}, 80)
+    assert "pre" not in plain_80 and "pre" in fit_columns({}, 80, evidence=verdict_columns("decode-bound"))
+    assert "run" in plain_80 and "run" not in fit_columns({}, 80, blank=frozenset({"run"}))
+    assert "run" in fit_columns({}, 80, blank=frozenset({"run"}), evidence=frozenset({"run"}))

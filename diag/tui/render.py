@@ -18,7 +18,15 @@ from rich.table import Table
 from rich.text import Text
 
 from diag.rules.catalog import HEALTH_STATES
-from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, duration, number, seconds
+from diag.rules.present import (
+    HEALTH_STYLE,
+    SEVERITY_STYLE,
+    VERDICT_FIGURES,
+    duration,
+    informative,
+    number,
+    seconds,
+)
 
 from ..report import EndpointSummary, link_lines, stage_text
 from .plotdata import end_epoch
@@ -73,14 +81,28 @@ CELL_PAD = 2  # a DataTable cell's padding, both sides
 OPTIONAL = ("ttft", "itl")  # columns shown only when some endpoint has a value (Prometheus histograms)
 
 
-def fit_columns(widths: dict[str, int], available: int, empty: frozenset[str] = frozenset()) -> list[str]:
+# the column of each endpoint figure a verdict rests on (present.VERDICT_FIGURES)
+FIGURE_COLUMN = {"waiting": "wait", "kv": "kv", "running": "run", "preemptions": "pre", "prompt_tps": "prompt",
+                 "gen_tps": "gen", "last_seen": "age"}
+
+
+def verdict_columns(verdict: str | None) -> frozenset[str]:
+    """The columns showing the figures ``verdict`` (a class) rests on."""
+    return frozenset(FIGURE_COLUMN[f] for f in VERDICT_FIGURES.get(verdict or "", ()) if f in FIGURE_COLUMN)
+
+
+def fit_columns(widths: dict[str, int], available: int, empty: frozenset[str] = frozenset(),
+                blank: frozenset[str] = frozenset(), evidence: frozenset[str] = frozenset()) -> list[str]:
     """The columns that fit in ``available`` cells: every priority-0 column, then the others in
     priority order until the next one does not fit (each at least its minimum width); display order.
-    ``empty``: optional columns without a value in any row, left out."""
+    ``empty``: optional columns without a value in any row, left out; ``evidence``: the columns the verdict
+    rests on, first; ``blank``: columns whose cells carry no information (all ``-`` or zero), after every
+    column that does (unless evidence)."""
     need = {c.key: max(c.min_width, widths.get(c.key, 0)) + CELL_PAD for c in COLUMNS}
     chosen = {c.key for c in COLUMNS if c.priority == 0}
     used = sum(need[k] for k in chosen)
-    for c in sorted((c for c in COLUMNS if c.priority and c.key not in empty), key=lambda c: c.priority):
+    for c in sorted((c for c in COLUMNS if c.priority and c.key not in empty),
+                    key=lambda c: (c.key in blank - evidence, c.key not in evidence, c.priority)):
         if used + need[c.key] > available:
             break
         chosen.add(c.key)
@@ -243,6 +265,11 @@ def latency_text(s: EndpointSummary, metric: str) -> str:
 def empty_columns(snap: Snapshot) -> frozenset[str]:
     """The optional columns no endpoint has a value for."""
     return frozenset(k for k in OPTIONAL if not any(e.s.latency.get(k) for e in snap.endpoints))
+
+
+def blank_columns(cells: Mapping[str, Mapping[str, Text]]) -> frozenset[str]:
+    """The columns whose cells, in every row shown, carry no information (``-``, zeros, an empty sparkline)."""
+    return frozenset(c.key for c in COLUMNS if not informative(row[c.key].plain for row in cells.values()))
 
 
 def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: str = "",

@@ -21,6 +21,7 @@ from .render import (
     OPTIONAL,
     age_text,
     badge,
+    blank_columns,
     empty_columns,
     engine_cells,
     finding_text,
@@ -30,6 +31,7 @@ from .render import (
     record_text,
     shown_cells,
     sort_rows,
+    verdict_columns,
 )
 from .state import FindingRow, Snapshot
 from .table import LiveTable
@@ -273,7 +275,7 @@ class MainScreen(LiveScreen):
         available = self.app.size.width
         if len(ordered) + 1 > self.app.size.height // 2:  # the table's max-height is 50 %: it scrolls
             available -= SCROLLBAR
-        visible = fit_columns(widths, available, empty_columns(snap))
+        visible = fit_columns(widths, available, empty_columns(snap), blank_columns(cells), verdict_columns(snap.verdict))
         signature = (tuple(visible), self.sort_key, self.sort_desc)
         keep = self.selected_endpoint()
         if signature != self._signature:

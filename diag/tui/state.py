@@ -159,6 +159,7 @@ class Snapshot:
     mode: str = "live"                  # live | replay | finished (a finished run's logs will not grow)
     isl_osl: tuple[int | None, int | None] = (None, None)  # the benchmark's lengths: tok/s -> req/s
     limiting: str | None = None         # the role the run's verdict names as the limit (its rows stand out)
+    verdict: str | None = None          # the run verdict's class (the columns it rests on come first)
     log: tuple[LogEntry, ...] = ()      # findings opened and closed this session, oldest first
     table: TableCells | None = field(default=None, compare=False)  # the endpoint table's cells, made
     # off the UI thread for one window (TableCells); None: the screen makes them
@@ -431,7 +432,8 @@ class WatchState:
             errors=(*run.errors, *self.source.errors), done=self.source.finished,
             kv_threshold=self.kv_threshold, limits=self.limits, mode=run_mode(self.source, report.stage),
             isl_osl=run.isl_osl(), log=tuple(self.log),
-            limiting=report.balance.get("limiting") if report.balance else None)
+            limiting=report.balance.get("limiting") if report.balance else None,
+            verdict=report.verdict.cls if report.verdict is not None else None)
 
 
 def run_mode(source: Any, stage: str) -> str:
