@@ -209,3 +209,71 @@ def test_the_tui_table_takes_the_same_rule() -> None:
     assert "pre" not in plain_80 and "pre" in fit_columns({}, 80, evidence=verdict_columns("decode-bound"))
     assert "run" in plain_80 and "run" not in fit_columns({}, 80, blank=frozenset({"run"}))
     assert "run" in fit_columns({}, 80, blank=frozenset({"run"}), evidence=frozenset({"run"}))
+
+
+# ------------------------------------------------------------------ one refusal for what a command does not take
+HTML = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>diag report</title>
+<script>var layout = {xaxis: {title: "tok/s"}, yaxis: {range: [0, 1]}};	if (a) { b: c }</script>
+</head><body><h1>sweep</h1><p>key: value: another</p></body></html>
+"""
+
+
+@pytest.fixture(scope="module")
+def strangers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Files that are no recipe and no run: an HTML page (its script is no YAML either), binary data, a run's
+    worker log and benchmark log given to `check`, and a directory holding only such files."""
+    d = tmp_path_factory.mktemp("strangers")
+    (d / "report.html").write_text(HTML)
+    (d / "core.bin").write_bytes(bytes(range(256)) * 4)
+    logs = RUNS / "prefill-bound" / "logs"
+    (d / "gb200-r03-n14_decode_w0.out").write_bytes((logs / "gb200-r03-n14_decode_w0.out").read_bytes())
+    (d / "benchmark.out").write_bytes((logs / "benchmark.out").read_bytes())
+    junk = d / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("just notes\n")
+    (junk / "page.html").write_text(HTML)
+    return {"html": d / "report.html", "binary": d / "core.bin", "log": d / "gb200-r03-n14_decode_w0.out",
+            "bench": d / "benchmark.out", "dir": junk}
+
+
+WHAT = {"html": "an HTML page", "binary": "binary data", "log": "a run log: diag tail reads it",
+        "bench": "a run log: diag tail reads it"}
+
+
+@pytest.mark.parametrize("kind", ["html", "binary", "log", "bench"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_check_refuses_a_file_that_is_no_recipe_in_one_line_not_c017(strangers, kind: str, fmt: str) -> None:
+    """`diag check` on an HTML page or a log reported C017 "make the file valid YAML"."""
+    from helpers import run_diag
+
+    res = run_diag("check", str(strangers[kind]), "--format", fmt)
+    assert res.returncode == 2 and res.stdout == "" and "C017" not in res.stderr
+    assert res.stderr.splitlines() == [f"diag check: no recipes diag understands in {strangers[kind]} ({WHAT[kind]})"]
+
+
+def test_beside_a_recipe_a_stranger_is_a_note_and_the_recipe_is_checked(strangers) -> None:
+    from helpers import run_diag
+
+    res = run_diag("check", str(strangers["html"]), str(RUNS / "prefill-bound" / "config.yaml"), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert f"note: {strangers['html']}: not an srt-slurm recipe (an HTML page); skipped" in res.stderr
+    assert "C017" not in res.stdout and '"files": 1' in res.stdout
+
+
+@pytest.mark.parametrize("command", [["check"], ["tail"], ["watch", "--once"], ["report", "--format", "text"],
+                                     ["index"]])
+def test_every_command_refuses_what_it_does_not_take_with_the_one_line(strangers, command: list[str],
+                                                                        tmp_path: Path) -> None:
+    """One refusal for every command: `no logs|recipes diag understands in PATH (what it is)`, first on
+    stderr, exit 2; `index` writes nothing (no empty index in a directory of unrelated files)."""
+    from helpers import run_diag
+
+    wanted = "recipes" if command == ["check"] else "logs"
+    for path, what in ((strangers["html"], " (an HTML page)"), (strangers["dir"], "")):
+        extra = ["--into", str(tmp_path / "index")] if command == ["index"] and path.is_file() else []
+        res = run_diag(*command, str(path), *extra)
+        first = res.stderr.splitlines()[0]
+        assert res.returncode == 2 and first.startswith(f"diag {command[0]}: no {wanted} diag understands in {path}"
+                                                        f"{what}"), (command, path, res.stderr)
+    assert not (strangers["dir"] / ".diag").exists() and not (tmp_path / "index").exists()
