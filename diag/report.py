@@ -215,6 +215,9 @@ def window_dict(verdicts: Verdicts | None) -> dict[str, Any] | None:
     return {"label": label, "start": w[0].isoformat(), "end": w[1].isoformat()}
 
 
+PHASES = ("starting", "warm-up", "steady", "drain", "serving", "idle", "dead", "unknown")  # a run's, an endpoint's
+
+
 def run_phase(verdicts: Verdicts | None, now: datetime | None) -> str:
     """Where the run stands at ``now``: a point's warm-up, steady or drain, idle between or after the
     points, ``serving`` (no points: within its active window), ``starting`` or ``dead``."""

@@ -277,3 +277,61 @@ def test_every_command_refuses_what_it_does_not_take_with_the_one_line(strangers
         assert res.returncode == 2 and first.startswith(f"diag {command[0]}: no {wanted} diag understands in {path}"
                                                         f"{what}"), (command, path, res.stderr)
     assert not (strangers["dir"] / ".diag").exists() and not (tmp_path / "index").exists()
+
+
+# ------------------------------------------------------------------ --where against the column's vocabulary
+@pytest.mark.parametrize("where,error", [
+    ("verdict = 'prefill_bound'", "--where: no run has verdict 'prefill_bound' (did you mean 'prefill-bound'?); "
+     "values: invalid, startup-stuck, transfer-bound, decode-bound, prefill-bound, under-loaded, healthy, unknown"),
+    ("validity = 'ok' and verdict = 'healthy'", "--where: no run has validity 'ok'; values: valid, invalid, unknown, "
+     "failed"),
+    ("confidence != 'hi'", "--where: no run has confidence 'hi' (did you mean 'high'?); values: high, medium, low"),
+    ("limiter = 'kv capacity'", "--where: no run has limiter 'kv capacity' (did you mean 'kv-capacity'?); values: "
+     "kv-transfer failures, kv-transfer latency, kv-capacity, batch/compute"),
+    ("verdict ~ 'prefill_'", "--where: no verdict matches 'prefill_'; values: invalid, startup-stuck, transfer-bound, "
+     "decode-bound, prefill-bound, under-loaded, healthy, unknown"),
+    ("top_finding = 'B001'", "--where: no run has top_finding 'B001' (did you mean 'DIAG-B001'?); "),
+])
+def test_where_values_outside_a_columns_vocabulary_are_one_line_errors(where: str, error: str) -> None:
+    """`diag runs --where "verdict = 'prefill_bound'"` silently returned nothing."""
+    import polars as pl
+
+    from diag.index.query import QueryError, compile_where
+    from diag.index.rows import RUNS
+
+    with pytest.raises(QueryError) as e:
+        compile_where(where, pl.Schema(RUNS))
+    assert str(e.value).startswith(error) and "\n" not in str(e.value)
+    for fine in ("verdict = 'prefill-bound'", "verdict ~ 'bound'", "model = 'anything at all'", "verdict = null",
+                 "top_finding = 'DIAG-B001' or phase = 'idle'"):
+        compile_where(fine, pl.Schema(RUNS))
+
+
+def test_every_value_the_runs_table_takes_is_in_its_vocabulary() -> None:
+    """The vocabularies are read from where diag defines the values; each sample run's values are in them
+    (a valid --where is never refused)."""
+    from loading import report_of
+
+    from diag.index.rows import vocabulary
+
+    vocab = vocabulary()
+    for run in sorted(p for p in RUNS.iterdir() if p.is_dir()):
+        report = report_of(run)
+        for v in (report.verdict, *report.verdicts.points):
+            assert v.cls in vocab["verdict"] and v.confidence in vocab["confidence"], (run.name, v.cls)
+            assert v.limiter is None or v.limiter in vocab["limiter"], (run.name, v.limiter)
+        assert report.phase in vocab["phase"] and all(e.phase in vocab["phase"] for e in report.endpoints)
+        assert all(f.code in vocab["top_finding"] for f in report.findings)
+
+
+def test_runs_refuses_a_value_no_run_can_have(tmp_path: Path) -> None:
+    from helpers import run_diag
+
+    assert run_diag("index", str(RUNS / "prefill-bound"), "--into", str(tmp_path), "--jobs", "1").returncode == 0
+    res = run_diag("runs", str(tmp_path), "--where", "verdict = 'prefill_bound'")
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.splitlines() == ["diag runs: --where: no run has verdict 'prefill_bound' (did you mean "
+                                       "'prefill-bound'?); values: invalid, startup-stuck, transfer-bound, "
+                                       "decode-bound, prefill-bound, under-loaded, healthy, unknown"]
+    res = run_diag("runs", str(tmp_path), "--where", "verdict = 'prefill-bound'", "--format", "csv")
+    assert res.returncode == 0 and len(res.stdout.splitlines()) == 2
