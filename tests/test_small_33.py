@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -335,3 +336,67 @@ def test_runs_refuses_a_value_no_run_can_have(tmp_path: Path) -> None:
                                        "decode-bound, prefill-bound, under-loaded, healthy, unknown"]
     res = run_diag("runs", str(tmp_path), "--where", "verdict = 'prefill-bound'", "--format", "csv")
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 2
+
+
+# ------------------------------------------------------------------ explain: rendered on a terminal, Markdown piped
+def on_a_terminal(args: list[str], env: dict[str, str]) -> str:
+    """What `diag ARGS` writes to a terminal (a pseudo-terminal 100 columns wide), escapes stripped."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "diag", *args], stdin=subprocess.DEVNULL, stdout=slave,
+                            stderr=subprocess.PIPE, cwd=ROOT, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:   # the other end closed: the command ended
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode()).replace("\r\n", "\n")
+
+
+def base_env(**changes: str | None) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS")}
+    env.update({k: v for k, v in changes.items() if v is not None})
+    return env
+
+
+@pytest.mark.parametrize("env", [{}, {"TTY_COMPATIBLE": "0", "NO_COLOR": "1"}], ids=["plain", "tty-compatible-0"])
+def test_explain_is_rendered_on_a_terminal_whatever_the_environment_says(env: dict[str, str]) -> None:
+    """On a terminal `diag explain` printed the raw Markdown where rich's own test said "no terminal"."""
+    shown = on_a_terminal(["explain", "K001"], base_env(**env))
+    assert "DIAG-K001 kv-cache-exhaustion" in shown and "severity error" in shown
+    assert "# DIAG-K001" not in shown and "**severity**" not in shown and "`for`" not in shown, shown[:400]
+
+
+def test_explain_piped_is_the_markdown_and_rules_plain_lines() -> None:
+    """Piped, whatever the environment claims (FORCE_COLOR and TTY_COMPATIBLE made rich call a pipe a
+    terminal): the Markdown itself, and the rules a line each."""
+    import subprocess
+    import sys
+
+    from diag.explain import explain_text
+
+    env = {"FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"}
+
+    res = subprocess.run([sys.executable, "-m", "diag", "explain", "K001"], capture_output=True, text=True, cwd=ROOT,
+                         env=base_env(**env), timeout=60)
+    assert res.returncode == 0 and res.stdout == explain_text("DIAG-K001") + "\n"
+    res = subprocess.run([sys.executable, "-m", "diag", "rules"], capture_output=True, text=True, cwd=ROOT,
+                         env=base_env(**env), timeout=60)
+    assert res.stdout.splitlines()[0].startswith("DIAG-"), "piped: a rule a line, no table header"
