@@ -400,3 +400,22 @@ def test_explain_piped_is_the_markdown_and_rules_plain_lines() -> None:
     res = subprocess.run([sys.executable, "-m", "diag", "rules"], capture_output=True, text=True, cwd=ROOT,
                          env=base_env(**env), timeout=60)
     assert res.stdout.splitlines()[0].startswith("DIAG-"), "piped: a rule a line, no table header"
+
+
+def test_watch_once_on_a_narrow_terminal_leaves_out_the_columns_without_information() -> None:
+    from diag.tui.render import render_once
+
+    snap = st.WatchState(FollowSource([str(RUNS / "startup-stuck")]), clock=lambda run: run.end).step()
+    shown = plain_once(snap, 100, render_once)
+    header = next(line for line in shown.splitlines() if "endpoint" in line and "health" in line)
+    assert "wait" not in header and "run" not in header and "pre" not in header, header
+    assert "CUDA graphs 14/59" in shown, "the stuck stage shows in the health column"
+    wide = plain_once(snap, 200, render_once)
+    assert "wait" in next(line for line in wide.splitlines() if "endpoint" in line and "health" in line)
+
+
+def plain_once(snap: st.Snapshot, width: int, render) -> str:
+    console = Console(width=width, no_color=True, file=io.StringIO())
+    with console.capture() as cap:
+        render(snap, console)
+    return cap.get()

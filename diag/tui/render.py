@@ -512,14 +512,19 @@ def render_once(snap: Snapshot, console: Console, window_min: int = 5) -> None:
     console.print(head)
     t = Table(title=f"endpoints (sparklines: last {window_min} min)", title_justify="left", pad_edge=False)
     widest = max((len(r.id) for r in snap.endpoints), default=8)
-    # the endpoint name is never cut; on a narrow terminal the columns the name already implies go first
-    drop = {"role", "nodes", "eng", "ttft", "itl"} if console.width < 120 else set()
+    every = all_cells(snap, window_min)
+    # the endpoint name is never cut; on a narrow terminal the columns the name already implies go first, and
+    # those without information (but the verdict's evidence), as the screen's table gives them way
+    narrow = console.width < 120
+    drop = {"role", "nodes", "eng", "ttft", "itl"} if narrow else set()
     drop |= empty_columns(snap)
+    if narrow:
+        cells = {eid: {k: v if isinstance(v, Text) else Text(v) for k, v in row.items()} for eid, row in every.items()}
+        drop |= {k for k in blank_columns(cells) - verdict_columns(snap.verdict) if COLUMN[k].priority}
     cols = [c for c in COLUMNS if c.key not in drop]
     for c in cols:
         t.add_column(c.label, justify=c.justify, no_wrap=True,  # type: ignore[arg-type]
                      min_width=widest if c.key == "endpoint" else None)
-    every = all_cells(snap, window_min)
     for row in snap.endpoints:
         cells = every[row.id]
         t.add_row(*(cells[c.key] for c in cols))
