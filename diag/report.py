@@ -44,6 +44,9 @@ class EngineFigures:
     preemptions: int
 
 
+NO_FIGURES = EngineFigures(0, None, None, None, None, None, 0)   # an engine without a sample in the window
+
+
 @dataclass(frozen=True)
 class EndpointSummary:
     """One endpoint as of the report's time. Its figures are taken over the run verdict's steady window

@@ -60,11 +60,11 @@ def test_engine_rows_are_taken_over_the_rows_window_and_add_up_to_it(which: str,
         assert s.window is not None and len(engines) == s.engines
         for name, total in (("gen_tps", s.gen_tps_mean), ("prompt_tps", s.prompt_tps_mean),
                             ("running", s.running_mean), ("waiting", s.waiting_mean)):
-            got = sum(getattr(e, name) or 0.0 for e in engines)
+            got = sum(getattr(e.figures, name) or 0.0 for e in engines)
             assert got == pytest.approx(total or 0.0, rel=1e-9, abs=1e-6), (row.id, name)
-        assert all(e.samples > 0 for e in engines), "each engine has samples in the window"
+        assert all(e.figures.samples > 0 for e in engines), "each engine has samples in the window"
     decode = snap.engines["decode-w0"]
-    assert all((e.gen_tps or 0) > 1_000 for e in decode), "decode's engines generate in the steady window"
+    assert all((e.figures.gen_tps or 0) > 1_000 for e in decode), "decode's engines generate in the steady window"
 
 
 def test_help_describes_each_column_as_it_is_and_names_the_window(prefill: st.Snapshot) -> None:
@@ -184,20 +184,21 @@ def test_columns_without_information_yield_and_the_verdicts_columns_come_first(r
     columns that carry the verdict's evidence come right after endpoint and health."""
     from loading import report_of
 
-    from diag.emit.text import VERDICT_COLUMNS, Column, chosen_columns, endpoint_columns
-    from diag.rules.present import informative
+    from diag.emit.text import Column, chosen_columns, endpoint_columns
+    from diag.rules.present import VERDICT_FIGURES, informative
 
     report = report_of(RUNS / run)
     cols: list[Column] = endpoint_columns(report.endpoints, lambda s: False, report.verdict.cls)
     cells = [[c.cell(s) for c in cols] for s in report.endpoints]
     shown = set(chosen_columns(cols, cells, width))
-    carries = [informative(getattr(row[i], "plain", row[i]) for row in cells) for i in range(len(cols))]
+    carries = [cols[i].evidence or informative(getattr(row[i], "plain", row[i]) for row in cells)
+               for i in range(len(cols))]
     hidden_informative = [cols[i].header for i in range(len(cols)) if carries[i] and i not in shown]
     shown_blank = [cols[i].header for i in shown if not carries[i] and cols[i].priority]
     assert not (hidden_informative and shown_blank), (hidden_informative, shown_blank)
-    for header in VERDICT_COLUMNS.get(report.verdict.cls, ()):
-        col = next(c for c in cols if c.header == header)
-        assert col.priority == 1
+    evidence = [c for c in cols if c.figure in VERDICT_FIGURES.get(report.verdict.cls, ())]
+    assert evidence and all(c.evidence and c.priority == 1 for c in evidence)
+    assert all(c.priority > 1 for c in cols if c.priority and not c.evidence), "the evidence comes first"
 
 
 def test_the_tui_table_takes_the_same_rule() -> None:

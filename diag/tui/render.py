@@ -365,9 +365,10 @@ def sort_rows(rows: Sequence[EndpointRow], key: str | None, descending: bool, sn
 def engine_cells(r: EngineRow, limits: Mapping[str, Limit]) -> tuple[Any, ...]:
     name = Text(r.engine) if not r.dead else Text(f"{r.engine} dead" + (f" {r.dead_at:%H:%M:%S}" if r.dead_at else ""),
                                                   style=HEALTH_STYLE["DOWN"])
-    return (name, number(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running, 1),
-            Text(number(r.waiting, 1), style=over(r.waiting, limits.get("wait")), justify="right"),
-            kv_bar(r.kv, limits), Text(number(r.preemptions), style=over(r.preemptions, limits.get("pre")), justify="right"),
+    f = r.figures
+    return (name, number(f.samples), number(f.prompt_tps, 1), number(f.gen_tps, 1), number(f.running, 1),
+            Text(number(f.waiting, 1), style=over(f.waiting, limits.get("wait")), justify="right"),
+            kv_bar(f.kv, limits), Text(number(f.preemptions), style=over(f.preemptions, limits.get("pre")), justify="right"),
             age_text(r.age_s))
 
 

@@ -32,7 +32,7 @@ from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
 from ..pipeline import Pipeline
-from ..report import EndpointSummary, Report, gpu_counts
+from ..report import NO_FIGURES, EndpointSummary, EngineFigures, Report, gpu_counts
 from ..sources import MultiSource, ReplaySource
 from . import WINDOWS
 from .records import RecordLine, record_line, stats_line
@@ -52,18 +52,12 @@ LOG_KEEP = 500                      # findings-log entries (openings and closing
 
 @dataclass(frozen=True)
 class EngineRow:
-    """An engine (DP rank) over its endpoint's window: samples, means and preemptions there (the row's
-    figures are their sums); ``last_ts``/``age_s`` of its last sample of any time."""
+    """An engine (DP rank): its figures over its endpoint's window (the row's figures are their sums);
+    ``last_ts``/``age_s`` of its last sample of any time."""
 
     engine: str
-    samples: int
+    figures: EngineFigures
     last_ts: datetime | None
-    prompt_tps: float | None
-    gen_tps: float | None
-    running: float | None
-    waiting: float | None
-    kv: float | None
-    preemptions: int
     age_s: float | None
     dead: bool = False                  # its process logged a fatal fault or a death (rules.incidents)...
     dead_at: datetime | None = None     # ... first at this time
@@ -224,19 +218,14 @@ def dead_engines(ep: Endpoint) -> dict[str, datetime | None]:
 def _engines(ep: Endpoint, summary: EndpointSummary | None) -> list[EngineRow]:
     """Each engine's row over the window its endpoint's row is taken over (``summary.per_engine``: the
     engines' means add up to the row's), its age from its last sample of any time."""
-    rows: dict[str, EngineRow] = {}
     dead = dead_engines(ep)
     figures = summary.per_engine if summary is not None else {}
+    last: dict[str, datetime | None] = {}
     if ep.stats.height:
-        last = ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True).agg(pl.col("ts").last())
-        for e, ts in last.select("engine", "ts").iter_rows():
-            f = figures.get(e)
-            rows[e] = (EngineRow(e, f.samples, ts, f.prompt_tps, f.gen_tps, f.running, f.waiting, f.kv, f.preemptions,
-                                 None, e in dead, dead.get(e)) if f is not None else
-                       EngineRow(e, 0, ts, None, None, None, None, None, 0, None, e in dead, dead.get(e)))
-    for e in [*ep.engines, *dead]:
-        rows.setdefault(e, EngineRow(e, 0, None, None, None, None, None, None, 0, None, e in dead, dead.get(e)))
-    return [rows[e] for e in sorted(rows, key=lambda e: (len(e), e))]
+        latest = ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True).agg(pl.col("ts").last())
+        last = dict(latest.select("engine", "ts").iter_rows())
+    names = sorted({*last, *ep.engines, *dead}, key=lambda e: (len(e), e))
+    return [EngineRow(e, figures.get(e, NO_FIGURES), last.get(e), None, e in dead, dead.get(e)) for e in names]
 
 
 def recent_records(ep: Endpoint) -> tuple[RecordLine, ...]:
