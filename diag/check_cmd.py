@@ -106,7 +106,7 @@ def no_recipe(path: Path, *, parsed: bool) -> str | None:
     binary data, a run log, text that is not YAML) instead of a C017 parse error. None for a ``*.yaml``
     file that does not parse (a broken recipe: C017) and for YAML that parsed but is not a recipe when
     nothing plainer is to be said (its own note says why)."""
-    from .files import plainly
+    from .refusal import plainly
 
     if not parsed and path.suffix in YAML:
         return None
@@ -219,7 +219,8 @@ def check(
         fail_all("check", [f"config error: {line}" for line in exc.lines])
     result = run_check(paths, settings)
     if not result.files and not result.errors and not allow_empty:   # nothing given is a recipe: one line
-        from .files import is_dir, refusal
+        from .files import is_dir
+        from .refusal import refusal
 
         searched = " (pass --allow-empty to accept that)" if any(is_dir(p) for p in paths) else ""
         fail("check", refusal("recipes", paths) + searched)

@@ -162,7 +162,7 @@ def check(ws: Workspace, args: dict[str, Any]) -> Result:
 
     from .check_cmd import run_check
     from .emit.jsondoc import check_dict
-    from .files import refusal
+    from .refusal import refusal
 
     paths = [ws.confine(p) for p in args["paths"]]
     result = run_check([Path(p) for p in paths], ws.settings(args.get("select"), args.get("ignore")))

@@ -165,8 +165,9 @@ def _live_source(paths: list[str], replay: Path | None, speed: float) -> Any:
 def _once(paths: list[str], settings: Settings, clock: Any, window: int, scrape: list[str],
           prom: str | None) -> int:
     """One snapshot of the run as read now, judged like ``diag tail`` (a finished run as of its end)."""
-    from .files import InputError, find_runs, refusal
+    from .files import InputError, find_runs
     from .pipeline import window_of
+    from .refusal import refusal
     from .sources import BatchSource, MultiSource, metric_source
 
     if not paths:  # --prom alone: the server's last DEFAULT_WINDOW is the run

@@ -18,9 +18,10 @@ from textual.widgets import Static
 
 from diag.sources import FollowSource
 from diag.tui import state as st
+from diag.tui.columns import COLUMNS
 from diag.tui.dialogs import help_text
 from diag.tui.plotscreen import draw_chart, legend
-from diag.tui.render import COLUMNS, figures_window, fit_parts
+from diag.tui.render import figures_window, fit_parts
 from diag.tui.scrollbar import CellScrollBar
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,7 +205,7 @@ def test_columns_without_information_yield_and_the_verdicts_columns_come_first(r
 def test_the_tui_table_takes_the_same_rule() -> None:
     """The TUI's columns: the verdict's evidence right after the columns that always stay, a blank column
     (every cell ``-`` or zero) after every one with information."""
-    from diag.tui.render import fit_columns, verdict_columns
+    from diag.tui.columns import fit_columns, verdict_columns
 
     assert verdict_columns("decode-bound") == {"kv", "wait", "run", "pre"}
     plain_80 = fit_columns({}, 80)

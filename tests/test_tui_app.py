@@ -509,7 +509,7 @@ async def test_a_fast_replay_raises_at_most_one_toast_per_code() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 @sync
 async def test_columns_give_way_by_priority(size: tuple[int, int]) -> None:
-    from diag.tui.render import COLUMNS, OPTIONAL
+    from diag.tui.columns import COLUMNS, OPTIONAL
 
     app = make_app(RUNS / "prefill-bound")
     async with app.run_test(size=size) as pilot:

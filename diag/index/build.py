@@ -28,7 +28,8 @@ import polars as pl
 
 from diag import __version__
 from diag.emit import envelope
-from diag.files import LOG_KINDS, InputError, RunFiles, find_runs, refusal
+from diag.files import LOG_KINDS, InputError, RunFiles, find_runs
+from diag.refusal import refusal
 
 from .dataset import DATASET_SCHEMA, MANIFEST, SAVED, manifest_ok
 from .rows import PARTITIONED, TABLES, failed_rows, report_rows, run_id_of

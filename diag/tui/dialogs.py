@@ -17,7 +17,8 @@ from textual.widgets import Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from .render import COLUMNS, evidence_text, figures_window
+from .columns import COLUMNS
+from .render import evidence_text, figures_window
 from .screens import WatchHost
 from .state import FindingRow
 

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from rich.cells import cell_len, set_cell_size
 from rich.console import Console, Group
@@ -18,97 +18,17 @@ from rich.table import Table
 from rich.text import Text
 
 from diag.rules.catalog import HEALTH_STATES
-from diag.rules.present import (
-    HEALTH_STYLE,
-    SEVERITY_STYLE,
-    VERDICT_FIGURES,
-    duration,
-    informative,
-    number,
-    seconds,
-)
+from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, duration, number, seconds
 
 from ..report import EndpointSummary, link_lines, stage_text
+from .columns import COLUMN, COLUMNS, SPARK_W, blank_columns, empty_columns, verdict_columns
 from .plotdata import end_epoch
 from .records import RecordLine
 from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Limit, Point, Snapshot, TableCells, by_code
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
-SPARK_W = 10
 TONE_STYLE = {"fault": "bold red", "warn": "yellow", "info": "cyan", "stats": "dim"}
-
-class Column(NamedTuple):
-    """A column of the endpoint table: ``priority`` 0 always stays; on a narrow terminal the highest
-    numbers give way first. ``sort`` is the k9s-style key (shift + letter) that sorts by it; ``doc`` what
-    it shows (the help lists it)."""
-
-    key: str
-    label: str
-    justify: str
-    priority: int
-    min_width: int
-    sort: str
-    descending: bool  # the first press sorts worst / largest first
-    doc: str
-
-
-WINDOW_MEAN = "mean over the figures' window"
-# in display order; endpoint, health, the roles' throughputs and KV % always stay
-COLUMNS: tuple[Column, ...] = (
-    Column("endpoint", "endpoint", "left", 0, 10, "N", False, "role and worker; the limiting side's stand out"),
-    Column("health", "health", "left", 0, 8, "H", True, "the badge below; while starting, the stage under way"),
-    Column("role", "role", "left", 8, 7, "O", False, "prefill, decode or agg"),
-    Column("prompt", "prompt/s", "right", 0, 8, "P", True, f"prompt tok/s, {WINDOW_MEAN}, engines summed"),
-    Column("gen", "gen/s", "right", 0, 7, "G", True, f"generated tok/s, {WINDOW_MEAN}, engines summed"),
-    Column("run", "run", "right", 2, 4, "R", True, f"running requests, {WINDOW_MEAN}, engines summed"),
-    Column("wait", "wait", "right", 1, 4, "W", True, f"waiting requests, {WINDOW_MEAN}, engines summed"),
-    Column("kv", "KV %", "left", 0, 10, "K", True, f"KV-cache usage, {WINDOW_MEAN}, engines averaged"),
-    Column("tps_spark", "tok/s ~", "left", 4, SPARK_W, "T", True,
-           "tok/s over the last 1-60 min (the window keys), one scale for every row"),
-    Column("kv_spark", "KV ~", "left", 5, SPARK_W, "V", True, "KV % over the last 1-60 min, on 0-100 %"),
-    Column("ttft", "TTFT p90", "right", 10, 8, "F", True, "TTFT p90 of the last interval (latency histograms)"),
-    Column("itl", "ITL p90", "right", 11, 8, "I", True, "ITL p90 of the last interval (latency histograms)"),
-    Column("age", "age", "right", 3, 4, "A", True, "time since the endpoint's last sample (12s, 4m, 3h, 9d)"),
-    Column("pre", "pre", "right", 6, 3, "X", True, "preemptions over the whole run"),
-    Column("eng", "eng", "right", 7, 3, "E", True, "engines (DP ranks)"),
-    Column("nodes", "nodes", "left", 9, 5, "D", False, "nodes, their common prefix left out"),
-)
-COLUMN = {c.key: c for c in COLUMNS}
-CELL_PAD = 2  # a DataTable cell's padding, both sides
-
-
-OPTIONAL = ("ttft", "itl")  # columns shown only when some endpoint has a value (Prometheus histograms)
-
-
-# the column of each endpoint figure a verdict rests on (present.VERDICT_FIGURES)
-FIGURE_COLUMN = {"waiting": "wait", "kv": "kv", "running": "run", "preemptions": "pre", "prompt_tps": "prompt",
-                 "gen_tps": "gen", "last_seen": "age"}
-
-
-def verdict_columns(verdict: str | None) -> frozenset[str]:
-    """The columns showing the figures ``verdict`` (a class) rests on."""
-    return frozenset(FIGURE_COLUMN[f] for f in VERDICT_FIGURES.get(verdict or "", ()) if f in FIGURE_COLUMN)
-
-
-def fit_columns(widths: dict[str, int], available: int, empty: frozenset[str] = frozenset(),
-                blank: frozenset[str] = frozenset(), evidence: frozenset[str] = frozenset()) -> list[str]:
-    """The columns that fit in ``available`` cells: every priority-0 column, then the others in
-    priority order until the next one does not fit (each at least its minimum width); display order.
-    ``empty``: optional columns without a value in any row, left out; ``evidence``: the columns the verdict
-    rests on, first; ``blank``: columns whose cells carry no information (all ``-`` or zero), after every
-    column that does (unless evidence)."""
-    need = {c.key: max(c.min_width, widths.get(c.key, 0)) + CELL_PAD for c in COLUMNS}
-    chosen = {c.key for c in COLUMNS if c.priority == 0}
-    used = sum(need[k] for k in chosen)
-    for c in sorted((c for c in COLUMNS if c.priority and c.key not in empty),
-                    key=lambda c: (c.key in blank - evidence, c.key not in evidence, c.priority)):
-        if used + need[c.key] > available:
-            break
-        chosen.add(c.key)
-        used += need[c.key]
-    return [c.key for c in COLUMNS if c.key in chosen]
-
 
 MIN_CUT = 8  # cells of a part (with its ellipsis) a one-line text shows rather than leave it out
 
@@ -260,16 +180,6 @@ def latency_text(s: EndpointSummary, metric: str) -> str:
     """A latency histogram's p90 of the last interval (``ttft``, ``itl``), ``-`` without one."""
     p90 = s.latency.get(metric, {}).get("p90")
     return "-" if p90 is None else f"{seconds(p90)} s"
-
-
-def empty_columns(snap: Snapshot) -> frozenset[str]:
-    """The optional columns no endpoint has a value for."""
-    return frozenset(k for k in OPTIONAL if not any(e.s.latency.get(k) for e in snap.endpoints))
-
-
-def blank_columns(cells: Mapping[str, Mapping[str, Text]]) -> frozenset[str]:
-    """The columns whose cells, in every row shown, carry no information (``-``, zeros, an empty sparkline)."""
-    return frozenset(c.key for c in COLUMNS if not informative(row[c.key].plain for row in cells.values()))
 
 
 def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: str = "",

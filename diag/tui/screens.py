@@ -14,24 +14,18 @@ from textual.widgets.option_list import Option
 
 from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, number
 
+from .columns import COLUMN, COLUMNS, OPTIONAL, blank_columns, empty_columns, fit_columns, verdict_columns
 from .render import (
-    COLUMN,
-    COLUMNS,
     ENGINE_COLUMNS,
-    OPTIONAL,
     age_text,
     badge,
-    blank_columns,
-    empty_columns,
     engine_cells,
     finding_text,
-    fit_columns,
     header_text,
     latency_text,
     record_text,
     shown_cells,
     sort_rows,
-    verdict_columns,
 )
 from .state import FindingRow, Snapshot
 from .table import LiveTable
