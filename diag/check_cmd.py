@@ -74,11 +74,15 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
 
 def check_file(path: Path, rules: dict[str, Rule] | Iterable[Rule] | None = None,
                display: str | None = None) -> list[Finding]:
-    """Findings of every job in one recipe file (raises RecipeError / NotARecipe)."""
+    """Findings of every job in one recipe file (raises RecipeError / NotARecipe), their fixes checked
+    against what the file's first job sets (as on a run)."""
     from diag.parsers.recipe import load_recipes
+    from diag.rules.advice import RunConfig, check_fixes
     from diag.rules.jobs import check_jobs
 
-    return check_jobs(load_recipes(path, display), rules)
+    recipes = load_recipes(path, display)
+    found = check_jobs(recipes, rules)
+    return check_fixes(found, RunConfig.of_recipe(recipes[0])) if recipes else found
 
 
 def check_run(run_dir: Path, settings: Settings) -> list[Finding] | None:

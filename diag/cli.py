@@ -164,8 +164,8 @@ def _root(
 ) -> None:
     """diag: logs, recipes and metrics of vLLM + Dynamo P/D runs -> findings.
 
-    Exit status in every command: 0 nothing at or above --fail-on, 1 findings at or above it,
-    2 usage, input or configuration error.
+    Exit status: 1 when a judged run's verdict fails --fail-on (tail, watch, report, index: README's table)
+    or a recipe finding is at or above it (check), else 0; 2 usage, input or configuration error.
     """
 
 

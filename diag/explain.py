@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from diag.rules.catalog import get
+from diag.rules.catalog import NO_HEALTH, get
 
 
 def toml_value(v: Any) -> str:
@@ -36,7 +36,9 @@ def explain_text(code: str) -> str:
         lines += ["", f"Override in diag.toml: `[rules.{r.code}]` with any of these keys."]
     if r.health or r.consequence_of:
         lines += ["", "## Health", ""]
-        if r.health:
+        if r.health == NO_HEALTH:
+            lines.append("- colours no endpoint: it checks what the recipe asks of the endpoint, not how it runs")
+        elif r.health:
             lines.append(f"- an endpoint this rule names shows {r.health}")
         if r.consequence_of:
             lines.append(f"- marked as a likely consequence when it starts after {', '.join(r.consequence_of)} "

@@ -10,7 +10,19 @@ from typing import Any
 
 import typer
 
-from .options import ConfigFile, Example, ListFormat, RunsFormat, console_for, fail, fail_all, quiet_pipe
+from .options import (
+    ConfigFile,
+    Example,
+    ExitZero,
+    FailOnOption,
+    ListFormat,
+    RunsFormat,
+    console_for,
+    fail,
+    fail_all,
+    quiet_pipe,
+    run_status,
+)
 
 INDEX_EXAMPLES: tuple[Example, ...] = (
     ("Every run under outputs/ (any depth), analysed once, 8 at a time (default: outputs/.diag/index)",
@@ -27,6 +39,7 @@ RUNS_EXAMPLES: tuple[Example, ...] = (
 )
 
 
+COUNTS = {"error": "errors", "warning": "warnings", "info": "infos"}   # a severity's count column in runs
 WAIT = 600.0   # seconds a second diag index into one index waits for the first (--wait)
 WHERE_HELP = ("Only the runs matching EXPR: COLUMN OP VALUE joined by and/or, OP one of = != < <= > >= ~ (regex), "
               "VALUE 'text', a number, true, false or null (docs/index.md lists the columns).")
@@ -44,11 +57,14 @@ def index(
     wait: float = typer.Option(WAIT, "--wait", metavar="SECONDS", min=0,
                                help="Wait this long for another diag index writing the same index, then give up "
                                     "(exit 2; 0: at once)."),
+    fail_on: FailOnOption = None,
+    exit_zero: ExitZero = False,
 ) -> None:
     """Analyse every run under ROOT once into a Parquet dataset; again, only new or changed runs.
 
     Tables runs, points, findings, endpoints, and the per-interval series partitioned by run; DuckDB,
-    polars and Spark read them as they are. A run that cannot be analysed is recorded with its reason."""
+    polars and Spark read them as they are. A run that cannot be analysed is recorded with its reason. Exit
+    status: the worst indexed run's, by its verdict (as diag tail)."""
     from diag.rules.settings import SettingsError, resolve
 
     from .files import InputError
@@ -58,7 +74,8 @@ def index(
     if into is None and not Path(roots[0]).is_dir():
         fail("index", f"{roots[0]}: not a directory; give --into DIR for the index")
     try:
-        settings = resolve(Path.cwd(), config)  # a bad diag.toml stops here, not once per run
+        settings = resolve(Path.cwd(), config,  # a bad diag.toml stops here, not once per run
+                           fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
     except SettingsError as e:
         fail_all("index", [f"config error: {line}" for line in e.lines])
     bar = progress(True)
@@ -93,6 +110,28 @@ def index(
 
             sys.stdout.write(index_summary(outcome.to_dict(), outcome.failed))
         sys.stdout.flush()
+    raise typer.Exit(_status(outcome.into, settings.fail_on))
+
+
+def _status(into: Path, fail_on: str) -> int:
+    """The exit status of the runs the index holds, by their verdicts (their finding counts stand for
+    their findings): the worst run's, as ``diag tail`` of them all would exit."""
+    import polars as pl
+
+    from diag.rules.outcome import fails, outcome_of, worst_severity
+
+    from .index.query import QueryError, select_runs
+
+    try:
+        rows = select_runs(into).filter(pl.col("status") == "ok")
+    except QueryError as e:
+        fail("index", str(e))
+
+    def run_fails(row: dict[str, Any]) -> bool:
+        worst = worst_severity(sev for sev, column in COUNTS.items() if row[column])
+        return fails(outcome_of(row["verdict"]), worst, fail_on)
+
+    return run_status(run_fails(row) for row in rows.iter_rows(named=True))
 
 
 def runs(

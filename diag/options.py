@@ -1,9 +1,10 @@
 """The CLI contract every command shares: option types, value checks, exit codes, output streams.
 
-Exit status, in every command: ``0`` nothing at or above ``--fail-on``; ``1`` findings at or above it;
-``2`` a usage, input or configuration error (one line on stderr, never a traceback). A closed pipe
-(``diag tail … | head -1``) is not an error: output stops quietly and the status is what it would
-have been. Imports nothing heavy: ``diag --help`` must start fast.
+Exit status: ``1`` when a judged run fails ``--fail-on`` by its verdict (``tail``, ``watch``, ``report``,
+``index``: the table of :mod:`diag.rules.outcome`, README's "Exit status") or, in ``check``, a finding is at
+or above it; else ``0``; ``2`` a usage, input or configuration error (one line on stderr, never a
+traceback). A closed pipe (``diag tail … | head -1``) is not an error: output stops quietly and the status
+is what it would have been. Imports nothing heavy: ``diag --help`` must start fast.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+def run_status(fails: Iterable[bool]) -> int:
+    """The exit status of the runs a command judged: 1 when any fails ``--fail-on`` by its verdict
+    (``Report.fails``), else 0."""
+    return EXIT_FINDINGS if any(fails) else EXIT_OK
 
 
 class FailOn(StrEnum):
@@ -54,8 +61,9 @@ Select = Annotated[list[str] | None, typer.Option(
 Ignore = Annotated[list[str] | None, typer.Option(
     "--ignore", metavar="CODE", help=f"Skip the rules with these {CODES}. Adds to the config's ignore.")]
 FailOnOption = Annotated[FailOn | None, typer.Option(
-    "--fail-on", help="Exit 1 when a finding is at least this severe (default: the config's fail-on, else error).")]
-ExitZero = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings are at or above --fail-on.")]
+    "--fail-on", help="Exit 1 at this severity or above: a run's verdict (invalid, startup-stuck: error; a "
+                      "bottleneck: warning), a recipe's findings (default: the config's fail-on, else error).")]
+ExitZero = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 whatever --fail-on would fail.")]
 ConfigFile = Annotated[Path | None, typer.Option(
     "--config", metavar="FILE", help="Settings file (diag.toml, or pyproject.toml with a tool.diag table) to use "
                                      "instead of the nearest one upward from the current directory.")]
@@ -110,16 +118,14 @@ def on_terminal(stream: TextIO | None = None) -> bool:
 def console_for(stream: TextIO | None = None) -> Console:
     """The console every text output writes through: colour only on a terminal; NO_COLOR (or
     ``--no-color``) means no escapes at all; no line ends in whitespace (:mod:`diag.emit.console`)."""
-    from rich.console import Console
-
-    from .emit.console import TrimLines
+    from .emit.console import OutputConsole, TrimLines
 
     out = stream or sys.stdout
     tty = on_terminal(out)
     plain = bool(os.environ.get("NO_COLOR"))
-    console = Console(file=out, highlight=False, soft_wrap=False, no_color=plain,
-                      color_system=None if plain else "auto",
-                      width=None if tty or "COLUMNS" in os.environ else 160)
+    console = OutputConsole(file=out, highlight=False, soft_wrap=False, no_color=plain,
+                            color_system=None if plain else "auto",
+                            width=None if tty or "COLUMNS" in os.environ else 160)
     console.push_render_hook(TrimLines())
     return console
 

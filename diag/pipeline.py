@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from diag.parsers.ingest import ParsedLog
+from diag.rules.advice import RunConfig, check_fixes
 from diag.rules.assemble import assemble
 from diag.rules.catalog import catalog
 from diag.rules.effective import reads_what_ran, what_ran_settled
@@ -31,7 +32,7 @@ from diag.rules.finding import Finding
 from diag.rules.judge import RUNTIME_SCOPES, judge
 from diag.rules.runmodel import Run, latest
 from diag.rules.settings import Settings
-from diag.rules.verdict import run_verdicts
+from diag.rules.verdict import run_verdicts, with_verdict_advice
 
 from .changes import Changes
 from .report import (
@@ -83,9 +84,14 @@ def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool =
     run; endpoint summaries (over the verdict's steady window) and health, header facts: everything an
     emitter shows, computed once. ``finished``: the run's data is complete (a point without a result
     was cut short, not still under way). ``shown`` keeps a live report's findings to the settled ones
-    (:meth:`Pipeline.consume`); the verdict rests on those alone."""
-    findings = judge(run, settings, shown=shown)
-    verdicts = run_verdicts(run, findings, now, finished)
+    (:meth:`Pipeline.consume`); the verdict rests on those alone.
+
+    Advice: every fix and experiment is checked against the recipe and what ran (one
+    :class:`RunConfig`), and a finding a verdict rests on takes that verdict's advice as its fix."""
+    config = RunConfig.of_run(run)
+    findings = check_fixes(judge(run, settings, shown=shown), config, run)
+    verdicts = run_verdicts(run, findings, now, finished, config=config)
+    findings = with_verdict_advice(findings, verdicts)
     stale_at = stats_end(run) if finished else now
     summaries = tuple(endpoint_summary(run, ep, findings, now, verdicts=verdicts, stale_at=stale_at)
                       for ep in run.endpoints.values())

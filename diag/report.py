@@ -16,15 +16,17 @@ import polars as pl
 from diag.parsers.histogram import LATENCY, QUANTILES, column
 from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
+from diag.rules.engine import fold_cascades
+from diag.rules.engine import key as finding_key
 from diag.rules.finding import Finding
+from diag.rules.outcome import fails, worst_severity
 from diag.rules.present import duration, number
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.templating import log_empty
-from diag.rules.verdict import Verdict, Verdicts
+from diag.rules.verdict import Verdict, Verdicts, limiting_endpoints
 from diag.rules.verdict_catalog import verdict_catalog
 from diag.rules.verdict_figures import INTERVAL_S, active_window, in_window
 
-HEALTH_ORDER = HEALTH_STATES
 STATS_INTERVAL_S = INTERVAL_S   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
 STAGE_SHORT = {s.name: s.short for s in STAGES}
 STALE_S = float(verdict_catalog().params["stale_s"])   # the catalog's; a STALE endpoint's last stats line is older
@@ -68,12 +70,13 @@ class EndpointSummary:
     kv_mean: float | None                  # engines averaged
     kv_peak: float | None
     preemptions: int                       # over the whole run
-    health: str
+    health: str                            # see endpoint_health
     phase: str                             # starting | warm-up | steady | drain | serving | idle | dead
     facts: dict[str, Any]
     startup: dict[str, Any] = field(default_factory=dict)   # Startup.to_dict as of the report's time
     latency: dict[str, dict[str, float | None]] = field(default_factory=dict)  # see endpoint_latency
     log: str | None = None                 # "empty": every log file of it has 0 bytes (else not in the JSON)
+    limiting: bool = False                 # on the side the run's verdict names as the limit
     per_engine: dict[str, EngineFigures] = field(default_factory=dict)  # over ``window`` (not in the JSON)
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +92,7 @@ class EndpointSummary:
                 "latency_s": self.latency,
             },
             "health": self.health,
+            "limiting": self.limiting,
             "phase": self.phase,
             "facts": self.facts,
             "startup": self.startup,
@@ -162,14 +166,20 @@ def benchmark_began(run: Run, now: datetime | None) -> bool:
 
 
 def endpoint_health(ep: Endpoint, findings: list[Finding], now: datetime | None, stale_s: float = STALE_S,
-                    loaded: bool = True) -> str:
-    """The worst state the findings naming ``ep`` imply (rule catalog: ``health``, else by severity),
-    else READY (start-up finished, no stats line because no load came yet: ``loaded`` is false and the
-    endpoint shows no work), NO STATS (no stats line although it served or may have), STALE (as of
-    ``now``) or OK."""
+                    loaded: bool = True, limiting: bool = False) -> str:
+    """An endpoint's health, worst first (``HEALTH_STATES``): its own standing in the run's verdict
+    (``limiting``: on the side the verdict names as the limit, LIMITS) and the states the findings about
+    its runtime state imply (rule catalog: ``health``, else CRIT for an error, WARN for a warning); a
+    finding on what the recipe asks (DIAG-K003, the config rules) and a likely consequence of another
+    finding present (an engine death elsewhere: shown folded under it) imply nothing here. Else READY
+    (start-up finished, no stats line because no load came yet: ``loaded`` is false and the endpoint
+    shows no work), NO STATS (no stats line although it served or may have), STALE (as of ``now``) or OK."""
     rules = catalog()
-    implied = [h for f in findings if f.endpoint == ep.id and f.code in rules
+    _, folded = fold_cascades(findings)
+    implied = [h for f in findings if f.endpoint == ep.id and f.code in rules and finding_key(f) not in folded
                and (h := health_of(rules[f.code], f.severity)) is not None]
+    if limiting:
+        implied.append("LIMITS")
     if implied:
         return min(implied, key=HEALTH_STATES.index)
     if ep.samples == 0:
@@ -192,7 +202,9 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
         window, label = own, {"label": "active", "start": own[0].isoformat(), "end": own[1].isoformat()}
         fig = window_figures(ep, *own)
     keys = ("prompt_tps_mean", "gen_tps_mean", "running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak")
-    health = endpoint_health(ep, findings, stale_at or now, stale_s, loaded=benchmark_began(run, now))
+    limiting = ep.id in limiting_endpoints(run, verdicts.run if verdicts is not None else None)
+    health = endpoint_health(ep, findings, stale_at or now, stale_s, loaded=benchmark_began(run, now),
+                             limiting=limiting)
     empty = log_empty(run, ep)
     return EndpointSummary(ep.id, ep.role, tuple(ep.nodes), len(ep.engines), ep.samples, ep.first_ts, ep.last_ts,
                            label if fig else None, **{k: fig.get(k) for k in keys},  # type: ignore[arg-type]
@@ -200,7 +212,7 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
                            health=health, phase="unknown" if empty else endpoint_phase(ep, health, verdicts, now),
                            facts=facts_of(ep),
                            startup=ep.startup.to_dict(now), latency=endpoint_latency(ep),
-                           log="empty" if empty else None,
+                           log="empty" if empty else None, limiting=limiting,
                            per_engine=engine_figures(ep, *window) if fig and window is not None else {})
 
 
@@ -299,14 +311,12 @@ def topology(run: Run) -> str:
     return " + ".join(parts) or "no endpoints"
 
 
-LIMITING_SIDE = {"prefill-bound": "prefill", "decode-bound": "decode", "transfer-bound": "kv-transfer"}
-
-
 def balance(verdicts: Verdicts | None) -> dict[str, Any] | None:
-    """Balance by capacity, not throughput, over the run verdict's steady window: where the queue stands
-    (prefill waiting vs decode waiting), decode's KV and batch headroom, and the side that limits (none
-    unless the verdict names one). In a closed loop both sides' request rates match by construction, so
-    a throughput ratio says nothing about which side limits."""
+    """Balance by capacity, not throughput, over the run verdict's steady window: where a queue stands
+    (the verdict's judgment, :attr:`Verdict.queues`: no other side is named), the waiting figures,
+    decode's KV and batch headroom, and the side that limits (none unless the verdict names one). In a
+    closed loop both sides' request rates match by construction, so a throughput ratio says nothing
+    about which side limits."""
     if verdicts is None:
         return None
     v = verdicts.run
@@ -317,7 +327,8 @@ def balance(verdicts: Verdicts | None) -> dict[str, Any] | None:
     def stat(side: dict[str, Any], key: str, how: str) -> float | None:
         return (side.get(key) or {}).get(how)
 
-    return {"window": window_dict(verdicts), "verdict": v.cls, "limiting": LIMITING_SIDE.get(v.cls),
+    return {"window": window_dict(verdicts), "verdict": v.cls, "limiting": v.side,
+            "queues": list(v.queues),
             "prefill_waiting_per_engine": stat(pre, "waiting", "mean"), "prefill_waiting_peak": stat(pre, "waiting", "peak"),
             "decode_waiting_per_engine": stat(dec, "waiting", "mean"), "decode_running_per_engine": stat(dec, "running", "mean"),
             "decode_kv_pct": stat(dec, "kv", "mean"), "decode_kv_peak": stat(dec, "kv", "peak"),
@@ -325,11 +336,12 @@ def balance(verdicts: Verdicts | None) -> dict[str, Any] | None:
 
 
 def balance_text(b: dict[str, Any]) -> str:
-    """``queue on prefill: 174.5 waiting/engine (peak 212) | decode: KV 21.2 % (peak 23.3), 46.5
-    running/engine, 0 waiting | prefill limits``."""
+    """``queue on prefill: prefill 174.5 waiting/engine (peak 212) | decode KV 21.2 % (peak 23.3), 46.5
+    running/engine, 0.0 waiting/engine | prefill limits``; the queue named is the verdict's."""
     pw, dw = b["prefill_waiting_per_engine"], b["decode_waiting_per_engine"]
-    queue = ("queue on prefill" if (pw or 0) >= 1 and (pw or 0) >= (dw or 0) else
-             "queue on decode" if (dw or 0) >= 1 else "no queue")
+    queues = b.get("queues") or []
+    queue = (f"queue{'s' if len(queues) > 1 else ''} on {' and '.join(queues)}" if queues
+             else "no queue standing")
     parts = [f"{queue}: prefill {number(pw, 1)} waiting/engine (peak {number(b['prefill_waiting_peak'], 0)})",
              f"decode KV {number(b['decode_kv_pct'], 1)} % (peak {number(b['decode_kv_peak'], 1)}), "
              f"{number(b['decode_running_per_engine'], 1)} running/engine, {number(dw, 1)} waiting/engine"]
@@ -474,6 +486,16 @@ class Report:
     def read_nothing(self) -> bool:
         """No log could be read and no benchmark result was found: nothing to judge."""
         return not any(not s.error for s in self.run.sources) and not self.run.benchmark
+
+    @property
+    def outcome(self) -> str:
+        """What the run's verdict means for it (rules.outcome): the exit status follows it."""
+        return self.verdict.outcome if self.verdict is not None else "unknown"
+
+    @property
+    def fails(self) -> bool:
+        """The run fails ``fail_on`` (rules.outcome's table): the command that judged it exits 1."""
+        return fails(self.outcome, worst_severity(f.severity for f in self.findings), self.fail_on)
 
     def endpoint(self, eid: str) -> EndpointSummary | None:
         return next((e for e in self.endpoints if e.id == eid), None)

@@ -13,12 +13,15 @@ from .options import (
     EXIT_USAGE,
     ConfigFile,
     Example,
+    ExitZero,
+    FailOnOption,
     ReportFormat,
     console_for,
     fail,
     fail_all,
     positive,
     quiet_pipe,
+    run_status,
 )
 from .sla import DEFAULT_SLA
 
@@ -57,16 +60,23 @@ def report(
              "the target)."),
     where: str | None = typer.Option(None, "--where", metavar="EXPR",
                                      help="With an index: only the runs matching EXPR (as diag runs --where)."),
+    fail_on: FailOnOption = None,
+    exit_zero: ExitZero = False,
 ) -> None:
     """The sweep as pictures: which configuration to pick under a latency target and why.
 
-    One page: the Pareto frontier, the verdict behind every point, run vs run."""
+    One page: the Pareto frontier, the verdict behind every point, run vs run. Exit status: the worst run's,
+    by its verdict (as diag tail)."""
     from diag.rules.settings import SettingsError, resolve
 
     from .files import InputError, output_problem
     from .report_doc import build_parts
     from .sla import SlaError, first_sla, parse_sla
 
+    try:  # the configuration first: a broken diag.toml fails before any run is read
+        settings = resolve(Path.cwd(), config, fail_on=fail_on.value if fail_on else None, exit_zero=exit_zero)
+    except SettingsError as e:
+        fail_all("report", [f"config error: {line}" for line in e.lines])
     try:
         option = parse_sla(sla) if sla is not None else None
     except SlaError as e:
@@ -79,24 +89,18 @@ def report(
     parts = _indexed(paths, where, problems)
     if parts is None:
         try:
-            settings = resolve(Path.cwd(), config)
-        except SettingsError as e:
-            fail_all("report", [f"config error: {line}" for line in e.lines])
-        try:
-            doc, errors = sweep_document(paths, settings, option, min_tok_s_user)
+            parts = sweep_parts(paths, settings)
         except InputError as e:
             fail("report", str(e))
-        unread += errors
-    else:
-        unread += [err for part in parts for err in part.errors]
-        doc = build_parts(parts, first_sla(option, [part.sla for part in parts]), min_tok_s_user)
+    unread += [err for part in parts for err in part.errors]
+    doc = build_parts(parts, first_sla(option, [part.sla for part in parts]), min_tok_s_user)
     for err in [*problems, *unread]:
         typer.echo(f"diag report: {err}", err=True)
     try:
         _write(doc, fmt, out)
     except OSError as e:   # the path went bad while the runs were read
         fail("report", f"-o {out}: cannot write: {e.strerror or e}")
-    raise typer.Exit(EXIT_USAGE if problems else 0)
+    raise typer.Exit(EXIT_USAGE if problems else run_status(part.fails(settings.fail_on) for part in parts))
 
 
 def _write(doc: dict, fmt: ReportFormat, out: Path | None) -> None:
@@ -154,16 +158,12 @@ def _indexed(paths: list[str], where: str | None, problems: list[str]) -> list[R
     return parts
 
 
-def sweep_document(paths: list[str], settings: Settings, sla: Sla | None = None,
-                   min_tok_s_user: float | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The ``diag report --format json`` document of the runs among ``paths`` and the errors of reading
-    them (one line each: the rest of the input was read); raises InputError on a path that does not exist
-    and when no run among ``paths`` has a file diag could read (as ``tail`` does)."""
+def sweep_parts(paths: list[str], settings: Settings) -> list[RunPart]:
+    """The report parts of the runs among ``paths``, read by the pipeline; raises InputError on a path that
+    does not exist and when no run among ``paths`` has a file diag could read (as ``tail`` does)."""
     from .files import InputError, find_runs
     from .pipeline import Pipeline
-    from .report_doc import build_parts
     from .report_part import RunPart
-    from .sla import first_sla
     from .sources import BatchSource
     from .tail_cmd import nothing_read, unread_lines
 
@@ -171,6 +171,16 @@ def sweep_document(paths: list[str], settings: Settings, sla: Sla | None = None,
     reports = [Pipeline(BatchSource(rf), settings).once() for rf in runs]
     if nothing_read(reports):
         raise InputError(unread_lines(paths, reports)[0])
-    parts = [RunPart.of(report, rf.results) for report, rf in zip(reports, runs, strict=True)]
+    return [RunPart.of(report, rf.results) for report, rf in zip(reports, runs, strict=True)]
+
+
+def sweep_document(paths: list[str], settings: Settings, sla: Sla | None = None,
+                   min_tok_s_user: float | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The ``diag report --format json`` document of the runs among ``paths`` and the errors of reading
+    them (one line each: the rest of the input was read); raises InputError as :func:`sweep_parts`."""
+    from .report_doc import build_parts
+    from .sla import first_sla
+
+    parts = sweep_parts(paths, settings)
     doc = build_parts(parts, first_sla(sla, [part.sla for part in parts]), min_tok_s_user)
     return doc, [err for part in parts for err in part.errors]

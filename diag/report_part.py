@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from diag.parsers.records import BenchResult
+from diag.rules.outcome import fails, outcome_of, worst_severity
 
 from .report import Report, gpu_counts
 from .sla import Limit, Request, Sla, read_requests, recipe_sla
@@ -51,6 +52,11 @@ class RunPart:
     @property
     def name(self) -> str | None:
         return Path(self.root).name if self.root else None
+
+    def fails(self, fail_on: str) -> bool:
+        """The run fails ``fail_on`` by its verdict, as its report did (:attr:`diag.report.Report.fails`)."""
+        return fails(outcome_of((self.verdict or {}).get("class")),
+                     worst_severity(f["severity"] for f in self.findings), fail_on)
 
     @classmethod
     def of(cls, report: Report, result_files: Mapping[int, Path] | None = None) -> RunPart:

@@ -33,6 +33,7 @@ from .options import (
     positive,
     printable,
     quiet_pipe,
+    run_status,
 )
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def tail(
             reports = [_server_report(prom, window, settings)]
             with quiet_pipe():
                 emit(reports, fmt)
-            raise typer.Exit(exit_status(reports, settings))
+            raise typer.Exit(exit_status(reports))
         if since is not None:
             raise InputError(SINCE_WITH_PATHS)
         if follow:
@@ -148,7 +149,7 @@ def tail(
                 typer.echo(f"wrote {p}", err=True)
     with quiet_pipe():
         emit(reports, fmt)
-    raise typer.Exit(exit_status(reports, settings))
+    raise typer.Exit(exit_status(reports))
 
 
 def _since(text: str, window: tuple[datetime | None, datetime | None]) -> tuple[datetime, datetime]:
@@ -324,15 +325,15 @@ def emit(reports: list[Report], fmt: TailFormat) -> None:
     out.flush()
 
 
-def exit_status(reports: list[Report], settings: Any) -> int:
-    """2 when a metric source asked for (``--scrape``/``--prom``) failed, else 1 when a finding is at or
-    above fail-on, else 0. A file that could not be read is one line on stderr; the rest of the input
-    was read, so it is not exit 2 (nothing usable at all is, see :func:`_nothing_read`)."""
+def exit_status(reports: list[Report]) -> int:
+    """2 when a metric source asked for (``--scrape``/``--prom``) failed, else the worst run's status by
+    its verdict (``Report.fails``). A file that could not be read is one line on stderr;
+    the rest of the input was read, so it is not exit 2 (nothing usable at all is, see :func:`_nothing_read`)."""
     for e in (e for r in reports for e in r.run.errors):
         typer.echo(f"diag tail: {printable(e)}", err=True)
     if any(lg.error and "://" in lg.path for r in reports for lg in r.run.sources):
         return EXIT_USAGE
-    return 1 if any(settings.fails(r.findings) for r in reports) else 0
+    return run_status(r.fails for r in reports)
 
 
 def export_series(report: Report, out: Path, fmt: ExportFmt) -> list[Path]:
@@ -401,7 +402,7 @@ def _when(text: str | None, flag: str) -> datetime | None:
 def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: float, poll_s: float) -> int:
     """Follow until Ctrl-C / SIGTERM. stdout carries only ``fmt``: jsonl streams records, findings
     opening/changing/closing, heartbeats and a final summary; json writes one document at the end; text
-    prints the events and the final report. Exit status by fail-on, like a batch read."""
+    prints the events and the final report. Exit status by the verdict and fail-on, like a batch read."""
     import time
 
     from .emit import JSONL_SCHEMA, dumps, envelope
@@ -463,4 +464,4 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
             emit_obj(document([final]))
         else:
             render_tail(final, console)
-    return exit_status([final], settings)
+    return exit_status([final])

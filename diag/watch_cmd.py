@@ -32,6 +32,7 @@ from .options import (
     positive,
     printable,
     quiet_pipe,
+    run_status,
 )
 from .tui import WINDOWS
 
@@ -132,7 +133,7 @@ def watch(
 
     WatchApp(state, interval=interval, window=window).run()
     last = state.report
-    raise typer.Exit(1 if last is not None and settings.fails(last.findings) else 0)
+    raise typer.Exit(run_status([last is not None and last.fails]))
 
 
 def _live_metrics(scrape: list[str], prom: str | None) -> list[Any]:
@@ -208,4 +209,4 @@ def _render_once(source: Any, settings: Settings, clock: Any, window: int) -> in
             typer.echo(f"diag watch: {printable(e)}", err=True)
         return EXIT_USAGE
     report = state.report
-    return 1 if report is not None and settings.fails(report.findings) else 0
+    return run_status([report is not None and report.fails])

@@ -3,7 +3,8 @@
 Each ``[[rule]]`` entry has ``code`` (stable, part of the interface), kebab ``name``,
 ``severity``, ``scope`` (run | endpoint | engine | recipe), ``template`` and its ``params``,
 optional ``for`` / ``keep_firing_for`` windows (seconds), ``summary`` (one line), ``why``,
-``remediation`` and ``examples`` (inputs with the expected outcome, run by the tests).
+``remediation``, the fix (``fix`` words, or ``[[rule.advice]]`` proposals :mod:`rules.advice` checks
+against what ran) and ``examples`` (inputs with the expected outcome, run by the tests).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from .finding import SEVERITIES
+from .proposal import ENTRY_KEYS, catalog_errors
 
 SCOPES = ("run", "endpoint", "engine", "recipe")
 
@@ -39,6 +41,7 @@ class Rule:
     consequence_of: tuple[str, ...] = ()     # rules whose earlier finding elsewhere explains this one
     caused_by: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # config causes
     fix: str = ""                            # one line a finding prints as its fix, when it has no own fix
+    advice: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # checked proposals (rules.advice)
 
     def with_params(self, overrides: dict[str, Any]) -> Rule:
         """A copy with thresholds overridden (``for``/``keep_firing_for`` included)."""
@@ -70,6 +73,14 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
         raise CatalogError(f"{source}: rule {entry['code']} has unknown severity {entry['severity']!r}")
     if entry["scope"] not in SCOPES:
         raise CatalogError(f"{source}: rule {entry['code']} has unknown scope {entry['scope']!r}")
+    for advice in entry.get("advice", ()):
+        errors = catalog_errors(advice.get("set"), advice.get("when"))
+        if unknown := sorted(set(advice) - ENTRY_KEYS):
+            errors.append(f"unknown keys {unknown}")
+        if not (advice.get("text") or advice.get("set")):
+            errors.append("an entry needs `text` or `set`")
+        if errors:
+            raise CatalogError(f"{source}: rule {entry['code']} advice: {'; '.join(errors)}")
     return Rule(
         code=entry["code"], name=entry["name"], severity=entry["severity"], scope=entry["scope"],
         template=entry["template"], summary=entry["summary"].strip(), why=entry["why"].strip(),
@@ -78,21 +89,30 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
         examples=tuple(entry.get("examples", ())), docs=entry.get("docs", ""),
         health=_health(entry, source), consequence_of=tuple(entry.get("consequence_of", ())),
         caused_by=tuple(entry.get("caused_by", ())), fix=entry.get("fix", "").strip(),
+        advice=tuple(entry.get("advice", ())),
     )
 
 
-HEALTH_STATES = ("DOWN", "CRIT", "WARN", "STALE", "NO STATS", "READY", "OK")  # worst first
+# An endpoint's health, worst first. LIMITS is the verdict's (the endpoint is on the side that limits the
+# run); a finding implies DOWN, CRIT or WARN; the others are the endpoint's own data (diag.report).
+HEALTH_STATES = ("DOWN", "CRIT", "LIMITS", "WARN", "STALE", "NO STATS", "READY", "OK")
+FINDING_HEALTH = ("DOWN", "CRIT", "WARN")
+NO_HEALTH = "none"   # a rule about what the recipe asks of the endpoint, not its state: colours nothing
 
 
 def _health(entry: dict[str, Any], source: str) -> str | None:
     h = entry.get("health")
-    if h is not None and h not in HEALTH_STATES:
+    if h is not None and h not in (*FINDING_HEALTH, NO_HEALTH):
         raise CatalogError(f"{source}: rule {entry['code']} has unknown health {h!r}")
     return h
 
 
 def health_of(rule: Rule, severity: str) -> str | None:
-    """The endpoint health a finding of ``rule`` at ``severity`` implies."""
+    """The endpoint health a finding of ``rule`` at ``severity`` implies: the rule's ``health``, else CRIT
+    for an error and WARN for a warning; none for a rule on the recipe (scope ``recipe``, or ``health =
+    "none"``: a capacity check such as DIAG-K003 says what the recipe asks, not how the endpoint runs)."""
+    if rule.scope == "recipe" or rule.health == NO_HEALTH:
+        return None
     return rule.health or {"error": "CRIT", "warning": "WARN"}.get(severity)
 
 

@@ -33,6 +33,7 @@ from .recipe_checks import run_checks
 from .runmodel import Run
 
 _RELEASE = re.compile(r"\d+\.\d+\.\d+")
+OVERRIDERS = "srtctl's topology-managed flags, a launcher script, the image's defaults"  # what overrides a recipe
 FACT_FLAGS = {"api_server_count": "api_server_count", "async_scheduling": "async_scheduling"}  # startup fact -> flag
 
 
@@ -218,8 +219,7 @@ def drift(rule: Rule, run: Run) -> list[Finding]:
                            evidence={"differences": [{k: v for k, v in d.items() if k != "mark"} for d in diffs],
                                      "changes_verdict_of": changed, "recipe": recipe.path,
                                      "cannot_tell": cannot_tell},
-                           fix="make the recipe say what runs (or find what overrides it: srtctl's topology-managed "
-                               "flags, a launcher script, the image's defaults)"))
+                           fix=f"make the recipe say what runs (or find what overrides it: {OVERRIDERS})"))
     build = _build_ran(recipe, runs)
     if build is not recipe.build and recipe.build.kind != "unknown":
         version, mark = next(r.version for r in runs.values() if r.version)  # type: ignore[misc]

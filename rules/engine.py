@@ -21,6 +21,9 @@ def runtime_rules() -> list[Rule]:
     return by_scope("run", "endpoint", "engine")
 
 
+CONSEQUENCE = "after_engine_death"   # the evidence key that marks a likely consequence (its cause's identity)
+
+
 def _correlate(findings: list[Finding]) -> list[Finding]:
     """Mark findings whose rule lists a ``consequence_of`` (KV-transfer failures, expiries, stalls) and
     that start after such a finding on another endpoint (an engine death) as its likely consequences:
@@ -35,12 +38,35 @@ def _correlate(findings: list[Finding]) -> list[Finding]:
                       and f.first_ts is not None and f.first_ts >= d.first_ts - timedelta(seconds=5)), None)
         if cause is not None:
             ev = dict(f.evidence)
-            ev["after_engine_death"] = {"endpoint": cause.endpoint, "at": cause.first_ts.isoformat(),
-                                        "code": cause.code}
+            ev[CONSEQUENCE] = {"endpoint": cause.endpoint, "at": cause.first_ts.isoformat(), "code": cause.code}
             f = replace(f, evidence=ev, message=f"{f.message} (after {cause.endpoint} died at "
                         f"{cause.first_ts:%H:%M:%S}: likely a consequence)")
         out.append(f)
     return out
+
+
+def cause_key(f: Finding) -> tuple[str, str | None, str] | None:
+    """The identity (:func:`key`) of the finding ``f`` is a likely consequence of, or None."""
+    after = f.evidence.get(CONSEQUENCE) if f.evidence else None
+    if not isinstance(after, dict):
+        return None
+    return after.get("code"), after.get("endpoint"), after.get("at")  # type: ignore[return-value]
+
+
+def fold_cascades(findings: Iterable[Finding]
+                  ) -> tuple[dict[tuple[str, str | None, str], tuple[Finding, ...]], set[tuple[str, str | None, str]]]:
+    """The likely consequences of another finding present (E002/E003 on the peers of a dead engine), by
+    their cause's key; and the keys of those folded. A folded finding is shown under its cause and colours
+    no endpoint: its cause does (diag.report.endpoint_health)."""
+    found = list(findings)
+    present = {key(f) for f in found}
+    causes: dict[tuple[str, str | None, str], list[Finding]] = {}
+    for f in found:
+        cause = cause_key(f)
+        if cause is not None and cause in present and cause != key(f):
+            causes.setdefault(cause, []).append(f)
+    folded = {key(f) for fs in causes.values() for f in fs}
+    return {k: tuple(v) for k, v in causes.items()}, folded
 
 
 def evaluate(run: Run, rules: Iterable[Rule] | None = None) -> list[Finding]:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .proposal import Proposal
+
 SEVERITIES = ("info", "warning", "error")
 
 
@@ -49,6 +51,7 @@ class Finding:
     fix: str | None = None
     caused_by: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # config findings
     explains: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)   # runtime findings
+    advice: tuple[Proposal, ...] = field(default=(), hash=False, compare=False)  # what ``fix`` proposes
 
     def to_dict(self) -> dict[str, Any]:
         loc = self.location

@@ -50,7 +50,7 @@ def merge_jobs(per_job: Sequence[list[Finding]], labels: Sequence[str]) -> list[
             msg = (f"{first.message} (and {number(len(every) - len(jobs))} more of the {number(len(labels))} jobs with other "
                    f"values) [jobs: {', '.join(every)}]")
         out.append(Finding(first.code, first.name, first.severity, msg, first.endpoint, first.location,
-                           evidence=ev, fix=first.fix))
+                           evidence=ev, fix=first.fix, advice=first.advice))
     return out
 
 

@@ -105,8 +105,8 @@ def clock(t: datetime | None) -> str:
 # Terminal styles (rich) for text and the TUI; HTML colours for the report. Keyed by the closed
 # vocabularies: severity, health, verdict class.
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "CRIT": "bold red", "DOWN": "bold white on red",
-                "STALE": "magenta", "NO STATS": "dim", "READY": "cyan"}
+HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "LIMITS": "bold yellow", "CRIT": "bold red",
+                "DOWN": "bold white on red", "STALE": "magenta", "NO STATS": "dim", "READY": "cyan"}
 VERDICT_STYLE = {"healthy": "green", "under-loaded": "cyan", "prefill-bound": "yellow", "decode-bound": "magenta",
                  "transfer-bound": "bold yellow", "startup-stuck": "bold red", "invalid": "bold red",
                  "unknown": "dim"}

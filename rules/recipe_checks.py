@@ -38,8 +38,8 @@ from .recipe_support import (
     kv_consumer,
     pd_pair,
     roles,
-    set_env_hint,
-    set_flag_hint,
+    set_env,
+    set_flag,
     truthy,
     vllm,
     where,
@@ -80,7 +80,7 @@ def ssm_conv_layout(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         yield finding(rule, recipe, f"hybrid model ({fam.name}) served disaggregated but {SSM_VAR} {state}"
                       f"{peer}; NIXL conv-state transfer needs {SSM_VAR}={required} on both prefill and "
                       "decode", env_mark(recipe, role, SSM_VAR), role=role,
-                      fix=set_env_hint(role, SSM_VAR, required), model_family=fam.name)
+                      fix=set_env(role, {SSM_VAR: (required,)}), model_family=fam.name)
 
 
 def _async_on(recipe: Recipe, value: object) -> tuple[bool | None, str, bool]:
@@ -116,8 +116,8 @@ def async_scheduling_race(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         if not missing and not unknown:
             continue
         latest = max(fixes()[fx].first_release for fx in needed)
-        fix = (f"run a build with {', '.join('#' + f for f in needed)} (vLLM >= {fmt_version(latest)}) or "
-               + set_flag_hint(role, "no-async-scheduling", True))
+        fix = set_flag(role, "no-async-scheduling", True,
+                       lead=f"run a build with {', '.join('#' + f for f in needed)} (vLLM >= {fmt_version(latest)}) or ")
         kv_role = role.kv.role if role.kv else "?"
         if missing:
             firsts = ", ".join(f"#{fx} (first in {fmt_version(fixes()[fx].first_release)})" for fx in missing)
@@ -154,7 +154,7 @@ def mamba_cache_dtype(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     yield finding(rule, recipe, f"{fam.name} decode keeps the SSM state in higher precision: "
                   f"mamba-ssm-cache-dtype {state}; {want} leaves more memory for KV cache (more concurrent "
                   "requests per decode rank)", flag_mark(recipe, decode, "mamba-ssm-cache-dtype"),
-                  role=decode, fix=set_flag_hint(decode, "mamba-ssm-cache-dtype", want,
+                  role=decode, fix=set_flag(decode, "mamba-ssm-cache-dtype", want,
                                                  " (and the same on prefill: they must match)"))
 
 
@@ -182,7 +182,7 @@ def prefill_batched_tokens(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
     else:
         return
     yield finding(rule, recipe, msg, flag_mark(recipe, prefill, "max-num-batched-tokens"), role=prefill,
-                  severity=sev, fix=set_flag_hint(prefill, "max-num-batched-tokens", target), isl=isl, value=value)
+                  severity=sev, fix=set_flag(prefill, "max-num-batched-tokens", target, relation=">="), isl=isl, value=value)
 
 
 def _compilation_config(role: Role) -> dict[str, object]:
@@ -245,8 +245,8 @@ def cudagraph_capture_size(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                       f"{number(per_rank)} (top concurrency {number(top)} / (DP {dp} x {workers} worker(s))): larger decode "
                       "batches run without CUDA graphs", flag_mark(recipe, role, "max-cudagraph-capture-size",
                                                                     "compilation-config"),
-                      role=role, fix=set_flag_hint(role, "max-cudagraph-capture-size", want,
-                                                   f" (C/DP + {number(headroom)})"), per_rank=per_rank, capture=cap)
+                      role=role, fix=set_flag(role, "max-cudagraph-capture-size", want,
+                                              f" (C/DP + {number(headroom)})", relation=">="), per_rank=per_rank, capture=cap)
 
 
 @check("recipe.stats_logging")
@@ -277,7 +277,7 @@ def stats_logging(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                       f"vLLM disables its stats logging, so diag tail will miss {missed} (queue depth, KV "
                       "usage, throughput per engine)", flag_mark(recipe, role, "api-server-count",
                                                                  "data-parallel-size"),
-                      role=role, fix=set_flag_hint(role, "api-server-count", 1), dp=dp)
+                      role=role, fix=set_flag(role, "api-server-count", 1), dp=dp)
 
 
 @check("recipe.prefix_cache_random")
@@ -293,7 +293,7 @@ def prefix_cache_random(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         yield finding(rule, recipe, f"prefix caching is {state} but {bench.type} sends random prompts: no hits, "
                       "only hashing/eviction overhead and a misleading hit-rate", flag_mark(
                           recipe, role, "enable-prefix-caching"), role=role,
-                      fix=set_flag_hint(role, "no-enable-prefix-caching", True))
+                      fix=set_flag(role, "no-enable-prefix-caching", True))
 
 
 STREAM_INTERVAL_FLAGS = ("stream-interval", "stream_interval")
@@ -316,7 +316,7 @@ def stream_interval(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         yield finding(rule, recipe, f"{flag.key} {number(value)} buffers tokens in chunks of {number(value)}: the ITL/TPOT "
                       f"that {what} reports are distorted (fine for throughput, wrong for latency)",
                       flag.mark, role=role,
-                      fix=set_flag_hint(role, flag.key, 1, " when the sweep is about latency"))
+                      fix=set_flag(role, flag.key, limit, " when the sweep is about latency", relation="<="))
 
 
 __all__ = ["SSM_VAR", "env_mark", "run_checks"]

@@ -19,19 +19,18 @@ from .recipe_support import (
     check,
     dynamo,
     env_mark,
-    env_where,
     facts,
     family_of,
     finding,
     flag_mark,
     pd_pair,
     roles,
-    set_flag_hint,
+    set_env,
+    set_flag,
     transports,
     truthy,
     vllm,
     where,
-    yaml_value,
 )
 
 
@@ -60,13 +59,12 @@ def log_noise_env(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
             missing.remove("VLLM_LOGGING_COLOR")
         if not missing:
             continue
-        add = ", ".join(f'`{n}: "{wanted[n][0]}"`' for n in missing)
         noise = ("Dynamo INFO noise and ANSI colour codes" if any(n.startswith("DYN_") for n in missing)
                  else "ANSI colour codes")
         yield finding(rule, recipe, f"{', '.join(missing)} not set as recommended: worker logs keep {noise} "
                       "(slower, harder to read, torn records)",
                       env_mark(recipe, role, missing[0]), role=role,
-                      fix=f"add {add} to `{env_where(role)}`", missing=missing)
+                      fix=set_env(role, {n: tuple(wanted[n]) for n in missing}), missing=missing)
 
 
 @check("recipe.language_model_only")
@@ -83,7 +81,7 @@ def language_model_only(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         yield finding(rule, recipe, f"{fam.name} is multimodal but {recipe.benchmark.type} sends text only: the "
                       "vision tower still loads and takes memory from the KV cache",
                       flag_mark(recipe, role, "language-model-only"), role=role,
-                      fix=set_flag_hint(role, "language-model-only", True))
+                      fix=set_flag(role, "language-model-only", True))
 
 
 @check("recipe.gdn_prefill_backend")
@@ -99,7 +97,8 @@ def gdn_prefill_backend(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         yield finding(rule, recipe, f"gdn-prefill-backend {value!r} on {recipe.gpu_type} (Blackwell): the "
                       "FlashInfer GDN prefill kernel is up to 5.9x faster there (1.13x prefill throughput)",
                       flag_mark(recipe, role, "gdn-prefill-backend"), role=role,
-                      fix=set_flag_hint(role, "gdn-prefill-backend", "flashinfer", " (or remove the flag)"))
+                      fix=set_flag(role, "gdn-prefill-backend", "flashinfer", " (or remove the flag)",
+                                   accepts=tuple(good)))
 
 
 @check("recipe.block_size_mismatch")
@@ -113,7 +112,7 @@ def block_size_mismatch(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         if pb != db:
             yield finding(rule, recipe, f"block-size differs: prefill {number(pb)}, decode {number(db)}; NIXL copies KV blocks "
                           "one-to-one, so the transfer fails", flag_mark(recipe, d, "block-size"), role=d,
-                          fix=set_flag_hint(d, "block-size", pb, " (equal to prefill)"), prefill=pb, decode=db)
+                          fix=set_flag(d, "block-size", pb, " (equal to prefill)"), prefill=pb, decode=db)
         return
     if pb is not None or db is not None:
         setter, unset = (p, d) if pb is not None else (d, p)
@@ -121,7 +120,7 @@ def block_size_mismatch(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
         yield finding(rule, recipe, f"{setter.name} sets block-size {number(value)} but {unset.name} leaves it to vLLM "
                       "(16, or computed for MLA/hybrid models): the sides may disagree and KV transfer fails",
                       flag_mark(recipe, unset, "block-size"), role=unset,
-                      fix=set_flag_hint(unset, "block-size", value, f" (equal to {setter.name})"))
+                      fix=set_flag(unset, "block-size", value, f" (equal to {setter.name})"))
         return
     fam = family_of(recipe)
     ptp, dtp = (as_int(r.value("tensor-parallel-size", 1)) or 1 for r in pair)
@@ -359,16 +358,15 @@ def role_env_mismatch(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
             shown = p.env_value(name) or default
             yield finding(rule, recipe, f"{name} differs: prefill {p.env_value(name)!r}, decode {d.env_value(name)!r};"
                           " both sides must lay out the transferred state the same way",
-                          env_mark(recipe, d, name), role=d, fix=f'set `{name}: "{shown}"` in `{env_where(d)}` '
-                                                                   "(equal to prefill)", variable=name)
+                          env_mark(recipe, d, name), role=d, fix=set_env(d, {name: (shown,)}, " (equal to prefill)"), variable=name)
     for key, default in rule.params.get("flags", {}).items():
         pv, dv = _norm(p.value(key), str(default)), _norm(d.value(key), str(default))
         if pv != dv:
             shown = p.value(key) if p.value(key) is not None else default
             yield finding(rule, recipe, f"{key} differs: prefill {p.value(key)!r}, decode {d.value(key)!r}; the KV/"
                           "state bytes are copied as-is, so both sides must use the same", flag_mark(recipe, d, key),
-                          role=d, fix=f"set `{key}: {yaml_value(shown)}` in `{where(d)}` (equal to prefill)",
+                          role=d, fix=set_flag(d, key, shown, " (equal to prefill)"),
                           flag=key)
 
 
-__all__ = ["roles", "set_flag_hint"]
+__all__ = ["roles", "set_flag"]

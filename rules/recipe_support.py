@@ -11,6 +11,7 @@ from diag.parsers.recipe_yaml import Mark, mark_of
 from .catalog import Rule
 from .finding import Finding, Location
 from .knowledge import BuildFacts, Family, build_facts, family_for, parse_version
+from .proposal import Change, Proposal, said
 
 Check = Callable[[Recipe, Rule], Iterable[Finding]]
 CHECKS: dict[str, Check] = {}
@@ -27,14 +28,17 @@ def check(template: str) -> Callable[[Check], Check]:
 
 
 def finding(rule: Rule, recipe: Recipe, message: str, mark: Mark | None, *, role: Role | None = None,
-            fix: str | None = None, severity: str | None = None, **evidence: Any) -> Finding:
+            fix: str | Proposal | None = None, severity: str | None = None, **evidence: Any) -> Finding:
+    """A config finding; a fix that is a :class:`Proposal` is kept with it, for the advice check."""
     line, col = mark or (None, None)
     path = getattr(mark, "path", None) or recipe.path  # a SourceMark: the flag ran, written in a log
     ev = {"job": recipe.job, **({"variant": recipe.variant} if recipe.variant else {}), **evidence}
     prefix = f"{role.name}: " if role is not None and not message.startswith(role.name) else ""
     return Finding(code=rule.code, name=rule.name, severity=severity or rule.severity,
                    message=prefix + message, endpoint=role.name if role is not None else None,
-                   location=Location(path, line, col), evidence=ev, fix=fix)
+                   location=Location(path, line, col), evidence=ev,
+                   fix=said(fix) if isinstance(fix, Proposal) else fix,
+                   advice=(fix,) if isinstance(fix, Proposal) else ())
 
 
 def flag_mark(recipe: Recipe, role: Role, *names: str) -> Mark | None:
@@ -60,20 +64,17 @@ def env_where(role: Role) -> str:
     return ".".join(map(str, role.env_path))
 
 
-def yaml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return f'"{value}"'
+def set_flag(role: Role, key: str, value: Any, tail: str = "", *, relation: str = "=", lead: str = "",
+             accepts: tuple[Any, ...] = ()) -> Proposal:
+    """Set a flag of ``role``'s engine (``relation`` ``>=``: at least ``value``)."""
+    return Proposal(changes=(Change("flag", key, value, role.name, relation, where(role), accepts),),
+                    lead=lead, tail=tail)
 
 
-def set_flag_hint(role: Role, key: str, value: Any, extra: str = "") -> str:
-    return f"set `{key}: {yaml_value(value)}` in `{where(role)}`{extra}"
-
-
-def set_env_hint(role: Role, name: str, value: str) -> str:
-    return f'set `{name}: "{value}"` in `{env_where(role)}`'
+def set_env(role: Role, values: dict[str, tuple[str, ...]], tail: str = "") -> Proposal:
+    """Set variables of ``role``'s environment, each to the first of the values that would do."""
+    return Proposal(changes=tuple(Change("env", name, ok[0], role.name, "=", env_where(role), ok)
+                                  for name, ok in values.items()), tail=tail)
 
 
 def vllm(recipe: Recipe) -> bool:

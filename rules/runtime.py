@@ -48,8 +48,6 @@ def template(name: str) -> Callable[[Template], Template]:
     return wrap
 
 
-
-
 # ---------------------------------------------------------------- role balance (B001, B002)
 
 def role_series(run: Run, role: str, interval_s: float) -> pl.DataFrame:

@@ -9,6 +9,7 @@ test reads one judge over one window's figures (:class:`_Judge`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,10 +17,12 @@ from typing import Any
 
 from diag.parsers.records import BenchResult
 
+from .advice import RunConfig, fix_text
+from .engine import cause_key
 from .finding import Finding
 from .present import number
 from .runmodel import Run
-from .verdict_catalog import _v, capacity, experiments, verdict_catalog
+from .verdict_catalog import DECODING, _v, capacity, experiments, verdict_catalog
 from .verdict_figures import EMPTY_FIGURES, active_window, figures, point_phases
 
 CONFIDENCES = ("high", "medium", "low")   # a verdict's confidence, most first
@@ -42,11 +45,28 @@ class Verdict:
     ruled_out: tuple[dict[str, str], ...] = field(default=(), compare=False)
     experiments: tuple[dict[str, str], ...] = field(default=(), compare=False)
     findings: tuple[tuple[str, str | None], ...] = ()  # (code, endpoint) of the findings it rests on
+    queues: tuple[str, ...] = ()               # the sides where a queue stands in the window (prefill, decode)
+    in_place: tuple[str, ...] = field(default=(), compare=False)  # what the class would change, in place already
 
     @property
     def label(self) -> str:
         """``decode-bound (kv-capacity)``."""
         return f"{self.cls} ({self.limiter})" if self.limiter else self.cls
+
+    @property
+    def outcome(self) -> str:
+        """What the class means for the run (verdict_catalog.OUTCOMES): the exit status follows it."""
+        return verdict_catalog().get(self.cls).outcome
+
+    @property
+    def side(self) -> str | None:
+        """The side the class names as the limit: prefill, decode, kv-transfer, or None."""
+        return verdict_catalog().get(self.cls).side
+
+    @property
+    def fix(self) -> str | None:
+        """The verdict's advice as a finding's fix: its experiments (the next first) and what is in place."""
+        return fix_text([e["action"] for e in self.experiments], list(self.in_place))
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.cls, "limiter": self.limiter, "why": self.why, "confidence": self.confidence,
@@ -55,7 +75,8 @@ class Verdict:
                                                             "end": self.window[1].isoformat()},
                 "phases": list(self.phases), "figures": self.figures, "evidence": list(self.evidence),
                 "ruled_out": list(self.ruled_out), "experiments": list(self.experiments),
-                "findings": [{"code": c, "endpoint": e} for c, e in self.findings]}
+                "in_place": list(self.in_place),
+                "findings": [{"code": c, "endpoint": e} for c, e in self.findings], "queues": list(self.queues)}
 
 
 @dataclass(frozen=True)
@@ -77,7 +98,7 @@ def _overlaps(f: Finding, start: datetime | None, end: datetime | None) -> bool:
 
 
 def _consequence(f: Finding) -> bool:
-    return "after_engine_death" in f.evidence
+    return cause_key(f) is not None
 
 
 def _stalled(f: Finding) -> bool:
@@ -138,6 +159,14 @@ class _Judge:
 
     def has_stats(self) -> bool:
         return bool(self.fig["prefill"] or self.fig["decode"])
+
+    def queues(self) -> tuple[str, ...]:
+        """The sides where a queue stands, by the thresholds the classes are judged with: prefill at
+        ``prefill_queue`` waiting per engine, the generating side at ``transfer_wait_min`` waiting per
+        engine for capacity or for their KV. The balance line names no other."""
+        wait = self.p["transfer_wait_min"]
+        dec = self.dec_wait_capacity >= wait or (self.dec_wait_kv or 0.0) >= wait
+        return tuple(side for side, stands in (("prefill", self.prefill_queue()), ("decode", dec)) if stands)
 
     def prefill_queue(self) -> bool:
         return (self.pre_wait or 0.0) >= self.p["prefill_queue"]
@@ -321,6 +350,18 @@ def _ruled_out(chosen: str, j: _Judge) -> list[dict[str, str]]:
     return out
 
 
+def limiting_endpoints(run: Run, verdict: Verdict | None) -> frozenset[str]:
+    """The endpoints on the side the verdict names as the limit: prefill's (on an aggregated run, where
+    the generating engines prefill too, theirs), or the generating side's (decode, else aggregated). None
+    for kv-transfer (a link between the sides, not an endpoint) or a class that names no side."""
+    if verdict is None or verdict.side not in ("prefill", "decode"):
+        return frozenset()
+    roles = {ep.role for ep in run.endpoints.values()}
+    generating = verdict.figures.get("decode_role") or next((r for r in DECODING if r in roles), None)
+    role = "prefill" if verdict.side == "prefill" and "prefill" in roles else generating
+    return frozenset(ep.id for ep in run.endpoints.values() if ep.role == role)
+
+
 # ------------------------------------------------------------------ points and the run
 def _cut_at(findings: Sequence[Finding], start: datetime | None, end: datetime | None) -> datetime | None:
     """Where a point without a result ends: the first engine death after it started, else ``end``."""
@@ -349,26 +390,30 @@ def _config_causes(rests: Sequence[Finding], findings: Sequence[Finding]) -> lis
 
 def _build(cls: str, limiter: str | None, why: str, conf: str, rests: list[Finding], j: _Judge, run: Run,
            concurrency: int | None, window: tuple[datetime, datetime] | None, phases: list[dict[str, Any]],
-           extra_ev: list[dict[str, Any]], findings: Sequence[Finding], stage: str | None = None) -> Verdict:
+           extra_ev: list[dict[str, Any]], findings: Sequence[Finding], config: RunConfig,
+           stage: str | None = None) -> Verdict:
     cause = rests[0].message.split(" (", 1)[0] if rests else why
     causes = _config_causes(rests, findings)
     ev = [_finding_ev(f) for f in rests] + extra_ev
     if j.has_stats():
         ev.append({"kind": "figures", **{k: j.fig[k] for k in ("window_s", "decode_util")}})
+    advised = experiments(cls, limiter, run, j.fig, j.cap, concurrency, cause, stage,
+                          frozenset(c["id"].removeprefix("fix-") for c in causes), config)
     return Verdict(cls, why, conf, limiter, concurrency, window,
                    tuple({"phase": ph["phase"], "start": ph["start"].isoformat(), "end": ph["end"].isoformat()}
                          for ph in phases),
-                   j.fig, tuple(ev), tuple(_ruled_out(cls, j)),
-                   tuple(causes + experiments(cls, limiter, run, j.fig, j.cap, concurrency, cause, stage,
-                                              frozenset(c["id"].removeprefix("fix-") for c in causes))),
-                   tuple(dict.fromkeys((f.code, f.endpoint) for f in rests)))
+                   j.fig, tuple(ev), tuple(_ruled_out(cls, j)), tuple(causes + advised.experiments),
+                   tuple(dict.fromkeys((f.code, f.endpoint) for f in rests)), j.queues() if j.has_stats() else (),
+                   tuple(advised.in_place))
 
 
 def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clock: datetime | None,
                   finished: bool, next_start: datetime | None = None,
-                  params: Mapping[str, float] | None = None) -> Verdict:
-    """The verdict of one benchmark point over its steady window."""
+                  params: Mapping[str, float] | None = None, config: RunConfig | None = None) -> Verdict:
+    """The verdict of one benchmark point over its steady window (its experiments checked against
+    ``config``, what ran)."""
     p = params or verdict_catalog().params
+    config = config if config is not None else RunConfig.of_run(run)
     cap = capacity(run)
     start = bench.started
     end = bench.ended or _cut_at(findings, start, next_start or clock)
@@ -377,7 +422,7 @@ def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clo
         cls, lim, why, conf, rests = _judge(j, bench, findings, finished)
         if cls == "unknown":
             why = "the point has no measured window (no start or end time)"
-        return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, None, [], [], findings)
+        return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, None, [], [], findings, config)
     phases = point_phases(bench, end, p)
     steady = next(ph for ph in phases if ph["phase"] == "steady")
     fig = figures(run, steady["start"], steady["end"], cap)
@@ -388,7 +433,7 @@ def point_verdict(run: Run, bench: BenchResult, findings: Sequence[Finding], clo
         extra.append({"kind": "benchmark", "failed_requests": bench.failed_requests,
                       "successful_requests": bench.successful_requests})
     return _build(cls, lim, why, conf, rests, j, run, bench.concurrency, (steady["start"], steady["end"]),
-                  phases, extra, findings)
+                  phases, extra, findings, config)
 
 
 def points(run: Run) -> list[BenchResult]:
@@ -397,14 +442,16 @@ def points(run: Run) -> list[BenchResult]:
 
 
 def run_verdicts(run: Run, findings: Sequence[Finding], clock: datetime | None, finished: bool,
-                 params: Mapping[str, float] | None = None) -> Verdicts:
+                 params: Mapping[str, float] | None = None, config: RunConfig | None = None) -> Verdicts:
     """Every point's verdict and the run's: the failure if the run has one, else the verdict at the
-    highest-load valid point, else (no points) the run judged over its active intervals."""
+    highest-load valid point, else (no points) the run judged over its active intervals. ``config``:
+    what ran, which every experiment is checked against (default: read from ``run``)."""
     p = params or verdict_catalog().params
+    config = config if config is not None else RunConfig.of_run(run)
     pts = points(run)
     starts = [b.started for b in pts]
-    per_point = tuple(point_verdict(run, b, findings, clock, finished, next((s for s in starts[i + 1:] if s), None), p)
-                      for i, b in enumerate(pts))
+    per_point = tuple(point_verdict(run, b, findings, clock, finished, next((s for s in starts[i + 1:] if s), None), p,
+                                    config) for i, b in enumerate(pts))
     failed = [v for v in per_point if v.cls == "invalid"]
     if failed:
         return Verdicts(failed[0], per_point)
@@ -419,7 +466,23 @@ def run_verdicts(run: Run, findings: Sequence[Finding], clock: datetime | None, 
     stage = None
     if cls == "startup-stuck" and rests:
         stage = str(rests[0].evidence.get("stage") or "") or None
-    return Verdicts(_build(cls, lim, why, conf, rests, j, run, None, win, [], [], findings, stage), per_point)
+    return Verdicts(_build(cls, lim, why, conf, rests, j, run, None, win, [], [], findings, config, stage), per_point)
 
 
-__all__ = ["Verdict", "Verdicts", "point_verdict", "points", "run_verdicts"]
+def with_verdict_advice(findings: Sequence[Finding], verdicts: Verdicts | None) -> list[Finding]:
+    """A finding a verdict rests on takes that verdict's advice as its fix (the run's verdict first, then
+    the points from the highest load down), so the verdict's ``next`` and the fix are one."""
+    if verdicts is None:
+        return list(findings)
+    fixes: dict[tuple[str, str | None], str] = {}
+    for v in (verdicts.run, *reversed(verdicts.points)):
+        fix = v.fix
+        for key in v.findings:
+            if fix:
+                fixes.setdefault(key, fix)
+    return [dataclasses.replace(f, fix=fixes[(f.code, f.endpoint)]) if (f.code, f.endpoint) in fixes else f
+            for f in findings]
+
+
+__all__ = ["Verdict", "Verdicts", "limiting_endpoints", "point_verdict", "points", "run_verdicts",
+           "with_verdict_advice"]

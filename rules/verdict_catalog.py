@@ -1,8 +1,10 @@
 """The verdict catalog (``rules/catalog/verdicts.toml``): the closed vocabulary of classes, the thresholds
-they are judged with and the next experiment per class, with the run's figures filled in."""
+they are judged with and the next experiment per class, with the run's figures filled in and checked
+against what ran (:mod:`rules.advice`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,12 +12,15 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .advice import Note, RunConfig, changes_of, check, holds, notes_text, run_context
 from .effective import what_ran
-from .knowledge import family_for
 from .present import number, prose
+from .proposal import Proposal, catalog_errors
 from .runmodel import Run
 
 DECODING = ("decode", "agg", "unknown")   # the side that generates: decode, else an aggregated endpoint
+OUTCOMES = ("invalid", "startup-stuck", "bottleneck", "healthy", "unknown")   # what a class means for the run
+SIDES = ("prefill", "decode", "kv-transfer")   # what a bottleneck class names as the limit
 
 
 def _r(x: Any, nd: int = 1) -> float | None:
@@ -29,6 +34,8 @@ def _r(x: Any, nd: int = 1) -> float | None:
 class VerdictClass:
     name: str
     summary: str
+    outcome: str                  # OUTCOMES: the run's exit status follows it (rules/outcome.py)
+    side: str | None = None       # SIDES: the limit a bottleneck class names
     findings: tuple[str, ...] = ()
     limiters: tuple[str, ...] = ()
     examples: tuple[dict[str, Any], ...] = field(default=(), compare=False)
@@ -43,6 +50,8 @@ class Experiment:
     limiter: str | None = None
     when: str | None = None
     config: str | None = None     # the config rule whose fix this is (left out when that finding is linked)
+    set: Mapping[str, Any] | None = field(default=None, compare=False)   # the setting it changes (rules.advice)
+    basis: str = ""               # what the value stands for (``2 x ISL``), said when it is in place
 
 
 @dataclass(frozen=True)
@@ -64,16 +73,24 @@ def verdict_catalog() -> VerdictCatalog:
     """The verdict vocabulary, its thresholds and experiments (``rules/catalog/verdicts.toml``)."""
     text = resources.files("diag.rules").joinpath("catalog", "verdicts.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
-    classes = tuple(VerdictClass(c["name"], c["summary"].strip(), tuple(c.get("findings", ())),
-                                 tuple(c.get("limiters", ())), tuple(c.get("examples", ())))
+    classes = tuple(VerdictClass(c["name"], c["summary"].strip(), c.get("outcome", ""), c.get("side"),
+                                 tuple(c.get("findings", ())), tuple(c.get("limiters", ())),
+                                 tuple(c.get("examples", ())))
                     for c in data["class"])
     names = {c.name for c in classes}
+    for c in classes:
+        if c.outcome not in OUTCOMES or c.side not in (None, *SIDES):
+            raise ValueError(f"verdicts.toml: class {c.name} has outcome {c.outcome!r} (one of {', '.join(OUTCOMES)}) "
+                             f"and side {c.side!r} (none, or one of {', '.join(SIDES)})")
     experiments = tuple(Experiment(e["id"], e["class"], e["action"].strip(), e["expect"].strip(),
-                                   e.get("limiter"), e.get("when"), e.get("config"))
+                                   e.get("limiter"), e.get("when"), e.get("config"), e.get("set"), e.get("basis", ""))
                         for e in data.get("experiment", ()))
     unknown = sorted({e.cls for e in experiments} - names)
     if unknown:
         raise ValueError(f"verdicts.toml: experiments for unknown classes {unknown}")
+    for e in experiments:
+        if errors := catalog_errors(e.set, e.when):
+            raise ValueError(f"verdicts.toml: experiment {e.id}: {'; '.join(errors)}")
     return VerdictCatalog(dict(data["params"]), classes, experiments)
 
 
@@ -122,7 +139,6 @@ def capacity(run: Run) -> dict[str, Any]:
         "batch_cap": _num(_flag(ran, dec_role, "max_num_seqs")),
         "capture_size": _num(_flag(ran, dec_role, "max_cudagraph_capture_size")),
         "prefill_mbt": _num(_flag(ran, "prefill", "max_num_batched_tokens")),
-        "mamba_dtype": _flag(ran, dec_role, "mamba_ssm_cache_dtype"),
     }
 
 
@@ -161,38 +177,45 @@ def _context(v_cls: str, fig: Mapping[str, Any], cap: Mapping[str, Any], concurr
     return ctx
 
 
-def _when(cond: str | None, run: Run, cap: Mapping[str, Any], ctx: Mapping[str, Any]) -> bool:
-    if cond is None:
-        return True
-    if cond == "prefill_mbt_below_2isl":
-        return bool(cap.get("prefill_mbt") and cap.get("isl") and cap["prefill_mbt"] < 2 * cap["isl"])
-    if cond == "hybrid_without_mamba_bf16":
-        names = [run.recipe.model_path if run.recipe else None, run.job.model_path if run.job else None]
-        names += [str(ep.facts.get("architecture") or "") for ep in run.endpoints.values()]
-        fam = family_for(*names)
-        return bool(fam and fam.hybrid and str(cap.get("mamba_dtype") or "") != "bfloat16")
-    if cond == "capture_below_batch":
-        return bool(cap.get("capture_size") and ctx.get("decode_batch") and cap["capture_size"] < ctx["decode_batch"])
-    raise ValueError(f"verdicts.toml: unknown experiment condition {cond!r}")
+@dataclass(frozen=True)
+class Advised:
+    """A verdict's experiments (the first is "the next experiment") and the changes its class would
+    propose that are already in place."""
+
+    experiments: list[dict[str, str]]
+    in_place: list[str]
 
 
 def experiments(cls: str, limiter: str | None, run: Run, fig: Mapping[str, Any], cap: Mapping[str, Any],
                 concurrency: int | None, cause: str = "", stage: str | None = None,
-                linked: frozenset[str] = frozenset()) -> list[dict[str, str]]:
+                linked: frozenset[str] = frozenset(), config: RunConfig | None = None) -> Advised:
     """The catalog's experiments for a class, in order, with the run's figures filled in in the number
-    style (an experiment whose figures the run lacks is left out, and so is one whose config rule is
-    ``linked`` already)."""
-    ctx = _context(cls, fig, cap, concurrency, cause, stage)
-    out = []
+    style, each checked against what ran (``config``): one whose change is in place is left out and
+    said, one the recipe asks for while something else ran is rewritten. An experiment whose figures
+    the run lacks is left out, and so is one whose config rule is ``linked`` already."""
+    ctx = run_context(run) | _context(cls, fig, cap, concurrency, cause, stage)
+    config = config if config is not None else RunConfig.of_run(run)
+    out: list[dict[str, str]] = []
+    notes: list[Note] = []
     for e in verdict_catalog().experiments:
         if e.cls != cls or (e.limiter is not None and e.limiter != limiter) or e.config in linked \
-                or not _when(e.when, run, cap, ctx):
+                or not holds(e.when, run):
             continue
         try:
-            out.append({"id": e.id, "action": prose(e.action, ctx), "expect": prose(e.expect, ctx)})
+            proposal = Proposal(changes=changes_of(e.set, ctx, None), basis=e.basis, id=e.id)
         except KeyError:
             continue
-    return out
+        result = check(proposal, config)
+        notes += result.in_place
+        if not result.stands:
+            continue
+        try:
+            action, expect = prose(e.action, ctx), prose(e.expect, ctx)
+        except KeyError:
+            continue
+        worded = dataclasses.replace(result, proposal=dataclasses.replace(result.proposal, text=action))
+        out.append({"id": e.id, "action": worded.text, "expect": expect})
+    return Advised(out, notes_text(notes))
 
 
-__all__ = ["DECODING", "Experiment", "VerdictCatalog", "VerdictClass", "capacity", "experiments", "verdict_catalog"]
+__all__ = ["DECODING", "OUTCOMES", "SIDES", "Experiment", "VerdictCatalog", "VerdictClass", "capacity", "experiments", "verdict_catalog"]

@@ -173,7 +173,7 @@ MUTATIONS = [
     ("C008", NEMOTRON, [("max-num-seqs: 512\n", "max-num-seqs: 512\n      stream-interval: 10\n", 0)], "agg",
      ("stream-interval: 10", 0), "stream-interval: 1`", "info"),
     ("C009", QWEN, [('    DYN_LOG: "error"\n', "", 1)], "decode", ("  decode_environment:", 0),
-     'DYN_LOG: "error"` to `backend.decode_environment', "info"),
+     'DYN_LOG: "error"` in `backend.decode_environment', "info"),
     ("C010", QWEN, [("      language-model-only: true\n", "", 1)], "decode", ("    decode:", 0),
      "language-model-only: true` in `backend.vllm_config.decode", "info"),
     ("C011", QWEN, [("max-num-batched-tokens: 16384\n", "max-num-batched-tokens: 16384\n      gdn-prefill-backend: triton\n",

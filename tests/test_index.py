@@ -249,7 +249,7 @@ def _until(ready: Callable[[], bool], what: str, timeout: float = 60) -> None:
 
 def _finished(proc: subprocess.Popen[str]) -> dict[str, int]:
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    assert proc.returncode in (0, 1), err   # 1: by the runs' verdicts (startup-stall's is startup-stuck)
     got = json.loads(out)
     return {k: got[k] for k in ("runs", "parsed", "reused", "failed")}
 

@@ -147,7 +147,7 @@ def test_tail_writes_sarif_and_github_from_the_same_findings() -> None:
     def tail(fmt: str) -> str:
         res = subprocess.run([sys.executable, "-m", "diag", "tail", str(run), "--format", fmt],
                              capture_output=True, text=True, cwd=root, timeout=120)
-        assert res.returncode == 1, res.stderr          # K001 is an error
+        assert res.returncode == 0, res.stderr          # decode-bound (K001): a bottleneck, not a failure
         return res.stdout
 
     doc = json.loads(tail("json"))

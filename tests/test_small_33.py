@@ -77,6 +77,9 @@ def test_help_describes_each_column_as_it_is_and_names_the_window(prefill: st.Sn
     for c in COLUMNS:
         assert f"{c.sort} {c.label} {words(c.doc)}" in text, c.key
     assert "now C=2,048 steady" in text and "latest" not in text
+    from diag.rules.catalog import HEALTH_STATES
+
+    assert all(f" {state} " in f" {text} " for state in HEALTH_STATES), "every health badge is explained"
     assert "none yet" in words(plain(help_text(None), 68))
 
 

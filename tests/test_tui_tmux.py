@@ -57,7 +57,7 @@ def test_watch_in_tmux_shows_endpoints_and_quits(tmux) -> None:
     text = screen()
     for ep in ENDPOINTS:
         assert ep in text, text
-    assert "DIAG-B001" in text and "WARN" in text and "quit" in text and "? help" in text
+    assert "DIAG-B001" in text and "LIMITS" in text and "quit" in text and "? help" in text
     assert text.lstrip().startswith("■ finished"), "a completed run is not live"
 
     tmux("send-keys", "-t", "w", "1")

@@ -57,11 +57,11 @@ def test_example(case) -> None:
         assert report.verdict.cls != name, report.verdict.why
 
 
-def test_unknown_experiment_condition_is_refused() -> None:
-    from diag.rules.verdict_catalog import _when
+def test_unknown_advice_condition_is_refused() -> None:
+    from diag.rules.advice import holds
 
-    with pytest.raises(ValueError, match="unknown experiment condition"):
-        _when("no_such_condition", build_example_run({}), {}, {})
+    with pytest.raises(ValueError, match="unknown advice condition"):
+        holds("no_such_condition", build_example_run({}))
 
 
 # ------------------------------------------------------------------ the sample runs
@@ -188,10 +188,11 @@ def test_experiments_follow_what_ran(reports) -> None:
 def test_experiments_skip_what_the_run_does_not_have() -> None:
     """An experiment whose figures are missing is left out, not printed with a hole."""
     run = build_example_run({})
-    assert experiments("prefill-bound", None, run, {}, {}, None) == []
+    assert experiments("prefill-bound", None, run, {}, {}, None).experiments == []
     got = experiments("invalid", None, run, {}, {}, 512, cause="decode-w0: CUDA out of memory")
-    assert got == [{"id": "fix-and-rerun", "action": "fix the cause (decode-w0: CUDA out of memory) and run the "
-                    "point again", "expect": "a complete result at concurrency 512"}]
+    assert got.experiments == [{"id": "fix-and-rerun", "action": "fix the cause (decode-w0: CUDA out of memory) and "
+                                "run the point again", "expect": "a complete result at concurrency 512"}]
+    assert got.in_place == []
 
 
 def test_phases_cut_the_measured_window(reports) -> None:

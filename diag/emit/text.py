@@ -142,11 +142,10 @@ def endpoint_columns(summaries: Sequence[EndpointSummary], own: Callable[[Endpoi
     return sorted(cols, key=lambda c: order.index(c.header))
 
 
-def endpoint_table(summaries: Sequence[EndpointSummary], width: int, limiting: str | None = None,
-                   verdict: str | None = None) -> Group:
+def endpoint_table(summaries: Sequence[EndpointSummary], width: int, verdict: str | None = None) -> Group:
     """One row per endpoint; figures over the run verdict's steady window (named in the title); the rows
-    of the limiting side (``prefill``/``decode``) in bold; the columns by their relevance to ``verdict``,
-    the run's verdict class (:func:`endpoint_columns`, :func:`chosen_columns`)."""
+    on the side the verdict names as the limit in bold; the columns by their relevance to ``verdict``, the
+    run's verdict class (:func:`endpoint_columns`, :func:`chosen_columns`)."""
     window = next((s.window for s in summaries if s.window), None)
     title = "endpoints" + (f", figures over {window['label']} {clock(datetime.fromisoformat(window['start']))} .. "
                            f"{clock(datetime.fromisoformat(window['end']))}" if window else "")
@@ -156,7 +155,7 @@ def endpoint_table(summaries: Sequence[EndpointSummary], width: int, limiting: s
 
     if any(own(s) for s in summaries):
         title += "; * over the endpoint's own active window"
-    styles = ["bold" if limiting is not None and s.role == limiting else None for s in summaries]
+    styles = ["bold" if s.limiting else None for s in summaries]
     return fitted_table(title, endpoint_columns(summaries, own, verdict), summaries, width, styles)
 
 
@@ -221,7 +220,8 @@ def labelled(rows: Sequence[tuple[str, str | Text]]) -> Table:
 
 
 def verdict_rows(report: Report) -> list[tuple[str, str | Text]]:
-    """The run's verdict: class and confidence, why, the next experiment, what was ruled out."""
+    """The run's verdict: class and confidence, why, the next experiment (and what its class would change
+    that is in place already), what was ruled out."""
     v = report.verdict
     if v is None:
         return []
@@ -231,6 +231,8 @@ def verdict_rows(report: Report) -> list[tuple[str, str | Text]]:
     if v.experiments:
         e = v.experiments[0]
         rows.append(("next", f"{e['action']}: {e['expect']}"))
+    if v.in_place:
+        rows.append(("in place", "; ".join(v.in_place)))
     if v.ruled_out:
         rows.append(("ruled out", Text("; ".join(r["why"] for r in v.ruled_out), style="dim")))
     return rows
@@ -266,8 +268,7 @@ def render_tail(report: Report, console: Console) -> None:
         console.print(labelled(verdict))
         console.print()
     if report.endpoints:
-        limiting = report.balance.get("limiting") if report.balance else None
-        console.print(endpoint_table(report.endpoints, width, limiting, report.verdict.cls if report.verdict else None))
+        console.print(endpoint_table(report.endpoints, width, report.verdict.cls if report.verdict else None))
         startup = startup_table(report.endpoints, width)
         if startup is not None:
             console.print()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from diag.parsers import inputs
+from diag.rules.present import shown
 
 from .dataset import MANIFEST
 
@@ -121,9 +122,9 @@ def writing(into: Path, wait: float, on_wait: Callable[[str], None] | None = Non
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise StoreError(f"{into}: another diag index{_holder(fd)} is still writing it after "
-                                     f"{wait:g} s (--wait)") from None
+                                     f"{shown(wait)} s (--wait)") from None
                 if on_wait is not None:
-                    on_wait(f"waiting for the other diag index{_holder(fd)} writing {into} (at most {wait:g} s)")
+                    on_wait(f"waiting for the other diag index{_holder(fd)} writing {into} (at most {shown(wait)} s)")
                     on_wait = None
                 time.sleep(min(0.1, left))
         os.ftruncate(fd, 0)
@@ -186,7 +187,7 @@ def staging(into: Path) -> Iterator[Path]:
     """A new, empty folder for the next generation (a dot folder: no reader looks into it), deleted when the
     block fails before :func:`publish` (a killed process leaves it to the next writer's :func:`clean`)."""
     number = 1 + max((int(m[1]) for p in into.iterdir() if (m := GENERATION.match(p.name))), default=0)
-    staged = into / f".gen-{number:06d}.tmp-{os.getpid()}"
+    staged = into / f".gen-{str(number).zfill(6)}.tmp-{os.getpid()}"   # a name, not a figure
     staged.mkdir()
     try:
         yield staged

@@ -126,9 +126,11 @@ KEYS = (
 )
 HEALTH_HELP = (
     ("OK", "no finding names it"), ("WARN", "a warning finding"), ("CRIT", "an error finding"),
-    ("DOWN", "an engine dead"), ("STALE", "no stats line for 60 s"), ("NO STATS", "never logged stats"),
+    ("DOWN", "an engine dead"), ("LIMITS", "on the side the verdict names as the limit (bold rows)"),
+    ("STALE", "no stats line for 60 s"), ("NO STATS", "never logged stats"),
     ("READY", "start-up done, no load yet (shown as ready 4m44s)"),
 )
+HEALTH_NOTE = "a recipe check (K003) or a consequence of a death elsewhere (folded under it) colours no endpoint"
 
 
 def _grid(rows: Iterable[tuple[str, ...]]) -> Table:
@@ -153,7 +155,7 @@ def help_text(window: str | None) -> Group:
     stay = ", ".join(c.label for c in COLUMNS if c.priority == 0)
     return Group(
         head, Text(), Text("keys", style="bold"), _grid(KEYS), Text(),
-        Text("health", style="bold"), _grid(HEALTH_HELP), Text(),
+        Text("health", style="bold"), _grid(HEALTH_HELP), Text(HEALTH_NOTE), Text(),
         Text("columns (⇧+letter sorts by one)", style="bold"), _grid((c.sort, c.label, c.doc) for c in COLUMNS),
         Text(over),
         Text("wait, KV % and pre take the colour of their rule past its threshold (DIAG-B001 waiting_high per "

@@ -194,10 +194,9 @@ def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: st
     if slots is not None:
         tps = spark([None if p is None else _tps(p) for p in slots], top=top)
         kv = spark([None if p is None else p[3] for p in slots], top=100.0)
-    limiting = snap.limiting is not None and s.role == snap.limiting
     lim = snap.limits
-    return {"endpoint": Text(s.id, style="bold reverse yellow" if limiting else "bold"), "health": health_cell(s),
-            "role": Text(s.role, style="bold yellow") if limiting else s.role,
+    return {"endpoint": Text(s.id, style="bold reverse yellow" if s.limiting else "bold"), "health": health_cell(s),
+            "role": Text(s.role, style="bold yellow") if s.limiting else s.role,
             "prompt": number(s.prompt_tps_mean), "gen": number(s.gen_tps_mean), "run": number(s.running_mean),
             "wait": Text(number(s.waiting_mean), style=over(per_engine(s.waiting_mean, s.engines), lim.get("wait")),
                          justify="right"),

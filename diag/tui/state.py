@@ -24,7 +24,7 @@ import polars as pl
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import Fault, KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
 from diag.rules.endpoints import _DP_PROC as DP_PROC  # the engine (DP rank) a process prefix names
-from diag.rules.engine import key, same
+from diag.rules.engine import fold_cascades, key, same
 from diag.rules.finding import Finding, severity_rank
 from diag.rules.incidents import DEATH, FATAL
 from diag.rules.present import duration, number
@@ -152,7 +152,6 @@ class Snapshot:
     limits: Mapping[str, Limit] = field(default_factory=lambda: MappingProxyType({}))  # LIMIT_PARAMS, as configured
     mode: str = "live"                  # live | replay | finished (a finished run's logs will not grow)
     isl_osl: tuple[int | None, int | None] = (None, None)  # the benchmark's lengths: tok/s -> req/s
-    limiting: str | None = None         # the role the run's verdict names as the limit (its rows stand out)
     verdict: str | None = None          # the run verdict's class (the columns it rests on come first)
     log: tuple[LogEntry, ...] = ()      # findings opened and closed this session, oldest first
     table: TableCells | None = field(default=None, compare=False)  # the endpoint table's cells, made
@@ -421,7 +420,6 @@ class WatchState:
             errors=(*run.errors, *self.source.errors), done=self.source.finished,
             kv_threshold=self.kv_threshold, limits=self.limits, mode=run_mode(self.source, report.stage),
             isl_osl=run.isl_osl(), log=tuple(self.log),
-            limiting=report.balance.get("limiting") if report.balance else None,
             verdict=report.verdict.cls if report.verdict is not None else None)
 
 
@@ -432,24 +430,6 @@ def run_mode(source: Any, stage: str) -> str:
     if isinstance(first, ReplaySource):
         return "replayed" if source.finished else "replay"
     return "finished" if source.finished or stage in TERMINAL_STAGES else "live"
-
-
-def fold_cascades(findings: Iterable[Finding]
-                  ) -> tuple[dict[tuple[str, str | None, str], tuple[Finding, ...]], set[tuple[str, str | None, str]]]:
-    """The findings the engine marked as likely consequences of another one present (``after_engine_death``:
-    E002/E003 on the peers of a dead engine), by their cause's key; and the keys of those folded."""
-    found = list(findings)
-    present = {key(f) for f in found}
-    causes: dict[tuple[str, str | None, str], list[Finding]] = {}
-    for f in found:
-        after = f.evidence.get("after_engine_death") if f.evidence else None
-        if not isinstance(after, dict):
-            continue
-        cause = (after.get("code"), after.get("endpoint"), after.get("at"))
-        if cause in present and cause != key(f):
-            causes.setdefault(cause, []).append(f)  # type: ignore[arg-type]
-    folded = {key(f) for fs in causes.values() for f in fs}
-    return {k: tuple(v) for k, v in causes.items()}, folded
 
 
 def by_code(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
