@@ -26,6 +26,7 @@ from .options import (
     Ignore,
     Select,
     console_for,
+    fail,
     fail_all,
     quiet_pipe,
 )
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from diag.rules.settings import Settings
 
 DRIFT = "DIAG-D001"   # what ran against the recipe: a run rule that belongs to the config part
+YAML = (".yaml", ".yml")
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
 Format = CheckFormat
 
@@ -63,7 +65,7 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[tuple[Path, bool]], list[
             errors.append(f"{p}: {why}")
         elif is_dir(p):
             found = [f for d, _, names in inputs.walk(p) for f in (Path(d) / n for n in names)
-                     if f.suffix in (".yaml", ".yml") and not SKIP_DIRS.intersection(f.relative_to(p).parts[:-1])]
+                     if f.suffix in YAML and not SKIP_DIRS.intersection(f.relative_to(p).parts[:-1])]
             files.extend((f, False) for f in sorted(found))
         else:
             files.append((p, True))
@@ -101,6 +103,21 @@ def check_run(run_dir: Path, settings: Settings) -> list[Finding] | None:
         return None
     rules = catalog()
     return [f for f in report.findings if f.code == DRIFT or (f.code in rules and rules[f.code].scope == "recipe")]
+
+
+def no_recipe(path: Path, *, parsed: bool) -> str | None:
+    """What a file given to ``check`` is when it is plainly no recipe: the note names it (an HTML page,
+    binary data, a run log, text that is not YAML) instead of a C017 parse error. None for a ``*.yaml``
+    file that does not parse (a broken recipe: C017) and for YAML that parsed but is not a recipe when
+    nothing plainer is to be said (its own note says why)."""
+    from .refusal import plainly
+
+    if not parsed and path.suffix in YAML:
+        return None
+    what = plainly(path)
+    if what is not None and not what.startswith("a recipe"):
+        return what
+    return None if parsed else "text that is not YAML"
 
 
 def parse_error_finding(path: str, message: str, line: int | None, col: int | None) -> Finding:
@@ -141,9 +158,14 @@ def run_check(paths: Sequence[Path], settings: Settings) -> CheckResult:
             raw.extend(check_file(path, rules, shown))
             result.files += 1
         except NotARecipe as exc:
-            if explicit or path.suffix in (".yaml", ".yml"):
-                result.notes.append(f"{exc}; skipped")
+            if explicit or path.suffix in YAML:
+                what = no_recipe(path, parsed=True)
+                result.notes.append(f"{shown}: not an srt-slurm recipe ({what}); skipped" if what else f"{exc}; skipped")
         except RecipeError as exc:
+            what = no_recipe(path, parsed=False) if explicit else None
+            if what is not None:   # an HTML page, a log, binary data: not a broken recipe (no C017)
+                result.notes.append(f"{shown}: not an srt-slurm recipe ({what}); skipped")
+                continue
             for message, line, col in exc.violations or [(str(exc), exc.line, exc.col)]:  # all of them
                 result.errors.append(f"{shown}:{line or 1}:{col or 1}: parse error: {message}")
                 parse_errors.append(parse_error_finding(shown, message, line, col))
@@ -200,9 +222,12 @@ def check(
     except SettingsError as exc:
         fail_all("check", [f"config error: {line}" for line in exc.lines])
     result = run_check(paths, settings)
-    if not result.files and not result.errors and not allow_empty:
-        shown = ", ".join(map(str, paths))
-        result.errors.append(f"no recipes found in {shown} (pass --allow-empty to accept that)")
+    if not result.files and not result.errors and not allow_empty:   # nothing given is a recipe: one line
+        from .files import is_dir
+        from .refusal import refusal
+
+        searched = " (pass --allow-empty to accept that)" if any(is_dir(p) for p in paths) else ""
+        fail("check", refusal("recipes", paths) + searched)
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)
     for err in result.errors:

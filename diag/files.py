@@ -59,7 +59,7 @@ class Skipped:
     reason: str
 
 
-def _is_binary(head: bytes) -> bool:
+def is_binary(head: bytes) -> bool:
     if not head:
         return False
     if b"\x00" in head:
@@ -295,7 +295,7 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     except (OSError, EOFError) as e:
         src.error = f"{path}: cannot read: {_reason(e)}"
         return src
-    if _is_binary(head_b[:8192]) and not vocabulary_in(path):
+    if is_binary(head_b[:8192]) and not vocabulary_in(path):
         src.error = f"{path}: binary file, not a log (no line of diag's vocabulary: {VOCABULARY})"
         return src
     head = head_b.decode("utf-8", errors="replace")

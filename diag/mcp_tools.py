@@ -162,11 +162,12 @@ def check(ws: Workspace, args: dict[str, Any]) -> Result:
 
     from .check_cmd import run_check
     from .emit.jsondoc import check_dict
+    from .refusal import refusal
 
     paths = [ws.confine(p) for p in args["paths"]]
     result = run_check([Path(p) for p in paths], ws.settings(args.get("select"), args.get("ignore")))
     if not result.files:
-        raise ToolError(result.errors[0] if result.errors else f"diag check: no recipes found in {', '.join(paths)}")
+        raise ToolError(result.errors[0] if result.errors else f"diag check: {refusal('recipes', paths)}")
     doc = check_dict(sort_findings(result.findings), files=result.files, suppressed=result.suppressed,
                      notes=result.notes)
     found, notes = bound(doc["findings"], _limit(args), "check")

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
 import typer
 
@@ -106,13 +106,22 @@ def positive(name: str, lo: float = 0.0, hi: float | None = None):
     return check
 
 
-def console_for(stream=None) -> Console:
+def on_terminal(stream: TextIO | None = None) -> bool:
+    """Whether ``stream`` (stdout) is a terminal: what decides every output's form, a rendered page or table
+    there, plain text when piped, whatever FORCE_COLOR or TTY_COMPATIBLE say (they choose colours only)."""
+    try:
+        return (stream or sys.stdout).isatty()
+    except (ValueError, OSError):   # a closed or detached stream
+        return False
+
+
+def console_for(stream: TextIO | None = None) -> Console:
     """The console every text output writes through: colour only on a terminal; NO_COLOR (or
     ``--no-color``) means no escapes at all; no line ends in whitespace (:mod:`diag.emit.console`)."""
     from .emit.console import OutputConsole, TrimLines
 
     out = stream or sys.stdout
-    tty = out.isatty()
+    tty = on_terminal(out)
     plain = bool(os.environ.get("NO_COLOR"))
     console = OutputConsole(file=out, highlight=False, soft_wrap=False, no_color=plain,
                             color_system=None if plain else "auto",

@@ -35,6 +35,23 @@ STALE_S = float(verdict_catalog().params["stale_s"])   # the catalog's; a STALE 
 
 
 @dataclass(frozen=True)
+class EngineFigures:
+    """One engine (DP rank) over the window its endpoint's figures are taken over: its means, whose sums
+    are the endpoint's (:func:`window_figures`), and its samples and preemptions there."""
+
+    samples: int
+    prompt_tps: float | None
+    gen_tps: float | None
+    running: float | None
+    waiting: float | None
+    kv: float | None
+    preemptions: int
+
+
+NO_FIGURES = EngineFigures(0, None, None, None, None, None, 0)   # an engine without a sample in the window
+
+
+@dataclass(frozen=True)
 class EndpointSummary:
     """One endpoint as of the report's time. Its figures are taken over the run verdict's steady window
     (``window``), never over the idle tail after the benchmark."""
@@ -63,6 +80,7 @@ class EndpointSummary:
     latency: dict[str, dict[str, float | None]] = field(default_factory=dict)  # see endpoint_latency
     log: str | None = None                 # "empty": every log file of it has 0 bytes (else not in the JSON)
     limiting: bool = False                 # on the side the run's verdict names as the limit
+    per_engine: dict[str, EngineFigures] = field(default_factory=dict)  # over ``window`` (not in the JSON)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +116,14 @@ def _per_interval(ep: Endpoint, col: str) -> pl.Series:
             .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col(col).sum()).sort("ts")[col])
 
 
+def _engine_means(s: pl.DataFrame) -> pl.DataFrame:
+    """Each engine's means over the samples ``s`` (sorted by engine: the float sums are the same every run),
+    its sample count and preemptions."""
+    return (s.group_by("engine").agg(pl.col("prompt_tps", "gen_tps", "running", "waiting", "kv_usage").mean(),
+                                     pl.len().alias("samples"), pl.col("preemptions").fill_null(0).sum())
+            .sort("engine"))
+
+
 def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, Any]:
     """Rates, queues (per-engine means summed) and KV (averaged) of an endpoint over a window; peaks are
     the highest 10 s total (waiting) and the highest sample (KV); the preemptions and stats samples in it.
@@ -105,13 +131,20 @@ def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, An
     s = in_window(ep.stats, start, end)
     if not s.height:
         return {}
-    means = s.group_by("engine").agg(pl.col("prompt_tps", "gen_tps", "running", "waiting").mean()).sort("engine")
+    means = _engine_means(s)
     totals = (s.filter(pl.col("waiting").is_not_null())    # a max: order-free
               .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col("waiting").sum()))
     return {"prompt_tps_mean": known_sum(means["prompt_tps"]), "gen_tps_mean": known_sum(means["gen_tps"]),
             "running_mean": known_sum(means["running"]), "waiting_mean": known_sum(means["waiting"]),
             "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max(),
             "preemptions": int(s["preemptions"].fill_null(0).sum()), "window_samples": s.height}
+
+
+def engine_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, EngineFigures]:
+    """Each engine's figures over a window, by engine name."""
+    means = _engine_means(in_window(ep.stats, start, end))
+    return {e: EngineFigures(n, p, g, run, wait, kv, int(pre)) for e, p, g, run, wait, kv, n, pre in means.select(
+        "engine", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "samples", "preemptions").iter_rows()}
 
 
 def endpoint_latency(ep: Endpoint) -> dict[str, dict[str, float | None]]:
@@ -172,8 +205,8 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
     window, label = summary_window(verdicts), window_dict(verdicts)
     fig = window_figures(ep, window[0], window[1]) if window is not None else {}
     if not fig and (own := active_window(run, [ep])) is not None:   # none of its samples in the run's window
-        fig, label = window_figures(ep, *own), {"label": "active", "start": own[0].isoformat(),
-                                                 "end": own[1].isoformat()}
+        window, label = own, {"label": "active", "start": own[0].isoformat(), "end": own[1].isoformat()}
+        fig = window_figures(ep, *own)
     keys = ("prompt_tps_mean", "gen_tps_mean", "running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak")
     limiting = ep.id in limiting_endpoints(run, verdicts.run if verdicts is not None else None)
     health = endpoint_health(ep, findings, stale_at or now, stale_s, loaded=benchmark_began(run, now),
@@ -185,7 +218,8 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
                            health=health, phase="unknown" if empty else endpoint_phase(ep, health, verdicts, now),
                            facts=facts_of(ep),
                            startup=ep.startup.to_dict(now), latency=endpoint_latency(ep),
-                           log="empty" if empty else None, limiting=limiting)
+                           log="empty" if empty else None, limiting=limiting,
+                           per_engine=engine_figures(ep, *window) if fig and window is not None else {})
 
 
 def summary_window(verdicts: Verdicts | None) -> tuple[datetime, datetime] | None:
@@ -200,6 +234,9 @@ def window_dict(verdicts: Verdicts | None) -> dict[str, Any] | None:
     c = verdicts.run.concurrency
     label = f"C={number(c)} steady" if c is not None else "active"
     return {"label": label, "start": w[0].isoformat(), "end": w[1].isoformat()}
+
+
+PHASES = ("starting", "warm-up", "steady", "drain", "serving", "idle", "dead", "unknown")  # a run's, an endpoint's
 
 
 def run_phase(verdicts: Verdicts | None, now: datetime | None) -> str:

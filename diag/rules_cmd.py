@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .options import CODES, Example, console_for, fail, quiet_pipe
+from .options import CODES, Example, console_for, fail, on_terminal, quiet_pipe
 
 if TYPE_CHECKING:
     from diag.rules.catalog import Rule
@@ -88,7 +88,7 @@ def rules_list(
             return
         from .emit.rules import render_rules
 
-        render_rules(rows, console_for())
+        render_rules(rows, console_for(), table=on_terminal())
 
 
 def rules_export(
@@ -118,10 +118,9 @@ def explain(code: str = typer.Argument(..., metavar="CODE", help="A rule code: D
     except CatalogError as e:
         fail("explain", f"{e}; `diag rules` lists the codes")
     with quiet_pipe():
-        console = console_for()
-        if console.is_terminal:
+        if on_terminal():   # rendered for a person; piped, the Markdown itself (for a file, an issue, an agent)
             from rich.markdown import Markdown
 
-            console.print(Markdown(text))
+            console_for().print(Markdown(text))
         else:
             sys.stdout.write(text + "\n")

@@ -277,9 +277,12 @@ def nothing_read(reports: list[Report]) -> bool:
 
 
 def unread_lines(paths: list[str], reports: list[Report]) -> list[str]:
-    """Why nothing was read: the runs' errors, else that no file was a log diag reads."""
+    """Why nothing was read: the runs' errors, else that no file was a log diag reads (the refusal every
+    command gives, :func:`diag.files.refusal`)."""
+    from .refusal import refusal
+
     errors = [printable(e) for r in reports for e in r.run.errors]
-    return errors or ["no logs diag understands in " + ", ".join(paths)]
+    return errors or [printable(refusal("logs", paths))]
 
 
 def _nothing_read(paths: list[str], reports: list[Report]) -> None:

@@ -168,6 +168,7 @@ def _once(paths: list[str], settings: Settings, clock: Any, window: int, scrape:
     """One snapshot of the run as read now, judged like ``diag tail`` (a finished run as of its end)."""
     from .files import InputError, find_runs
     from .pipeline import window_of
+    from .refusal import refusal
     from .sources import BatchSource, MultiSource, metric_source
 
     if not paths:  # --prom alone: the server's last DEFAULT_WINDOW is the run
@@ -184,7 +185,7 @@ def _once(paths: list[str], settings: Settings, clock: Any, window: int, scrape:
     batch = BatchSource(runs[0])
     batch.poll()
     if not batch.logs() and not batch.side().benchmark:
-        typer.echo("diag watch: no logs diag understands in " + ", ".join(paths), err=True)
+        typer.echo(f"diag watch: {printable(refusal('logs', paths))}", err=True)
         for p, reason in batch.skipped:
             typer.echo(f"  skipped {printable(p)}: {reason}", err=True)
         return EXIT_USAGE

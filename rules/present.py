@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +19,15 @@ MISSING = "-"
 def number(x: float | int | None, nd: int = 0) -> str:
     """A figure with thousands separators, ``-`` for none: ``152,608``, ``96.4`` (nd=1)."""
     return MISSING if x is None else f"{x:,.{nd}f}"
+
+
+_NO_INFORMATION = re.compile(r"[-0.,/%\s]*")  # nothing but dashes and zeros: -, 0, -/-, 0.0/0.0, 0 %
+
+
+def informative(cells: Iterable[str]) -> bool:
+    """Whether a table column's cells, as shown, carry information: one at least is neither empty
+    (``-``) nor zero. A column without any yields its room to one that has some."""
+    return any(not _NO_INFORMATION.fullmatch(c) for c in cells)
 
 
 def shown(x: Any) -> str:
@@ -101,6 +110,12 @@ HEALTH_STYLE = {"OK": "green", "WARN": "yellow", "LIMITS": "bold yellow", "CRIT"
 VERDICT_STYLE = {"healthy": "green", "under-loaded": "cyan", "prefill-bound": "yellow", "decode-bound": "magenta",
                  "transfer-bound": "bold yellow", "startup-stuck": "bold red", "invalid": "bold red",
                  "unknown": "dim"}
+# the endpoint figures each verdict class rests on: a table keeps their columns first (after the endpoint and its
+# health), whatever their values (a 0 waiting is a healthy run's evidence; a stage, a stuck start-up's)
+VERDICT_FIGURES = {"invalid": ("stage", "last_seen"), "startup-stuck": ("stage",),
+                   "transfer-bound": ("waiting", "kv"), "decode-bound": ("kv", "waiting", "running", "preemptions"),
+                   "prefill-bound": ("waiting", "kv", "prompt_tps"), "under-loaded": ("running", "kv", "waiting"),
+                   "healthy": ("waiting", "kv"), "unknown": ("samples",)}
 VERDICT_COLOUR = {"healthy": "#2ca02c", "under-loaded": "#17becf", "prefill-bound": "#ff7f0e",
                   "decode-bound": "#9467bd", "transfer-bound": "#d62728", "startup-stuck": "#8c564b",
                   "invalid": "#7f7f7f", "unknown": "#bbbbbb"}

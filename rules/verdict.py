@@ -26,6 +26,8 @@ from .runmodel import Run
 from .verdict_catalog import DECODING, _v, capacity, experiments, verdict_catalog
 from .verdict_figures import EMPTY_FIGURES, active_window, figures, point_phases
 
+CONFIDENCES = ("high", "medium", "low")   # a verdict's confidence, most first
+
 
 # ------------------------------------------------------------------ the verdict
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class Verdict:
 
     cls: str
     why: str                                   # one sentence
-    confidence: str                            # high | medium | low
+    confidence: str                            # one of CONFIDENCES
     limiter: str | None = None                 # decode-bound: kv-capacity | batch/compute; transfer-bound: ...
     concurrency: int | None = None             # the benchmark point (None: the run as a whole, no points)
     window: tuple[datetime, datetime] | None = None    # the steady window the figures come from

@@ -81,7 +81,7 @@ def test_c017_wrong_types_are_located_errors_and_stop_the_other_checks(tmp_path:
 def test_zero_recipes_is_an_error_unless_allowed(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["check", str(tmp_path)])
-    assert res.exit_code == 2 and "no recipes found in" in res.output
+    assert res.exit_code == 2 and f"diag check: no recipes diag understands in {tmp_path} (pass --allow-empty" in res.output
     assert runner.invoke(app, ["check", "--allow-empty", str(tmp_path)]).exit_code == 0
 
 

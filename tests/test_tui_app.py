@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import itertools
 import os
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from loading import replay
+from rich.console import Console
 from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Static
 
 from diag.sources import FollowSource
@@ -68,6 +70,14 @@ def rows(app: WatchApp) -> dict[str, dict[str, str]]:
 def finding_codes(app: WatchApp) -> list[str]:
     ol = app.screen.query_one("#findings", OptionList)
     return [ol.get_option_at_index(i).prompt.plain.split()[3] for i in range(ol.option_count)]
+
+
+def plain(renderable: object, width: int = 76) -> str:
+    """A rich renderable as the text a terminal of ``width`` shows of it."""
+    console = Console(width=width, no_color=True, file=io.StringIO())
+    with console.capture() as cap:
+        console.print(renderable)
+    return cap.get()
 
 
 def status(app: WatchApp) -> str:
@@ -501,7 +511,7 @@ async def test_a_fast_replay_raises_at_most_one_toast_per_code() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 @sync
 async def test_columns_give_way_by_priority(size: tuple[int, int]) -> None:
-    from diag.tui.render import COLUMNS, OPTIONAL
+    from diag.tui.columns import COLUMNS, OPTIONAL
 
     app = make_app(RUNS / "prefill-bound")
     async with app.run_test(size=size) as pilot:
@@ -589,7 +599,7 @@ async def test_findings_log_and_copy_to_the_clipboard() -> None:
         await until(pilot, lambda: isinstance(app.screen, MainScreen))
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        text = str(app.screen.query_one("#help", Static).render())
+        text = plain(app.screen.query_one("#help", Static).content)
         assert "12s, 4m, 3h" in text and "seconds since" not in text
 
 

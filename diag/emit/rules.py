@@ -40,9 +40,9 @@ def _params(rule: Rule) -> dict[str, dict[str, Any]]:
             out[name] = {"default": default, **kind.describe()}
     return out
 
-def render_rules(rules: Sequence[Rule], console: Console) -> None:
-    """The catalog, a rule a line: a table on a terminal, aligned plain lines when piped."""
-    if not console.is_terminal:
+def render_rules(rules: Sequence[Rule], console: Console, *, table: bool) -> None:
+    """The catalog, a rule a line: a table on a terminal (``table``), aligned plain lines when piped."""
+    if not table:
         w = max((len(r.name) for r in rules), default=10)
         for r in rules:
             console.print(f"{r.code}  {r.name:<{w}}  {r.severity:<7}  {r.scope:<8}  {r.summary}", soft_wrap=True,

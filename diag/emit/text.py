@@ -8,7 +8,7 @@ is left out whole, a cell is never cut, and an endpoint's row stays on one line 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +21,17 @@ from rich.text import Text
 from diag.report import STAGE_SHORT, EndpointSummary, Report, balance_text, link_lines, stage_text
 from diag.rules.engine import sort_findings
 from diag.rules.finding import Finding
-from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, VERDICT_STYLE, clock, duration, number, seconds
+from diag.rules.present import (
+    HEALTH_STYLE,
+    SEVERITY_STYLE,
+    VERDICT_FIGURES,
+    VERDICT_STYLE,
+    clock,
+    duration,
+    informative,
+    number,
+    seconds,
+)
 
 from .findings import summarize, where
 
@@ -32,32 +42,53 @@ SKIPPED_SHOWN = 20
 # ------------------------------------------------------------------ width-fitted tables
 @dataclass(frozen=True)
 class Column:
-    """A table column: its header (may wrap at spaces), justification and priority (0 = always shown)."""
+    """A table column: its header (may wrap at spaces), justification and priority (0 = always shown);
+    ``figure``: the endpoint figure it shows, as VERDICT_FIGURES names them; ``evidence``: the verdict rests
+    on it (it counts as informative whatever its values)."""
 
     header: str
     priority: int
     cell: Callable[[Any], str | Text]
     justify: str = "right"
+    figure: str = ""
+    evidence: bool = False
+
+
+def _plain(cell: str | Text) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
 
 
 def _width(cell: str | Text) -> int:
     return cell.cell_len if isinstance(cell, Text) else len(cell)
 
 
-def fitted_table(title: str, columns: Sequence[Column], items: Sequence[Any], width: int,
-                 styles: Sequence[str | None] = ()) -> Group:
-    """The title line and the columns that fit ``width``, by priority (ties keep table order); each column
-    exactly as wide as its widest cell or the longest word of its header (headers wrap, cells never do)."""
-    cells = [[c.cell(it) for c in columns] for it in items]
+def chosen_columns(columns: Sequence[Column], cells: Sequence[Sequence[str | Text]], width: int) -> list[int]:
+    """The columns that fit ``width`` (their indices, in table order), taken by priority (ties keep table
+    order); a column whose cells are all empty or zero (and that is not the verdict's evidence) yields to
+    every column that carries information, and shows only when they all do."""
     need = [max([_width(row[i]) for row in cells] + [max(len(w) for w in c.header.split())])
             for i, c in enumerate(columns)]
+    carries = [columns[i].priority == 0 or columns[i].evidence or informative(_plain(row[i]) for row in cells)
+               for i in range(len(columns))]
     chosen: set[int] = set()
     used = -GAP
-    for i in sorted(range(len(columns)), key=lambda i: columns[i].priority):
+    for i in sorted(range(len(columns)), key=lambda i: (not carries[i], columns[i].priority)):
+        if not carries[i] and not all(carries[j] <= (j in chosen) for j in range(len(columns))):
+            break  # an informative column was left out: no room goes to one without information
         if columns[i].priority == 0 or used + GAP + need[i] <= width:
             chosen.add(i)
             used += GAP + need[i]
-    keep = sorted(chosen)
+    return sorted(chosen)
+
+
+def fitted_table(title: str, columns: Sequence[Column], items: Sequence[Any], width: int,
+                 styles: Sequence[str | None] = ()) -> Group:
+    """The title line and the columns that fit ``width`` (:func:`chosen_columns`); each column exactly as
+    wide as its widest cell or the longest word of its header (headers wrap, cells never do)."""
+    cells = [[c.cell(it) for c in columns] for it in items]
+    need = [max([_width(row[i]) for row in cells] + [max(len(w) for w in c.header.split())])
+            for i, c in enumerate(columns)]
+    keep = chosen_columns(columns, cells, width)
     hidden = len(columns) - len(keep)
     head = Text(title, style="bold")
     if hidden:
@@ -81,32 +112,40 @@ def _p90(s: EndpointSummary) -> str:
     return "/".join(seconds(s.latency.get(k, {}).get("p90")) for k in ("ttft", "itl"))
 
 
-def endpoint_columns(summaries: Sequence[EndpointSummary], own: Callable[[EndpointSummary], bool]) -> list[Column]:
+def endpoint_columns(summaries: Sequence[EndpointSummary], own: Callable[[EndpointSummary], bool],
+                     verdict: str | None = None) -> list[Column]:
+    """The endpoint table's columns; those showing the figures ``verdict`` rests on (VERDICT_FIGURES) take
+    the first priority after the endpoint and its health, and count as informative whatever their values."""
     cols = [
         Column("endpoint", 0, lambda s: s.id + ("*" if own(s) else ""), "left"),
         Column("health", 0, lambda s: Text(s.health, style=HEALTH_STYLE.get(s.health, "")), "left"),
-        Column("wait mean/peak", 1, lambda s: f"{number(s.waiting_mean)}/{number(s.waiting_peak)}"),
-        Column("KV % mean/peak", 1, lambda s: f"{number(s.kv_mean, 1)}/{number(s.kv_peak, 1)}"),
-        Column("prompt tok/s", 2, lambda s: number(s.prompt_tps_mean)),
-        Column("gen tok/s", 2, lambda s: number(s.gen_tps_mean)),
-        Column("running", 3, lambda s: number(s.running_mean)),
+        Column("wait mean/peak", 1, lambda s: f"{number(s.waiting_mean)}/{number(s.waiting_peak)}", figure="waiting"),
+        Column("KV % mean/peak", 1, lambda s: f"{number(s.kv_mean, 1)}/{number(s.kv_peak, 1)}", figure="kv"),
+        Column("prompt tok/s", 2, lambda s: number(s.prompt_tps_mean), figure="prompt_tps"),
+        Column("gen tok/s", 2, lambda s: number(s.gen_tps_mean), figure="gen_tps"),
+        Column("running", 3, lambda s: number(s.running_mean), figure="running"),
         Column("engines", 4, lambda s: str(s.engines)),
-        Column("preempt", 5, lambda s: number(s.preemptions)),
+        Column("preempt", 5, lambda s: number(s.preemptions), figure="preemptions"),
     ]
     if any(s.latency for s in summaries):  # only runs with Prometheus latency histograms
         cols.append(Column("TTFT/ITL p90 s", 5, _p90))
-    cols += [Column("stage", 6, lambda s: "log empty" if s.log == "empty" else stage_text(s.startup), "left"),
-             Column("samples", 7, lambda s: number(s.window_samples)),
-             Column("last seen", 8, lambda s: clock(s.last_ts), "left"),
+    cols += [Column("stage", 6, lambda s: "log empty" if s.log == "empty" else stage_text(s.startup), "left",
+                    figure="stage"),
+             Column("samples", 7, lambda s: number(s.window_samples), figure="samples"),
+             Column("last seen", 8, lambda s: clock(s.last_ts), "left", figure="last_seen"),
              Column("nodes", 9, _nodes, "left")]
+    evidence = VERDICT_FIGURES.get(verdict or "", ())
+    cols = [replace(c, priority=1, evidence=True) if c.figure and c.figure in evidence
+            else replace(c, priority=c.priority + 1) if c.priority else c for c in cols]
     order = ("endpoint", "nodes", "engines", "samples", "prompt tok/s", "gen tok/s", "running", "wait mean/peak",
              "KV % mean/peak", "preempt", "TTFT/ITL p90 s", "last seen", "stage", "health")
     return sorted(cols, key=lambda c: order.index(c.header))
 
 
-def endpoint_table(summaries: Sequence[EndpointSummary], width: int) -> Group:
+def endpoint_table(summaries: Sequence[EndpointSummary], width: int, verdict: str | None = None) -> Group:
     """One row per endpoint; figures over the run verdict's steady window (named in the title); the rows
-    on the side the verdict names as the limit in bold."""
+    on the side the verdict names as the limit in bold; the columns by their relevance to ``verdict``, the
+    run's verdict class (:func:`endpoint_columns`, :func:`chosen_columns`)."""
     window = next((s.window for s in summaries if s.window), None)
     title = "endpoints" + (f", figures over {window['label']} {clock(datetime.fromisoformat(window['start']))} .. "
                            f"{clock(datetime.fromisoformat(window['end']))}" if window else "")
@@ -117,7 +156,7 @@ def endpoint_table(summaries: Sequence[EndpointSummary], width: int) -> Group:
     if any(own(s) for s in summaries):
         title += "; * over the endpoint's own active window"
     styles = ["bold" if s.limiting else None for s in summaries]
-    return fitted_table(title, endpoint_columns(summaries, own), summaries, width, styles)
+    return fitted_table(title, endpoint_columns(summaries, own, verdict), summaries, width, styles)
 
 
 def point_table(report: Report, width: int) -> Group | None:
@@ -230,7 +269,7 @@ def render_tail(report: Report, console: Console) -> None:
         console.print(labelled(verdict))
         console.print()
     if report.endpoints:
-        console.print(endpoint_table(report.endpoints, width))
+        console.print(endpoint_table(report.endpoints, width, report.verdict.cls if report.verdict else None))
         startup = startup_table(report.endpoints, width)
         if startup is not None:
             console.print()

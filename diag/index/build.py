@@ -28,7 +28,8 @@ import polars as pl
 
 from diag import __version__
 from diag.emit import envelope
-from diag.files import LOG_KINDS, RunFiles, find_runs
+from diag.files import LOG_KINDS, InputError, RunFiles, find_runs
+from diag.refusal import refusal
 
 from .dataset import DATASET_SCHEMA, MANIFEST, SAVED, manifest_ok
 from .rows import PARTITIONED, TABLES, failed_rows, report_rows, run_id_of
@@ -162,13 +163,16 @@ def build_index(roots: Sequence[str], into: Path | None = None, jobs: int = 1, s
     """Index the runs under ``roots`` into ``into`` (default ``ROOT/.diag/index``), judged with ``settings``
     (default: those of the current directory). Waits up to ``wait`` seconds for another writer of ``into``
     (``on_wait`` hears that it does); ``on_total`` hears how many runs are analysed, ``on_run`` each one
-    done. Raises InputError on a missing root, StoreError when ``into`` cannot be locked."""
+    done. Raises InputError on a missing root or roots that hold no run, StoreError when ``into`` cannot be
+    locked."""
     if settings is None:
         from diag.rules.settings import resolve
 
         settings = resolve(Path.cwd())
     into = into or default_into(roots)
     runs = [rf for rf in find_runs(list(roots)) if rf.root is not None and not _inside(rf.root, into)]
+    if not runs:   # nothing under the roots is a run: refused like every command, before writing anything
+        raise InputError(refusal("logs", roots))
     with writing(into, wait, on_wait):
         clean(into)
         prev = generation(into)

@@ -6,13 +6,15 @@
     OP     := = | != | < | <= | > | >= | ~     (~: the column, as text, matches a regex)
     VALUE  := 'text' | "text" | number | true | false | null
 
-``= null`` / ``!= null`` test for a missing value. An unknown column or a value of the wrong kind is a
+``= null`` / ``!= null`` test for a missing value. An unknown column, a value of the wrong kind, or one
+outside the column's closed vocabulary (``verdict = 'prefill_bound'``: the error lists the values) is a
 :class:`QueryError` (one line). Every read takes one whole generation of the index (:func:`snapshot`),
 whatever a ``diag index`` writing it meanwhile does.
 """
 
 from __future__ import annotations
 
+import difflib
 import errno
 import re
 import stat
@@ -105,6 +107,8 @@ def _expr(node: Any, schema: pl.Schema) -> pl.Expr:
 
 
 def _cond(name: str, op: str, value: Any, schema: pl.Schema) -> pl.Expr:
+    from .rows import vocabulary
+
     if name not in schema or name == PART:
         raise QueryError(f"--where: unknown column {name!r} (columns: {', '.join(c for c in schema if c != PART)})")
     col, dtype = pl.col(name), schema[name]
@@ -116,10 +120,18 @@ def _cond(name: str, op: str, value: Any, schema: pl.Schema) -> pl.Expr:
         if not isinstance(value, str):
             raise QueryError(f"--where: {name} ~ needs a quoted regex")
         try:
-            re.compile(value)
+            pattern = re.compile(value)
         except re.error as e:
             raise QueryError(f"--where: {name} ~ {value!r}: not a regex ({e})") from None
+        values = vocabulary().get(name)
+        if values is not None and not any(pattern.search(v) for v in values):
+            raise QueryError(f"--where: no {name} matches {value!r}; {_values(values)}")
         return col.cast(pl.String).str.contains(value)
+    values = vocabulary().get(name)
+    if values is not None and str(value) not in values:   # a closed vocabulary: a value outside it matches nothing
+        close = difflib.get_close_matches(str(value), values, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise QueryError(f"--where: no run has {name} {value!r}{hint}; {_values(values)}")
     if dtype.is_numeric() and (isinstance(value, (str, bool))):
         raise QueryError(f"--where: {name} is a number; compare it with a number, not {value!r}")
     if dtype == pl.Boolean and not isinstance(value, bool):
@@ -137,6 +149,14 @@ def _cond(name: str, op: str, value: Any, schema: pl.Schema) -> pl.Expr:
     lit = pl.lit(value)
     return {"=": col == lit, "!=": col != lit, "<": col < lit, "<=": col <= lit, ">": col > lit,
             ">=": col >= lit}[op]
+
+
+LISTED = 12   # values a --where error lists; a longer vocabulary (the rule codes) is named by its command
+
+
+def _values(values: tuple[str, ...]) -> str:
+    return ("values: " + ", ".join(values) if len(values) <= LISTED
+            else f"{len(values)} values (diag rules lists the codes)")
 
 
 def sort_key(sort: str, schema: pl.Schema) -> tuple[str, bool]:

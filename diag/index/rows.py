@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,23 @@ REQUESTS: dict[str, Any] = {"run_id": pl.String, **REQUEST_SCHEMA}
 TABLES: dict[str, dict[str, Any]] = {"runs": RUNS, "points": POINTS, "findings": FINDINGS, "endpoints": ENDPOINTS}
 PARTITIONED = ("series", "requests")   # one file per run: DIR/<table>/run_id=<id>/part-0.parquet
 NOT_MEASURED = {"invalid": "invalid", "startup-stuck": "invalid", "unknown": "unknown"}   # verdict -> validity
+STATUSES = ("ok", "failed")   # a run analysed, or not (its reason in ``error``)
+
+
+@cache
+def vocabulary() -> dict[str, tuple[str, ...]]:
+    """The closed vocabulary of the ``runs`` columns that take one (``--where`` checks a value against it),
+    each read from where diag defines it: the verdict catalog's classes and limiters, the confidences, the
+    phases, the validities and statuses written here, the rule codes."""
+    from diag.report import PHASES
+    from diag.rules.catalog import catalog
+    from diag.rules.verdict import CONFIDENCES
+    from diag.rules.verdict_catalog import verdict_catalog
+
+    classes = verdict_catalog().classes
+    return {"status": STATUSES, "validity": ("valid", *dict.fromkeys(NOT_MEASURED.values()), "failed"),
+            "verdict": tuple(c.name for c in classes), "limiter": tuple(lim for c in classes for lim in c.limiters),
+            "confidence": CONFIDENCES, "phase": PHASES, "top_finding": tuple(catalog())}
 
 
 def run_id_of(root: Path) -> str:
@@ -76,7 +94,7 @@ def frame(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
 
 def failed_rows(root: Path, reason: str, input_hash: str | None) -> dict[str, pl.DataFrame]:
     """A run the index could not analyse: its ``runs`` row with the one-line reason, no other rows."""
-    row = {"run_id": run_id_of(root), "path": str(root.absolute()), "name": root.name, "status": "failed",
+    row = {"run_id": run_id_of(root), "path": str(root.absolute()), "name": root.name, "status": STATUSES[1],
            "error": reason, "validity": "failed", "input_hash": input_hash, "diag_version": __version__}
     return {"runs": frame([row], RUNS)}
 
@@ -90,7 +108,7 @@ def report_rows(report: Report, part: RunPart, input_hash: str | None) -> dict[s
     tpg = report.tokens_per_gpu or {}
     found = sort_findings(report.findings)
     top = found[0] if found else None
-    row = {"run_id": rid, "path": str(root.absolute()), "name": root.name, "status": "ok",
+    row = {"run_id": rid, "path": str(root.absolute()), "name": root.name, "status": STATUSES[0],
            "job": run.job.job_id if run.job else None, "job_name": run.job.job_name if run.job else None,
            "model": model_of(run), "recipe": run.recipe.path if run.recipe else None,
            "backend": run.recipe.backend if run.recipe else None, "topology": part.topology,
@@ -138,5 +156,5 @@ def report_rows(report: Report, part: RunPart, input_hash: str | None) -> dict[s
             "requests": part.requests_frame().select(pl.lit(rid).alias("run_id"), pl.all())}
 
 
-__all__ = ["ENDPOINTS", "FINDINGS", "PARTITIONED", "POINTS", "REQUESTS", "RUNS", "TABLES", "failed_rows", "frame",
-           "report_rows", "run_id_of"]
+__all__ = ["ENDPOINTS", "FINDINGS", "PARTITIONED", "POINTS", "REQUESTS", "RUNS", "STATUSES", "TABLES", "failed_rows",
+           "frame", "report_rows", "run_id_of", "vocabulary"]

@@ -25,8 +25,9 @@ from diag.rules.present import number
 from .dialogs import ExplainScreen, FilterScreen, HelpScreen
 from .logscreen import LogScreen
 from .plotscreen import PlotScreen
-from .render import finding_clip, with_table
+from .render import finding_clip, fit_parts, with_table
 from .screens import EndpointScreen, LiveScreen, MainScreen, Toast
+from .scrollbar import use_cell_scrollbars
 from .state import WINDOWS, FindingRow, Snapshot, WatchState, by_code
 
 COMBO_S = 1.0    # "1" then "5" within this many seconds is the 15-minute window
@@ -54,6 +55,7 @@ class WatchApp(App[None]):
 
     def __init__(self, state: WatchState, *, interval: float = 1.0, window: int = 5) -> None:
         super().__init__()
+        use_cell_scrollbars()
         self.state = state
         self.interval = interval
         self.window = window if window in WINDOWS else 5
@@ -198,8 +200,9 @@ class WatchApp(App[None]):
                 screen.show(self.snapshot)
 
     # ------------------------------------------------------------------ view state
-    def status(self, extra: str = "") -> str:
-        """The status line, most useful first (the label, longest, goes last: a narrow terminal cuts it)."""
+    def status(self, extra: str = "", width: int = 0) -> str:
+        """The status line, most useful first (the label, longest, goes last: a narrow terminal cuts it);
+        ``width``: fitted to that many cells (:func:`fit_parts`)."""
         mode = self.snapshot.mode if self.snapshot is not None else "reading"
         parts = ["⏸ paused" if self.paused else MODE_BADGE.get(mode, mode), f"window {self.window} min"]
         filt = [f"role={self.role_filter}"] if self.role_filter else []
@@ -211,7 +214,7 @@ class WatchApp(App[None]):
             parts.append(f"{number(self.unseen)} new findings (l: log)")
         if self.snapshot is not None and self.snapshot.label:
             parts.append(self.snapshot.label)
-        return "  ·  ".join(parts)
+        return fit_parts(parts, width) if width else "  ·  ".join(parts)
 
     def visible_endpoints(self, snap: Snapshot) -> list[Any]:
         return [e for e in snap.endpoints if self.role_filter in (None, e.role)]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar, cast
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -14,7 +17,8 @@ from textual.widgets import Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from .render import evidence_text
+from .columns import COLUMNS
+from .render import evidence_text, figures_window
 from .screens import WatchHost
 from .state import FindingRow
 
@@ -105,48 +109,58 @@ class ExplainScreen(ModalScreen[None]):
         cast(WatchHost, self.app).copy_finding(self.row)
 
 
-HELP = """\
-[b]diag watch[/b]  live per-endpoint health of a P/D run
+KEYS = (
+    ("space", "pause / resume (a replay's clock stops too)"),
+    ("1 5 15 60", "sparkline and plot window, minutes (1 then 5: 15; 6: 60)"),
+    ("⇧+letter", "sort the endpoints by a column (again: reverse), or click its header"),
+    ("g", "plots of the highlighted endpoint;  p  plots of the run"),
+    ("f", "filter endpoints by role, findings by severity"),
+    ("e", "explain the highlighted finding (why, what to change)"),
+    ("c", "copy the highlighted finding to the clipboard (OSC 52)"),
+    ("l", "findings log: every finding opened and closed"),
+    ("enter", "open the highlighted endpoint (or click it twice): its engines (DP ranks) and recent log records"),
+    ("/", "search log records;  tab  table <-> findings"),
+    ("s", "save the screen as an SVG file (its path in a toast)"),
+    ("esc", "back / close; on the main screen: focus the table"),
+    ("? q", "help; quit"),
+)
+HEALTH_HELP = (
+    ("OK", "no finding names it"), ("WARN", "a warning finding"), ("CRIT", "an error finding"),
+    ("DOWN", "an engine dead"), ("LIMITS", "on the side the verdict names as the limit (bold rows)"),
+    ("STALE", "no stats line for 60 s"), ("NO STATS", "never logged stats"),
+    ("READY", "start-up done, no load yet (shown as ready 4m44s)"),
+)
+HEALTH_NOTE = "a recipe check (K003) or a consequence of a death elsewhere (folded under it) colours no endpoint"
 
-[b]keys[/b]
-  space      pause / resume (a replay's clock stops too)
-  1 5 15 60  sparkline and plot window, minutes (1 then 5: 15; 6: 60)
-  ⇧+letter   sort the endpoints (again: reverse), or click a header:
-             N endpoint  H health  O role  P prompt/s  G gen/s
-             R run  W wait  K KV %  T tok/s ~  V KV ~  A age
-             X preemptions  E engines  D nodes  F TTFT  I ITL
-  g          plots of the highlighted endpoint;  p  plots of the run
-  f          filter endpoints by role, findings by severity
-  e          explain the highlighted finding (why, what to change)
-  c          copy the highlighted finding to the clipboard (OSC 52)
-  l          findings log: every finding opened and closed
-  enter      open the highlighted endpoint (or click it twice):
-             its engines (DP ranks) and recent log records
-  /          search log records;  tab  table <-> findings
-  s          save the screen as an SVG file (its path in a toast)
-  esc        back / close; on the main screen: focus the table
-  ?  help;  q  quit
 
-[b]health[/b]
-  OK · WARN warning finding · CRIT error finding · DOWN engine dead
-  LIMITS on the side the verdict names as the limit (bold rows)
-  STALE no stats line for 60 s · NO STATS never logged stats
-  READY start-up done, no load yet (shown as ready 4m44s)
-  a recipe check (K003) or a consequence of a death elsewhere
-  (folded under it) colours no endpoint
+def _grid(rows: Iterable[tuple[str, ...]]) -> Table:
+    """Columns of which the last wraps under itself (never under the first ones, which stay bold)."""
+    rows = list(rows)
+    grid = Table.grid(padding=(0, 2))
+    for _ in rows[0][:-1]:
+        grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for row in rows:
+        grid.add_row(*row)
+    return grid
 
-[b]columns[/b]
-  prompt/s gen/s run wait KV %: latest stats, engines summed
-  (KV averaged); tok/s ~ and KV ~: sparklines over the window;
-  age: time since the endpoint's last sample (12s, 4m, 3h, 9d);
-  pre: preemptions; TTFT/ITL p90: latency histograms' last
-  interval (Prometheus captures). tok/s ~ share one scale across
-  rows, KV ~ is 0-100 %. wait, KV % and pre take the colour of
-  their rule past its threshold (DIAG-B001 waiting_high per
-  engine, K004/K001 kv_usage, K002 min_count). A narrow terminal
-  drops the low-priority columns first; endpoint, health,
-  prompt/s, gen/s, KV % stay.
-"""
+
+def help_text(window: str | None) -> Group:
+    """The help: keys, health, and each column with its sort letter and what it shows, from the columns
+    themselves; the figures' window named as the run has it (``C=2,048 steady``)."""
+    head = Text("diag watch", style="bold")
+    head.append("  live per-endpoint health of a P/D run", style="")
+    over = (f"The figures' window is the run verdict's steady window, now {window} (the header's tok/s line)."
+            if window else "The figures' window is the run verdict's steady window (none yet).")
+    stay = ", ".join(c.label for c in COLUMNS if c.priority == 0)
+    return Group(
+        head, Text(), Text("keys", style="bold"), _grid(KEYS), Text(),
+        Text("health", style="bold"), _grid(HEALTH_HELP), Text(HEALTH_NOTE), Text(),
+        Text("columns (⇧+letter sorts by one)", style="bold"), _grid((c.sort, c.label, c.doc) for c in COLUMNS),
+        Text(over),
+        Text("wait, KV % and pre take the colour of their rule past its threshold (DIAG-B001 waiting_high per "
+             "engine, K004/K001 kv_usage, K002 min_count). A narrow terminal drops the low-priority columns "
+             f"first; {stay} stay."))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -154,5 +168,6 @@ class HelpScreen(ModalScreen[None]):
                 Binding("q", "dismiss", "close", show=False)]
 
     def compose(self) -> ComposeResult:
+        snap = cast(WatchHost, self.app).snapshot
         with VerticalScroll(id="dialog"):
-            yield Static(HELP, id="help")
+            yield Static(help_text(figures_window(snap) if snap is not None else None), id="help")

@@ -31,7 +31,8 @@ class LogScreen(LiveScreen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
-        yield Static(Text("findings log: opened and closed this session, newest first", style="bold"),
+        yield Static(Text("findings log: opened and closed this session, newest first", style="bold",
+                          no_wrap=True, overflow="ellipsis"),
                      id="log-title")
         yield OptionList(id="log")
         yield Static(id="toasts")

@@ -40,8 +40,9 @@ _CONSOLE = Console(file=StringIO(), width=1000, color_system="truecolor", legacy
 
 
 def plot_chart(plt: Plot, chart: Chart, window_min: int, rows: int = 0) -> None:
-    """The plotext calls of one chart: findings' windows shaded first, then the lines, the threshold on
-    top; round ticks (``present.compact``); no legend inside the data (:func:`legend` draws it below)."""
+    """The plotext calls of one chart: findings' windows shaded first, then the lines; a threshold is a
+    line under them (plotext draws data over its lines); round ticks (``present.compact``). Nothing is
+    written inside the data: the legend and the threshold's label go below (:func:`legend`)."""
     plt.clear_figure()
     plt.title(chart.title)
     plt.xlim(-window_min, 0)
@@ -58,9 +59,8 @@ def plot_chart(plt: Plot, chart: Chart, window_min: int, rows: int = 0) -> None:
     for series in chart.series:
         if series.xs:
             plt.plot(list(series.xs), list(series.ys), marker="braille", color=series.color)
-    for y, label in chart.hlines:
+    for y, _ in chart.hlines:
         plt.hline(y, "red")
-        plt.text(label, x=-window_min, y=y, color="red", alignment="left")
 
 
 RICH_COLOUR = {"orange": "dark_orange", "gray": "grey50"}  # plotext's names rich does not know
@@ -68,9 +68,14 @@ LEGEND_LINES = 2
 
 
 def legend(chart: Chart, width: int) -> list[Strip]:
-    """The chart's key below its axes, at most LEGEND_LINES lines of ``width``: each series' colour and
-    label, and the shading of the findings' windows."""
+    """The chart's key below its axes, at most LEGEND_LINES lines of ``width``: its thresholds first (a
+    cut legend keeps them), each series' colour and label, and the shading of the findings' windows."""
     t = Text()
+    for _, label in chart.hlines:
+        if t:
+            t.append("  ")
+        t.append("── ", style="red")
+        t.append(label)
     for series in chart.series:
         if t:
             t.append("  ")
@@ -276,6 +281,6 @@ class PlotScreen(LiveScreen):
         """The UI thread's part: the title if it changed, the lines of the charts that changed."""
         self.plots = frame.plots
         self.draws += 1
-        self.set_static("#plot-title", Text(frame.plots.title, style="bold"))
+        self.set_static("#plot-title", Text(frame.plots.title, style="bold", no_wrap=True, overflow="ellipsis"))
         for chart in self.query(ChartPlot):
             chart.show(frame.drawn.get(chart.key))

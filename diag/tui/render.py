@@ -10,8 +10,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -20,67 +21,38 @@ from diag.rules.catalog import HEALTH_STATES
 from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, duration, number, seconds
 
 from ..report import EndpointSummary, link_lines, stage_text
+from .columns import COLUMN, COLUMNS, SPARK_W, blank_columns, empty_columns, verdict_columns
 from .plotdata import end_epoch
 from .records import RecordLine
 from .state import STEP_S, EndpointRow, EngineRow, FindingRow, Limit, Point, Snapshot, TableCells, by_code
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
-SPARK_W = 10
 TONE_STYLE = {"fault": "bold red", "warn": "yellow", "info": "cyan", "stats": "dim"}
 
-class Column(NamedTuple):
-    """A column of the endpoint table: ``priority`` 0 always stays; on a narrow terminal the highest
-    numbers give way first. ``sort`` is the k9s-style key (shift + letter) that sorts by it."""
-
-    key: str
-    label: str
-    justify: str
-    priority: int
-    min_width: int
-    sort: str
-    descending: bool  # the first press sorts worst / largest first
+MIN_CUT = 8  # cells of a part (with its ellipsis) a one-line text shows rather than leave it out
 
 
-# in display order; endpoint, health, the roles' throughputs and KV % always stay
-COLUMNS: tuple[Column, ...] = (
-    Column("endpoint", "endpoint", "left", 0, 10, "N", False),
-    Column("health", "health", "left", 0, 8, "H", True),
-    Column("role", "role", "left", 8, 7, "O", False),
-    Column("prompt", "prompt/s", "right", 0, 8, "P", True),
-    Column("gen", "gen/s", "right", 0, 7, "G", True),
-    Column("run", "run", "right", 2, 4, "R", True),
-    Column("wait", "wait", "right", 1, 4, "W", True),
-    Column("kv", "KV %", "left", 0, 10, "K", True),
-    Column("tps_spark", "tok/s ~", "left", 4, SPARK_W, "T", True),
-    Column("kv_spark", "KV ~", "left", 5, SPARK_W, "V", True),
-    Column("ttft", "TTFT p90", "right", 10, 8, "F", True),
-    Column("itl", "ITL p90", "right", 11, 8, "I", True),
-    Column("age", "age", "right", 3, 4, "A", True),
-    Column("pre", "pre", "right", 6, 3, "X", True),
-    Column("eng", "eng", "right", 7, 3, "E", True),
-    Column("nodes", "nodes", "left", 9, 5, "D", False),
-)
-COLUMN = {c.key: c for c in COLUMNS}
-CELL_PAD = 2  # a DataTable cell's padding, both sides
+def fit_parts(parts: Sequence[str], width: int, sep: str = "  ·  ") -> str:
+    """``parts`` joined by ``sep`` on one line of ``width`` cells: whole parts in order while they fit; the
+    first that does not is cut with an ellipsis when MIN_CUT cells of it show, else left out. The line
+    never wraps, never ends in a separator and never cuts a part without saying so."""
+    line = ""
+    for part in parts:
+        joined = line + sep + part if line else part
+        if cell_len(joined) <= width:
+            line = joined
+            continue
+        room = width - cell_len(line + sep if line else "")
+        if room >= MIN_CUT:
+            line = (line + sep if line else "") + set_cell_size(part, room - 1).rstrip() + "…"
+        break
+    return line
 
 
-OPTIONAL = ("ttft", "itl")  # columns shown only when some endpoint has a value (Prometheus histograms)
-
-
-def fit_columns(widths: dict[str, int], available: int, empty: frozenset[str] = frozenset()) -> list[str]:
-    """The columns that fit in ``available`` cells: every priority-0 column, then the others in
-    priority order until the next one does not fit (each at least its minimum width); display order.
-    ``empty``: optional columns without a value in any row, left out."""
-    need = {c.key: max(c.min_width, widths.get(c.key, 0)) + CELL_PAD for c in COLUMNS}
-    chosen = {c.key for c in COLUMNS if c.priority == 0}
-    used = sum(need[k] for k in chosen)
-    for c in sorted((c for c in COLUMNS if c.priority and c.key not in empty), key=lambda c: c.priority):
-        if used + need[c.key] > available:
-            break
-        chosen.add(c.key)
-        used += need[c.key]
-    return [c.key for c in COLUMNS if c.key in chosen]
+def figures_window(snap: Snapshot) -> str | None:
+    """The window the endpoints' figures are taken over (``C=2,048 steady``), None before there is one."""
+    return next((e.s.window["label"] for e in snap.endpoints if e.s.window), None)
 
 
 def age_text(s: float | None) -> str:
@@ -210,11 +182,6 @@ def latency_text(s: EndpointSummary, metric: str) -> str:
     return "-" if p90 is None else f"{seconds(p90)} s"
 
 
-def empty_columns(snap: Snapshot) -> frozenset[str]:
-    """The optional columns no endpoint has a value for."""
-    return frozenset(k for k in OPTIONAL if not any(e.s.latency.get(k) for e in snap.endpoints))
-
-
 def endpoint_cells(row: EndpointRow, snap: Snapshot, window_min: int, prefix: str = "",
                    slots: Sequence[Point | None] | None = None, top: float | None = None) -> dict[str, Any]:
     """The row's cells: tok/s sparklines on ``top`` (shared by every row), KV ones on 0-100 %; wait, KV
@@ -307,9 +274,10 @@ def sort_rows(rows: Sequence[EndpointRow], key: str | None, descending: bool, sn
 def engine_cells(r: EngineRow, limits: Mapping[str, Limit]) -> tuple[Any, ...]:
     name = Text(r.engine) if not r.dead else Text(f"{r.engine} dead" + (f" {r.dead_at:%H:%M:%S}" if r.dead_at else ""),
                                                   style=HEALTH_STYLE["DOWN"])
-    return (name, number(r.samples), number(r.prompt_tps, 1), number(r.gen_tps, 1), number(r.running),
-            Text(number(r.waiting), style=over(r.waiting, limits.get("wait")), justify="right"),
-            kv_bar(r.kv, limits), Text(number(r.preemptions), style=over(r.preemptions, limits.get("pre")), justify="right"),
+    f = r.figures
+    return (name, number(f.samples), number(f.prompt_tps, 1), number(f.gen_tps, 1), number(f.running, 1),
+            Text(number(f.waiting, 1), style=over(f.waiting, limits.get("wait")), justify="right"),
+            kv_bar(f.kv, limits), Text(number(f.preemptions), style=over(f.preemptions, limits.get("pre")), justify="right"),
             age_text(r.age_s))
 
 
@@ -454,14 +422,19 @@ def render_once(snap: Snapshot, console: Console, window_min: int = 5) -> None:
     console.print(head)
     t = Table(title=f"endpoints (sparklines: last {window_min} min)", title_justify="left", pad_edge=False)
     widest = max((len(r.id) for r in snap.endpoints), default=8)
-    # the endpoint name is never cut; on a narrow terminal the columns the name already implies go first
-    drop = {"role", "nodes", "eng", "ttft", "itl"} if console.width < 120 else set()
+    every = all_cells(snap, window_min)
+    # the endpoint name is never cut; on a narrow terminal the columns the name already implies go first, and
+    # those without information (but the verdict's evidence), as the screen's table gives them way
+    narrow = console.width < 120
+    drop = {"role", "nodes", "eng", "ttft", "itl"} if narrow else set()
     drop |= empty_columns(snap)
+    if narrow:
+        cells = {eid: {k: v if isinstance(v, Text) else Text(v) for k, v in row.items()} for eid, row in every.items()}
+        drop |= {k for k in blank_columns(cells) - verdict_columns(snap.verdict) if COLUMN[k].priority}
     cols = [c for c in COLUMNS if c.key not in drop]
     for c in cols:
         t.add_column(c.label, justify=c.justify, no_wrap=True,  # type: ignore[arg-type]
                      min_width=widest if c.key == "endpoint" else None)
-    every = all_cells(snap, window_min)
     for row in snap.endpoints:
         cells = every[row.id]
         t.add_row(*(cells[c.key] for c in cols))

@@ -14,17 +14,13 @@ from textual.widgets.option_list import Option
 
 from diag.rules.present import HEALTH_STYLE, SEVERITY_STYLE, number
 
+from .columns import COLUMN, COLUMNS, OPTIONAL, blank_columns, empty_columns, fit_columns, verdict_columns
 from .render import (
-    COLUMN,
-    COLUMNS,
     ENGINE_COLUMNS,
-    OPTIONAL,
     age_text,
     badge,
-    empty_columns,
     engine_cells,
     finding_text,
-    fit_columns,
     header_text,
     latency_text,
     record_text,
@@ -57,7 +53,7 @@ class WatchHost(Protocol):
     snapshot: Snapshot | None
     window: int
 
-    def status(self, extra: str = "") -> str: ...
+    def status(self, extra: str = "", width: int = 0) -> str: ...
 
     def visible_endpoints(self, snap: Snapshot) -> list[Any]: ...
 
@@ -107,8 +103,12 @@ class LiveScreen(Screen[None]):
             shown[selector] = content
             self.query_one(selector, Static).update(content)
 
+    def status_width(self) -> int:
+        """The status line's cells (its padding is one cell each side)."""
+        return max(1, self.app.size.width - 2)
+
     def _status(self) -> None:
-        self.set_static("#status", self.wapp.status())
+        self.set_static("#status", self.wapp.status(width=self.status_width()))
 
     def show_toasts(self, toasts: tuple[Toast, ...]) -> None:
         bar = self.query("#toasts").results(Static)
@@ -198,7 +198,7 @@ class MainScreen(LiveScreen):
 
     def _status(self) -> None:
         extra = f"sort {COLUMN[self.sort_key].label} {'▼' if self.sort_desc else '▲'}" if self.sort_key else ""
-        self.set_static("#status", self.wapp.status(extra))
+        self.set_static("#status", self.wapp.status(extra, self.status_width()))
 
     def _label(self, key: str) -> Text:
         c = COLUMN[key]
@@ -219,9 +219,9 @@ class MainScreen(LiveScreen):
         vis = app.visible_findings(snap)
         n_open = sum(fr.state == "open" for fr in vis)
         hidden = len(snap.findings) - len(vis)
-        self.set_static("#findings-title",
+        self.set_static("#findings-title", Text(
             f"findings  {number(n_open)} open · {number(len(vis) - n_open)} closed"
-            + (f" · {number(hidden)} filtered out" if hidden else ""))
+            + (f" · {number(hidden)} filtered out" if hidden else ""), no_wrap=True, overflow="ellipsis"))
         ol = self.query_one("#findings", OptionList)
         keep = self._rows[ol.highlighted].key if self._rows and ol.highlighted is not None \
             and ol.highlighted < len(self._rows) else None
@@ -269,7 +269,7 @@ class MainScreen(LiveScreen):
         available = self.app.size.width
         if len(ordered) + 1 > self.app.size.height // 2:  # the table's max-height is 50 %: it scrolls
             available -= SCROLLBAR
-        visible = fit_columns(widths, available, empty_columns(snap))
+        visible = fit_columns(widths, available, empty_columns(snap), blank_columns(cells), verdict_columns(snap.verdict))
         signature = (tuple(visible), self.sort_key, self.sort_desc)
         keep = self.selected_endpoint()
         if signature != self._signature:
@@ -394,6 +394,8 @@ class EndpointScreen(LiveScreen):
             latency = " · ".join(f"{k.upper()} p90 {latency_text(s, k)}" for k in OPTIONAL if s.latency.get(k))
             if latency:
                 t.append(f"\n{latency} (last interval, slowest engine)")
+            t.append(f"\nengines over {s.window['label']}: means, samples and preemptions there" if s.window
+                     else "\nengines: no sample in a window yet", style="dim")
             title.update(t)
             rows = [(r.engine, [Text(str(c), justify="left" if i in (0, 6) else "right") if not isinstance(c, Text)
                                 else c for i, c in enumerate(engine_cells(r, snap.limits))])

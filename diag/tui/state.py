@@ -32,7 +32,7 @@ from diag.rules.runmodel import Endpoint, Run
 from diag.rules.settings import Settings
 
 from ..pipeline import Pipeline
-from ..report import EndpointSummary, Report
+from ..report import NO_FIGURES, EndpointSummary, EngineFigures, Report
 from ..sources import MultiSource, ReplaySource
 from . import WINDOWS
 from .records import RecordLine, record_line, stats_line
@@ -52,15 +52,12 @@ LOG_KEEP = 500                      # findings-log entries (openings and closing
 
 @dataclass(frozen=True)
 class EngineRow:
+    """An engine (DP rank): its figures over its endpoint's window (the row's figures are their sums);
+    ``last_ts``/``age_s`` of its last sample of any time."""
+
     engine: str
-    samples: int
+    figures: EngineFigures
     last_ts: datetime | None
-    prompt_tps: float | None
-    gen_tps: float | None
-    running: int | None
-    waiting: int | None
-    kv: float | None
-    preemptions: int
     age_s: float | None
     dead: bool = False                  # its process logged a fatal fault or a death (rules.incidents)...
     dead_at: datetime | None = None     # ... first at this time
@@ -155,6 +152,7 @@ class Snapshot:
     limits: Mapping[str, Limit] = field(default_factory=lambda: MappingProxyType({}))  # LIMIT_PARAMS, as configured
     mode: str = "live"                  # live | replay | finished (a finished run's logs will not grow)
     isl_osl: tuple[int | None, int | None] = (None, None)  # the benchmark's lengths: tok/s -> req/s
+    verdict: str | None = None          # the run verdict's class (the columns it rests on come first)
     log: tuple[LogEntry, ...] = ()      # findings opened and closed this session, oldest first
     table: TableCells | None = field(default=None, compare=False)  # the endpoint table's cells, made
     # off the UI thread for one window (TableCells); None: the screen makes them
@@ -216,19 +214,17 @@ def dead_engines(ep: Endpoint) -> dict[str, datetime | None]:
     return out
 
 
-def _engines(ep: Endpoint) -> list[EngineRow]:
-    rows: dict[str, EngineRow] = {}
+def _engines(ep: Endpoint, summary: EndpointSummary | None) -> list[EngineRow]:
+    """Each engine's row over the window its endpoint's row is taken over (``summary.per_engine``: the
+    engines' means add up to the row's), its age from its last sample of any time."""
     dead = dead_engines(ep)
+    figures = summary.per_engine if summary is not None else {}
+    last: dict[str, datetime | None] = {}
     if ep.stats.height:
-        last = (ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True)
-                .agg(pl.len().alias("n"), pl.col("preemptions").fill_null(0).sum().alias("pre"),
-                     pl.col("ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").last()))
-        for e, n, pre, ts, p, g, run, wait, kv in last.select(
-                "engine", "n", "pre", "ts", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage").iter_rows():
-            rows[e] = EngineRow(e, n, ts, p, g, run, wait, kv, int(pre), None, e in dead, dead.get(e))
-    for e in [*ep.engines, *dead]:
-        rows.setdefault(e, EngineRow(e, 0, None, None, None, None, None, None, 0, None, e in dead, dead.get(e)))
-    return [rows[e] for e in sorted(rows, key=lambda e: (len(e), e))]
+        latest = ep.stats.sort("ts", nulls_last=False).group_by("engine", maintain_order=True).agg(pl.col("ts").last())
+        last = dict(latest.select("engine", "ts").iter_rows())
+    names = sorted({*last, *ep.engines, *dead}, key=lambda e: (len(e), e))
+    return [EngineRow(e, figures.get(e, NO_FIGURES), last.get(e), None, e in dead, dead.get(e)) for e in names]
 
 
 def recent_records(ep: Endpoint) -> tuple[RecordLine, ...]:
@@ -374,7 +370,7 @@ class WatchState:
         for ep in endpoints.values():
             self.rings.setdefault(ep.id, Ring()).update(ep.stats)
         self.records = {ep.id: recent_records(ep) for ep in endpoints.values()}
-        self.engine_rows = {ep.id: _engines(ep) for ep in endpoints.values()}
+        self.engine_rows = {ep.id: _engines(ep, report.endpoint(ep.id)) for ep in endpoints.values()}
 
     def _log(self, event: str, findings: list[Finding], now: datetime | None) -> None:
         for f in findings:
@@ -429,7 +425,8 @@ class WatchState:
             records=MappingProxyType(dict(self.records)), opened=tuple(opened), closed=tuple(closed),
             errors=(*run.errors, *self.source.errors), done=self.source.finished,
             kv_threshold=self.kv_threshold, limits=self.limits, mode=run_mode(self.source, report.stage),
-            isl_osl=run.isl_osl(), log=tuple(self.log))
+            isl_osl=run.isl_osl(), log=tuple(self.log),
+            verdict=report.verdict.cls if report.verdict is not None else None)
 
 
 def run_mode(source: Any, stage: str) -> str:
