@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from diag.parsers import inputs
-from diag.rules.present import shown
+from diag.rules.present import number
 
 from .dataset import MANIFEST
 
@@ -84,6 +84,11 @@ def hold(into: Path, attempts: int = 20) -> Iterator[Path]:
     raise StoreError(f"{into}: the index changed under each of {attempts} reads; read it again")
 
 
+def _seconds(wait: float) -> str:
+    """A --wait as the user gave it: ``600``, ``0``, ``2.5``."""
+    return number(wait, 0 if wait == int(wait) else 1)
+
+
 def _flock(fd: int, how: int) -> bool:
     """``flock``; False (unheld) on a filesystem without locks."""
     try:
@@ -122,9 +127,9 @@ def writing(into: Path, wait: float, on_wait: Callable[[str], None] | None = Non
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise StoreError(f"{into}: another diag index{_holder(fd)} is still writing it after "
-                                     f"{shown(wait)} s (--wait)") from None
+                                     f"{_seconds(wait)} s (--wait)") from None
                 if on_wait is not None:
-                    on_wait(f"waiting for the other diag index{_holder(fd)} writing {into} (at most {shown(wait)} s)")
+                    on_wait(f"waiting for the other diag index{_holder(fd)} writing {into} (at most {_seconds(wait)} s)")
                     on_wait = None
                 time.sleep(min(0.1, left))
         os.ftruncate(fd, 0)
