@@ -67,6 +67,7 @@ class Point:
     frontier: dict[str, bool] = field(default_factory=dict)
     detail: dict[str, Any] = field(default_factory=dict)   # the whole verdict (Verdict.to_dict)
     sla: Judgement | None = None            # against the report's latency target
+    run_invalid: str | None = None          # why the whole run is invalid (a crash cut it short), else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "topology": self.topology, "concurrency": self.concurrency,
@@ -81,7 +82,7 @@ class Point:
                 "reason": self.reason, "evidence": list(self.evidence), "frontier": self.frontier,
                 "limiter": self.detail.get("limiter"), "confidence": self.detail.get("confidence"),
                 "experiments": self.detail.get("experiments", []), "ruled_out": self.detail.get("ruled_out", []),
-                "sla": self.sla.to_dict() if self.sla else None}
+                "sla": self.sla.to_dict() if self.sla else None, "run_invalid": self.run_invalid}
 
 
 class RunPart(Protocol):
@@ -95,6 +96,7 @@ class RunPart(Protocol):
     requests: dict[int, tuple[Request, ...]]
     config: dict[str, Any]
     findings: tuple[dict[str, Any], ...]
+    verdict: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -195,9 +197,17 @@ def pareto_front(xy: Sequence[tuple[float, float]]) -> list[bool]:
 
 
 def eligible(p: Point) -> bool:
-    """A point that can be run as it is: valid, no request lost, and within the latency target when it
-    was judged."""
-    return p.verdict != "invalid" and not p.failed_requests and (p.sla is None or p.sla.meets is True)
+    """A point that can be run as it is: valid, of a run that is valid (a point measured before its run
+    crashed is not a configuration to run), no request lost, and within the latency target when it was
+    judged."""
+    return p.verdict != "invalid" and p.run_invalid is None and not p.failed_requests and \
+        (p.sla is None or p.sla.meets is True)
+
+
+def run_invalid(part: RunPart) -> str | None:
+    """Why the run is invalid, from its verdict (None for a valid run)."""
+    v = part.verdict
+    return (v.get("why") or "invalid") if v and v.get("class") == "invalid" else None
 
 
 def with_frontier(points: Sequence[Point]) -> tuple[Point, ...]:
@@ -233,7 +243,8 @@ def sweep(parts: Sequence[RunPart], sla: Sla | None = None) -> tuple[RunSweep, .
     """One RunSweep per run, its points labelled and judged against ``sla`` (when given), the frontier
     computed across all of them."""
     labels = labels_of(parts)
-    per_run = [tuple(replace(p, run=label) for p in part.points) for part, label in zip(parts, labels, strict=True)]
+    per_run = [tuple(replace(p, run=label, run_invalid=run_invalid(part)) for p in part.points)
+               for part, label in zip(parts, labels, strict=True)]
     if sla is not None:
         per_run = [judged(part, pts, sla) for part, pts in zip(parts, per_run, strict=True)]
     flat = with_frontier([p for pts in per_run for p in pts])
@@ -273,6 +284,8 @@ def _why_not(p: Point, min_tok_s_user: float | None) -> str:
     """Why a point is not the pick: invalid, missing the target, unjudged, or too slow per user."""
     if p.verdict == "invalid":
         return f"is invalid ({p.reason})"
+    if p.run_invalid is not None:
+        return f"is from an invalid run ({p.run_invalid})"
     if p.sla is not None and p.sla.meets is not True:
         return f"{p.sla.summary}: {p.verdict}"
     return f"gives {number(p.tok_s_per_user, 1)} tok/s/user, below {number(min_tok_s_user, 1)}"
@@ -310,7 +323,8 @@ def pick(points: Sequence[Point], sla: Sla, min_tok_s_user: float | None = None)
         status = "meets"
     else:
         within = [p for p in rated if eligible(p)]
-        judged_points = [p for p in rated if p.verdict != "invalid" and p.sla is not None and p.sla.misses]
+        judged_points = [p for p in rated if p.verdict != "invalid" and p.run_invalid is None and p.sla is not None
+                         and p.sla.misses]
         if within and min_tok_s_user is not None:
             chosen = max(within, key=lambda p: p.tok_s_per_user or 0.0)
             lead = f"No point within the target ({sla.text}) reaches {number(min_tok_s_user, 1)} tok/s/user"
@@ -326,6 +340,9 @@ def pick(points: Sequence[Point], sla: Sla, min_tok_s_user: float | None = None)
                     + ("" if eligible(chosen) else f", which {_why_not(chosen, min_tok_s_user)}")
                     + f"; verdict {_verdict_text(chosen)}.")
         status = "closest"
+    crashed = sorted({p.run for p in rated if p.run_invalid is not None})
+    if crashed:
+        sentence += f" Set aside as invalid runs: {', '.join(crashed)}."
     return {**base, "status": status, "run": chosen.run, "topology": chosen.topology,
             "concurrency": chosen.concurrency, "verdict": chosen.verdict, "reason": chosen.reason,
             "tok_s_per_gpu": chosen.tok_s_per_gpu, "tok_s_per_user": chosen.tok_s_per_user,

@@ -298,3 +298,17 @@ def test_tail_healthy_piped_to_head_exits_like_unpiped() -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     first, status = res.stdout.splitlines()
     assert re.match(r"job\s+\d+", first) and status == f"status={_want('healthy')}" == "status=0", res.stderr
+
+
+# ------------------------------------------------------------------ the report's pick
+def test_the_pick_is_never_a_point_of_an_invalid_run() -> None:
+    """Every sample run in one report: block-size-crash's C=512 (measured before a P/D block-size mismatch cut
+    the run short) was the pick without a word; a run whose verdict is invalid is set aside, and said."""
+    parts = [RunPart.of(_report(run)) for run in RUNS]
+    doc = build_parts(parts, None, None)
+    invalid = {part.name for part in parts if part.verdict and part.verdict["class"] == "invalid"}
+    assert "block-size-crash" in invalid
+    assert doc["pick"]["run"] not in invalid
+    assert doc["pick"]["sentence"].endswith(f"Set aside as invalid runs: {', '.join(sorted(invalid))}.")
+    assert all(p["run_invalid"] for p in doc["points"] if p["run"] in invalid)
+    assert not any(p["frontier"].get("working") for p in doc["points"] if p["run"] in invalid)
