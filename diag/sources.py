@@ -273,7 +273,7 @@ class ReplaySource(SourceBase):
         stamps = [t for c in self.clocks.values() for t in (c.first, c.last) if t is not None]
         metric_stamps = [r.ts for lg in metrics for r in lg.all_records() if r.ts is not None]
         self.start = min(stamps + metric_stamps, default=datetime(1970, 1, 1, tzinfo=UTC))
-        self.end = max(stamps or metric_stamps, default=self.start)
+        self.end = max(stamps + metric_stamps, default=self.start)   # a capture can outlast the logs
         self._shells = {lg.path: replace(lg, records=[], stats=empty_stats(), kv=empty_kv()) for lg in metrics}
         self._events: list[tuple[datetime, int, str, Record]] = []
         for lg in metrics:

@@ -13,12 +13,17 @@ import json
 import os
 import re
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loading import replay, report_of
 from rungen import RUNS, FilePlan, RunPlan, plans, run_files, write_run
 from schemas import validate
+
+from diag.pipeline import Pipeline
+from diag.rules.settings import Settings
 
 from helpers import run_diag
 
@@ -76,6 +81,42 @@ def test_generated_runs_through_report_and_index(run_plans: list[RunPlan]) -> No
         runs = run_diag("runs", str(Path(tmp) / "index"), "--format", "json")
         assert runs.returncode <= 1, runs.stderr
         validate(json.loads(runs.stdout), "runs")
+
+
+@_budget(6)
+@given(plans())
+def test_any_generated_run_through_a_replay(plan: RunPlan) -> None:
+    """``watch --replay``'s source stepped through a generated run (skewed, shuffled, cut files: their own
+    stamps decide when their lines come): never a traceback, the run's clock never past the virtual time,
+    and at its end the findings of a batch read."""
+    with tempfile.TemporaryDirectory() as tmp:
+        check_replay(write_run(plan, Path(tmp)))
+
+
+def test_a_capture_that_outlasts_the_logs_is_replayed_in_time() -> None:
+    """The regression: stats-missing with its one log's lines all on its first second and its Prometheus
+    capture 15 minutes long; the replay ended with the logs, so the capture's samples came at once and the
+    run's clock stood 15 minutes past the virtual time."""
+    plan = RunPlan("stats-missing", (False,), 8, (FilePlan(empty=True), FilePlan(stretch=0.0)), True)
+    with tempfile.TemporaryDirectory() as tmp:
+        check_replay(write_run(plan, Path(tmp)))
+
+
+def check_replay(run: Path) -> None:
+    """A replay of ``run`` stepped at four points of its span (see the property above)."""
+    wall = [0.0]
+    source = replay(run, speed=1.0, monotonic=lambda: wall[0])
+    source.now()
+    pipeline = Pipeline(source, Settings())
+    span = (source.end - source.start).total_seconds()
+    for fraction in (0.0, 0.3, 0.7, 1.0):
+        wall[0] = span * fraction
+        got = pipeline.step(force=True).report
+        assert got is not None
+        assert got.run.clock is None or got.run.clock <= source.start + timedelta(seconds=wall[0])
+    assert source.finished
+    batch = report_of(run)
+    assert {(f.code, f.endpoint) for f in batch.findings} <= {(f.code, f.endpoint) for f in got.findings}
 
 
 def test_siblings_that_went_through_a_stage_in_no_time() -> None:
