@@ -204,9 +204,9 @@ def _render_once(source: Any, settings: Settings, clock: Any, window: int) -> in
     snap = state.step()
     with quiet_pipe():
         render_once(snap, console_for(), window)
-    if snap.errors:
-        for e in snap.errors:
-            typer.echo(f"diag watch: {printable(e)}", err=True)
-        return EXIT_USAGE
+    for e in snap.errors:   # a file that could not be read is one line; the rest was read (as tail)
+        typer.echo(f"diag watch: {printable(e)}", err=True)
     report = state.report
+    if report is not None and any(lg.error and "://" in lg.path for lg in report.run.sources):
+        return EXIT_USAGE   # a --scrape/--prom source asked for failed
     return run_status([report is not None and report.fails])

@@ -1,7 +1,7 @@
 """Whole-pipeline properties over generated runs (tests/rungen.py: shipped samples reshaped by a plan):
 any run a generator can produce goes through ``tail`` (JSON valid against its schema, text at 80 and 120
-columns), ``report`` and ``index`` without a traceback, exits 0 or 1, and the text and JSON paths name
-the same findings with the same exit status.
+columns), ``watch --once``, a replay, ``report`` and ``index`` without a traceback, exits 0 or 1, and the text
+and JSON paths name the same findings with the same exit status.
 
 Each property has a fixed budget (``max_examples``) and a fixed seed (``derandomize``) so the suite's time
 and its verdict do not vary between runs; ``DIAG_PROPERTY_EXAMPLES=N`` widens the search for a hunt
@@ -45,7 +45,8 @@ def _text_findings(text: str) -> list[tuple[str, str]]:
 
 
 def check_tail(run: Path) -> dict:
-    """``tail`` on one run: JSON (schema-valid) and text at 80 and 120 columns agree; returns the document."""
+    """``tail`` on one run: JSON (schema-valid) and text at 80 and 120 columns agree, ``watch --once`` exits as
+    they do; returns the document."""
     js = run_diag("tail", str(run), "--format", "json")
     assert js.returncode <= 1, js.stderr
     doc = json.loads(js.stdout)
@@ -54,6 +55,9 @@ def check_tail(run: Path) -> dict:
         tx = run_diag("tail", str(run), env={"COLUMNS": columns, "NO_COLOR": "1"})
         assert tx.returncode == js.returncode, (columns, tx.stderr)
         assert _text_findings(tx.stdout) == _json_findings(doc), columns
+    once = run_diag("watch", str(run), "--once", env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert once.returncode == js.returncode, once.stderr   # the same run, the same status (was 2 on a cut JSON)
+    assert not [line for line in once.stdout.splitlines() if line != line.rstrip()]
     return doc
 
 
@@ -130,3 +134,17 @@ def test_siblings_that_went_through_a_stage_in_no_time() -> None:
     stuck = [f for f in doc["findings"] if f["code"] == "DIAG-S001"]
     assert stuck and all(f["evidence"]["sibling_median_s"] == 0 for f in stuck if f["evidence"]["siblings"])
     assert any("sibling(s) took 0s" in f["message"] for f in stuck)
+
+
+def test_cut_result_files_are_one_line_each_in_every_command(tmp_path: Path) -> None:
+    """The regressions: every file of a run emptied (logs, result JSONs, roll-up), as a job killed at its start
+    leaves them: ``report`` and ``watch --once`` exited 2 where ``tail`` read the rest; each unreadable file is
+    one line on stderr and the status is the run's."""
+    run = write_run(RunPlan("prefill-bound", (False,), 8, (FilePlan(empty=True),), False), tmp_path)
+    cut = len(list(run.rglob("*.json")))   # the job's metadata (twice), the two results, the roll-up
+    statuses = {}
+    for args in (["tail", str(run)], ["watch", str(run), "--once"], ["report", str(run), "--format", "text"]):
+        res = run_diag(*args)
+        assert res.stderr.count("invalid JSON") == cut == 5, (args, res.stderr)
+        statuses[args[0]] = res.returncode
+    assert set(statuses.values()) == {statuses["tail"]} and statuses["tail"] <= 1
