@@ -7,10 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from diag.parsers.layout import holds_vocabulary
 
 from .files import LOG_KINDS, classify, is_binary, is_dir, not_readable, open_log
+from .options import printable
+
+if TYPE_CHECKING:
+    from .report import Report
 
 _MARKUP = re.compile(rb"\s*(?:<!doctype\s+html|<html|<head|<body|<\?xml|<svg)", re.I)
 HEAD_BYTES = 65536   # what the refusal reads of a file to say what it is
@@ -55,3 +60,15 @@ def refusal(wanted: str, paths: Sequence[str | Path]) -> str:
         what = plainly(Path(p))
         named.append(f"{p} ({what})" if what else str(p))
     return f"no {wanted} diag understands in {', '.join(named)}"
+
+
+def nothing_read(reports: Sequence[Report]) -> bool:
+    """No run read a log or found a benchmark result (:attr:`Report.read_nothing`): an input error, not an
+    empty report (tail, report)."""
+    return all(r.read_nothing for r in reports)
+
+
+def unread_lines(paths: Sequence[str], reports: Sequence[Report]) -> list[str]:
+    """Why nothing was read: the runs' errors, else that no file was a log diag reads (:func:`refusal`)."""
+    errors = [printable(e) for r in reports for e in r.run.errors]
+    return errors or [printable(refusal("logs", paths))]

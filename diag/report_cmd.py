@@ -163,9 +163,9 @@ def sweep_parts(paths: list[str], settings: Settings) -> list[RunPart]:
     does not exist and when no run among ``paths`` has a file diag could read (as ``tail`` does)."""
     from .files import InputError, find_runs
     from .pipeline import Pipeline
+    from .refusal import nothing_read, unread_lines
     from .report_part import RunPart
     from .sources import BatchSource
-    from .tail_cmd import nothing_read, unread_lines
 
     runs = find_runs(paths)
     reports = [Pipeline(BatchSource(rf), settings).once() for rf in runs]

@@ -133,6 +133,8 @@ def tail(
         reports = _read(paths, settings, scrape, prom, window, save)
     except InputError as e:
         fail("tail", str(e))
+    from .refusal import nothing_read
+
     if nothing_read(reports):
         _nothing_read(paths, reports)
     if export:
@@ -266,26 +268,16 @@ def read_reports(paths: list[str], settings: Any, prom: str | None = None, since
     if since is not None:
         raise InputError(SINCE_WITH_PATHS)
     reports = _read(paths, settings, [], prom, window)
+    from .refusal import nothing_read, unread_lines
+
     if nothing_read(reports):
         raise InputError(unread_lines(paths, reports)[0])
     return reports
 
 
-def nothing_read(reports: list[Report]) -> bool:
-    """No log was read and no benchmark result found: an input error, not an empty report."""
-    return not any(s for r in reports for s in r.run.sources if not s.error) and not any(r.run.benchmark for r in reports)
-
-
-def unread_lines(paths: list[str], reports: list[Report]) -> list[str]:
-    """Why nothing was read: the runs' errors, else that no file was a log diag reads (the refusal every
-    command gives, :func:`diag.files.refusal`)."""
-    from .refusal import refusal
-
-    errors = [printable(e) for r in reports for e in r.run.errors]
-    return errors or [printable(refusal("logs", paths))]
-
-
 def _nothing_read(paths: list[str], reports: list[Report]) -> None:
+    from .refusal import unread_lines
+
     for line in unread_lines(paths, reports):
         typer.echo(f"diag tail: {line}", err=True)
     for r in reports:
