@@ -24,6 +24,10 @@ class LineFormat:
     triggers: tuple[str, ...] = ()
     parse: Callable[..., Any] | None = field(default=None, compare=False)
     doc: str = ""
+    engine: str | None = None      # the engine adapter that declared it (None: Dynamo, srtctl, generic)
+    lead: str = ""                 # header formats: the characters such a line can start with ("": any)
+    rank: int = 50                 # header formats: dispatch order among those leads (lower first)
+    guard: str = ""                # header formats: a literal the line's first 120 characters must hold
 
 
 REGISTRY: dict[str, LineFormat] = {}
@@ -39,19 +43,25 @@ def declare(
     triggers: tuple[str, ...] = (),
     flags: int = 0,
     doc: str = "",
+    engine: str | None = None,
+    lead: str = "",
+    rank: int = 50,
+    guard: str = "",
 ) -> LineFormat:
     """Register a format. At least two samples are required."""
     if len(samples) < 2:
         raise ValueError(f"format {name!r} needs at least two sample lines")
     if name in REGISTRY:
         raise ValueError(f"format {name!r} declared twice")
-    fmt = LineFormat(name, kind, re.compile(pattern, flags), tuple(samples), emits, triggers, None, doc)
+    fmt = LineFormat(name, kind, re.compile(pattern, flags), tuple(samples), emits, triggers, None, doc,
+                     engine, lead, rank, guard)
     REGISTRY[name] = fmt
     return fmt
 
 
 def record_parser(fmt: LineFormat) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Attach the function that turns a match of ``fmt`` into a record."""
+    """Attach the function that turns a match of ``fmt`` into a record (a header format: into a Header,
+    or None to let the next head try)."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         object.__setattr__(fmt, "parse", fn)

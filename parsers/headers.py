@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cache
 
-from .formats import declare
+from .formats import REGISTRY, LineFormat, declare, formats
 from .records import Header
+
+DIGITS = "0123456789"
 
 VLLM = declare(
     "vllm-record", "header",
@@ -168,59 +173,73 @@ def _json_source(obj: dict) -> str | None:
     return str(src) if src else None
 
 
+def _jsonl_head(m: re.Match[str], text: str) -> Header | None:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    msg = obj.get("message") or (obj.get("fields") or {}).get("message") or ""
+    lvl = str(obj.get("level") or obj.get("lvl") or obj.get("levelname") or "").upper()
+    return Header("dynamo-jsonl", _LEVELS.get(lvl, lvl) or None, iso=_json_time(obj), source=_json_source(obj),
+                  msg=str(msg))
+
+
+def _ucx_head(m: re.Match[str], text: str) -> Header:
+    iso = datetime.fromtimestamp(float(m["epoch"]), tz=UTC).isoformat()
+    lvl = "ERROR" if " ERROR " in m["msg"] else ("WARNING" if " WARN " in m["msg"] else None)
+    return Header("ucx", lvl, iso=iso, source=m["src"].strip(), msg=m["msg"].strip())
+
+
+def _pid(m: re.Match[str]) -> int | None:
+    return int(m["pid"]) if m["pid"] else None
+
+
+_HEADS: dict[LineFormat, tuple[str, int, str, Callable[[re.Match[str], str], Header | None]]] = {
+    DYNAMO_JSONL: ("{", 10, "", _jsonl_head),
+    LMCACHE: ("", 20, "LMCache ", lambda m, t: Header("lmcache", m["level"], iso=m["iso"], proc=m["proc"],
+                                                       pid=_pid(m), source=m["src"], msg=m["msg"])),
+    SGLANG: ("[", 30, "", lambda m, t: Header("sglang", None, iso=m["iso"], source=m["src"].strip() or None,
+                                              msg=m["msg"])),
+    UCX: ("[", 31, "", _ucx_head),
+    VLLM_FILE_ONLY: ("[", 32, "", lambda m, t: Header("vllm", None, source=m["src"], msg=m["msg"])),
+    DYNAMO: (DIGITS, 40, "", lambda m, t: Header("dynamo", _LEVELS.get(m["level"], m["level"]), iso=m["iso"],
+                                                 source=m["src"], msg=m["msg"])),
+    PYTHON_LOGGING: (DIGITS, 41, "", lambda m, t: Header("python", m["level"], iso=m["iso"], source=m["src"],
+                                                         msg=m["msg"])),
+    ORCHESTRATOR: (DIGITS, 42, "", lambda m, t: Header("orchestrator", m["level"], iso=m["iso"], msg=m["msg"])),
+    ROUTER: (DIGITS, 43, "", lambda m, t: Header("router", _LEVELS.get(m["level"], m["level"]), iso=m["iso"],
+                                                 source=m["src"] or m["target"], msg=m["msg"])),
+    VLLM: ("", 50, "", lambda m, t: Header("vllm", m["level"], md=m["md"], proc=m["proc"], pid=_pid(m),
+                                           source=m["src"], msg=m["msg"])),
+    VLLM_PROC_ONLY: ("(", 60, "", lambda m, t: Header("vllm", None, proc=m["proc"], pid=int(m["pid"]),
+                                                      msg=m["msg"])),
+}
+for _fmt, (_lead, _rank, _guard, _head) in _HEADS.items():
+    object.__setattr__(_fmt, "lead", _lead)
+    object.__setattr__(_fmt, "rank", _rank)
+    object.__setattr__(_fmt, "guard", _guard)
+    object.__setattr__(_fmt, "parse", _head)
+
+
+@cache
+def _dispatch(first: str, registered: int) -> tuple[LineFormat, ...]:
+    """The header formats a line starting with ``first`` can have, in rank order (``registered`` keys the
+    cache to the registry's size: an engine loaded later adds its heads)."""
+    heads = [f for f in formats("header") if f.parse is not None
+             and (not f.lead or first in f.lead)]
+    return tuple(sorted(heads, key=lambda f: f.rank))
+
+
 def parse_header(text: str) -> Header:
-    """Classify a cleaned line and split off its head."""
-    c = text[:1]
-    if c == "{":
-        m = DYNAMO_JSONL.regex.match(text)
-        if m:
-            try:
-                obj = json.loads(text)
-            except ValueError:
-                obj = None
-            if isinstance(obj, dict):
-                msg = obj.get("message") or (obj.get("fields") or {}).get("message") or ""
-                lvl = str(obj.get("level") or obj.get("lvl") or obj.get("levelname") or "").upper()
-                return Header("dynamo-jsonl", _LEVELS.get(lvl, lvl) or None, iso=_json_time(obj),
-                              source=_json_source(obj), msg=str(msg))
-    if "LMCache " in text[:120]:
-        m = LMCACHE.regex.match(text)
-        if m:
-            return Header("lmcache", m["level"], iso=m["iso"], proc=m["proc"],
-                          pid=int(m["pid"]) if m["pid"] else None, source=m["src"], msg=m["msg"])
-    if c == "[":
-        m = SGLANG.regex.match(text)
-        if m:
-            return Header("sglang", None, iso=m["iso"], source=m["src"].strip() or None, msg=m["msg"])
-        m = UCX.regex.match(text)
-        if m:
-            iso = datetime.fromtimestamp(float(m["epoch"]), tz=UTC).isoformat()
-            lvl = "ERROR" if " ERROR " in m["msg"] else ("WARNING" if " WARN " in m["msg"] else None)
-            return Header("ucx", lvl, iso=iso, source=m["src"].strip(), msg=m["msg"].strip())
-        m = VLLM_FILE_ONLY.regex.match(text)
-        if m:
-            return Header("vllm", None, source=m["src"], msg=m["msg"])
-    elif c.isdigit():
-        m = DYNAMO.regex.match(text)
-        if m:
-            lvl = m["level"]
-            return Header("dynamo", _LEVELS.get(lvl, lvl), iso=m["iso"], source=m["src"], msg=m["msg"])
-        m = PYTHON_LOGGING.regex.match(text)
-        if m:
-            return Header("python", m["level"], iso=m["iso"], source=m["src"], msg=m["msg"])
-        m = ORCHESTRATOR.regex.match(text)
-        if m:
-            return Header("orchestrator", m["level"], iso=m["iso"], msg=m["msg"])
-        m = ROUTER.regex.match(text)
-        if m:
-            lvl = m["level"]
-            return Header("router", _LEVELS.get(lvl, lvl), iso=m["iso"], source=m["src"] or m["target"], msg=m["msg"])
-    m = VLLM.regex.match(text)
-    if m:
-        return Header("vllm", m["level"], md=m["md"], proc=m["proc"], pid=int(m["pid"]) if m["pid"] else None,
-                      source=m["src"], msg=m["msg"])
-    if c == "(":
-        m = VLLM_PROC_ONLY.regex.match(text)
-        if m:
-            return Header("vllm", None, proc=m["proc"], pid=int(m["pid"]), msg=m["msg"])
+    """Classify a cleaned line and split off its head: the first declared head (by rank) that matches."""
+    for fmt in _dispatch(text[:1], len(REGISTRY)):
+        if fmt.guard and fmt.guard not in text[:120]:
+            continue
+        m = fmt.regex.match(text)
+        if m is not None:
+            hdr = fmt.parse(m, text)  # type: ignore[misc]
+            if hdr is not None:
+                return hdr
     return Header("unknown", msg=text)

@@ -1,0 +1,33 @@
+"""vLLM (and ``python -m dynamo.vllm``): its log formats, catalogs, flags, metrics and recipe checks."""
+
+from __future__ import annotations
+
+from diag.parsers.engine import EngineAdapter
+from diag.parsers.vllm_flags import known_flags
+
+ADAPTER = EngineAdapter(
+    name="vllm",
+    display="vLLM",
+    backend_types=("vllm",),
+    config_key="vllm_config",
+    launch_modules=("dynamo.vllm", "vllm serve", "vllm.entrypoints"),
+    evidence=("Initializing a V1 LLM engine", "vLLM API server version", "EngineCore_DP", "(EngineCore pid="),
+    header_classes=("vllm",),
+    metric_prefixes=("vllm:",),
+    stats_cadence_s=10.0,
+    knobs={
+        "prefill_token_budget": "max-num-batched-tokens",
+        "max_running_requests": "max-num-seqs",
+        "kv_memory_fraction": "gpu-memory-utilization",
+        "cuda_graph_max_batch": "max-cudagraph-capture-size",
+        "kv_block_size": "block-size",
+        "kv_cache_dtype": "kv-cache-dtype",
+        "tensor_parallel": "tensor-parallel-size",
+        "data_parallel": "data-parallel-size",
+        "expert_parallel": "enable-expert-parallel",
+        "stream_interval": "stream-interval",
+        "api_servers": "api-server-count",
+        "transfer_backend": "kv-transfer-config",
+    },
+    flag_names=known_flags,
+)

@@ -1,0 +1,86 @@
+"""The engine registry: the bundled adapters and any installed under the ``diag.engines`` entry point.
+
+Like harlequin's adapters, the bundled engines register exactly as a third party's would: each is a
+package exposing ``ADAPTER`` (an :class:`~diag.parsers.engine.EngineAdapter`). Loading an adapter imports
+its format modules, which declare its line formats in :mod:`diag.parsers.formats`. A plug-in that fails
+to import is skipped and named by :func:`load_errors`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+
+from .engine import EngineAdapter
+
+BUNDLED = ("diag.engines.vllm", "diag.engines.sglang")
+GROUP = "diag.engines"
+_ERRORS: list[str] = []
+
+
+@cache
+def adapters() -> tuple[EngineAdapter, ...]:
+    """Every registered engine, bundled first (in BUNDLED order), then installed plug-ins by name."""
+    found: dict[str, EngineAdapter] = {}
+    targets = [(m, m) for m in BUNDLED]
+    try:
+        targets += sorted((ep.name, ep.value) for ep in entry_points(group=GROUP))
+    except Exception as exc:  # a broken environment: the bundled engines still load
+        _ERRORS.append(f"entry points: {exc}")
+    for label, target in targets:
+        module, _, attr = target.partition(":")
+        try:
+            adapter = getattr(importlib.import_module(module), attr or "ADAPTER")
+        except Exception as exc:
+            _ERRORS.append(f"{label}: {type(exc).__name__}: {exc}")
+            continue
+        if not isinstance(adapter, EngineAdapter):
+            _ERRORS.append(f"{label}: not an EngineAdapter")
+            continue
+        found.setdefault(adapter.name, adapter)
+    for adapter in found.values():
+        for module in adapter.format_modules:
+            importlib.import_module(module)
+    return tuple(found.values())
+
+
+def load_errors() -> tuple[str, ...]:
+    """Plug-ins that could not be loaded, one line each."""
+    adapters()
+    return tuple(_ERRORS)
+
+
+def get(name: str | None) -> EngineAdapter | None:
+    """The adapter called ``name`` (a recipe's backend.type spelling counts), else None."""
+    if not name:
+        return None
+    key = name.lower()
+    for a in adapters():
+        if a.name == key or key in a.backend_types:
+            return a
+    return None
+
+
+def names() -> tuple[str, ...]:
+    return tuple(a.name for a in adapters())
+
+
+def by_header(cls: str) -> EngineAdapter | None:
+    """The engine whose record heads parse as ``cls`` (a Header.cls value)."""
+    for a in adapters():
+        if cls in a.header_classes:
+            return a
+    return None
+
+
+def from_text(text: str) -> EngineAdapter | None:
+    """The engine a log's text shows: the launch module on a command line, else the evidence literals
+    only that engine writes; None when no engine or more than one answers."""
+    for rung in ("launch_modules", "evidence"):
+        hits = [a for a in adapters() if any(s in text for s in getattr(a, rung))]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            return None
+    return None
