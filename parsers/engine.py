@@ -22,13 +22,13 @@ KNOBS: dict[str, str] = {
     "kv_memory_fraction": "the share of GPU memory given to weights and KV cache",
     "cuda_graph_max_batch": "the largest batch size captured as a CUDA graph",
     "kv_block_size": "tokens per KV-cache block (page)",
-    "kv_cache_dtype": "the KV cache's data type",
+    "kv_dtype": "the KV cache's data type",
     "tensor_parallel": "tensor-parallel size",
     "data_parallel": "data-parallel size",
     "expert_parallel": "expert parallelism on or its size",
-    "stream_interval": "tokens buffered per streamed chunk",
+    "stream_chunk": "tokens buffered per streamed chunk",
     "api_servers": "API server processes",
-    "disaggregation_mode": "the P/D role flag",
+    "pd_role": "the P/D role flag",
     "transfer_backend": "the KV-transfer backend between prefill and decode",
 }
 

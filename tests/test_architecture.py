@@ -4,10 +4,11 @@ imports a CLI module; no import cycles between modules; one top-level import pac
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"parsers": "diag.parsers", "rules": "diag.rules", "diag": "diag"}
+FOLDERS = {"parsers": "diag.parsers", "rules": "diag.rules", "engines": "diag.engines", "diag": "diag"}
 CLI = {"diag.cli", "diag.tail_cmd", "diag.check_cmd", "diag.watch_cmd", "diag.rules_cmd", "diag.__main__"}
 THIRD_PARTY_UI = {"textual", "rich", "typer"}
 
@@ -42,7 +43,7 @@ def imports(path: Path) -> set[str]:
 
 
 def layer(name: str) -> str | None:
-    for prefix in ("diag.parsers", "diag.rules"):
+    for prefix in ("diag.parsers", "diag.rules", "diag.engines"):
         if name == prefix or name.startswith(prefix + "."):
             return prefix.split(".")[1]
     return "diag" if name == "diag" or name.startswith("diag.") else None
@@ -57,13 +58,17 @@ def test_packages_exist() -> None:
 
 
 def test_dependency_direction() -> None:
-    forbidden = {"parsers": {"rules", "diag"}, "rules": {"diag"}}
+    """parsers <- rules <- diag, and the engines beside them: an adapter may use parsers and rules (its
+    recipe checks), core reaches an adapter only through diag.parsers.engines (never an import), and no
+    adapter imports the app."""
+    forbidden = {"parsers": {"rules", "diag", "engines"}, "rules": {"diag", "engines"}, "engines": {"diag"},
+                 "diag": {"engines"}}
     bad = []
     for name, path in ALL.items():
         mine = layer(name)
         for imp in imports(path):
             top = imp.split(".")[0]
-            if mine in forbidden and (layer(imp) in forbidden[mine] or top in THIRD_PARTY_UI):
+            if mine in forbidden and (layer(imp) in forbidden[mine] or (top in THIRD_PARTY_UI and mine != "diag")):
                 bad.append(f"{name} imports {imp}")
     assert not bad, bad
 
@@ -200,3 +205,92 @@ def test_no_threshold_literal_outside_analyze() -> None:
             if literal and figure:
                 bad.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     assert not bad, bad
+
+
+# ------------------------------------------------------------------ engines as plug-ins
+def test_no_engine_imports_another() -> None:
+    bad = [f"{n} imports {i}" for n, p in ALL.items() if n.startswith("diag.engines.")
+           for i in imports(p) if i.startswith("diag.engines.") and i.split(".")[2] != n.split(".")[2]]
+    assert not bad, bad
+
+
+def _engine_vocabulary() -> dict[str, re.Pattern[str]]:
+    """What only an engine adapter may name, from the registered adapters themselves: the trigger literals
+    (8+ characters) of the line formats each declares that no other engine's or core's formats share, and
+    its multi-word flags (kebab and snake spellings) that no other engine accepts."""
+    from diag.parsers import engines
+    from diag.parsers.formats import REGISTRY
+
+    adapters = engines.adapters()
+    owned: dict[str, set[str]] = {a.name: set() for a in adapters}
+    shared: set[str] = set()
+    for fmt in REGISTRY.values():
+        bucket = owned.get(fmt.engine or "")
+        for t in fmt.triggers:
+            (bucket if bucket is not None else shared).add(t)
+    words: dict[str, re.Pattern[str]] = {}
+    for a in adapters:
+        others = set().union(*(owned[b.name] for b in adapters if b is not a), shared)
+        for t in owned[a.name] - others:
+            if len(t) >= 8:
+                words[t] = re.compile(re.escape(t))
+    flags = {a.name: {f.replace("_", "-") for f in (a.flag_names() if a.flag_names else ())} for a in adapters}
+    for a in adapters:
+        others = set().union(*(flags[b.name] for b in adapters if b is not a))
+        for flag in flags[a.name] - others:
+            if "-" in flag:
+                for form in (flag, flag.replace("-", "_")):
+                    words[form] = re.compile(rf"(?<![\w-])(?:--)?{re.escape(form)}(?![\w-])")
+    return words
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    """Every string constant of a module but its docstrings (f-string parts included), with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def _toml_strings(path: Path) -> list[tuple[int, str]]:
+    return [(i, line) for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if not line.lstrip().startswith("#")]
+
+
+def engine_vocabulary_outside_adapters() -> set[tuple[str, str]]:
+    """(module or catalog, word) for every engine word named outside diag.engines."""
+    words = _engine_vocabulary()
+    hits: set[tuple[str, str]] = set()
+    sources = [(n, _strings(p)) for n, p in ALL.items() if not n.startswith("diag.engines")]
+    sources += [(str(p.relative_to(ROOT)), _toml_strings(p))
+                for folder in ("parsers", "rules", "diag") for p in sorted((ROOT / folder).rglob("*.toml"))]
+    for where, strings in sources:
+        for _, text in strings:
+            hits.update((where, w) for w, rx in words.items() if rx.search(text))
+    return hits
+
+
+# Engine words core still names, to be moved into their adapter ("module-or-catalog<TAB>word" lines); the
+# table only shrinks: a stale entry fails the test as surely as a new word does.
+ALLOWED_ENGINE_WORDS: set[tuple[str, str]] = {
+    tuple(line.split("\t", 1))  # type: ignore[misc]
+    for line in (ROOT / "tests" / "data" / "engine-words-allowed.tsv").read_text(encoding="utf-8").splitlines()
+    if line and not line.startswith("#")}
+
+
+def test_no_engine_vocabulary_outside_adapters() -> None:
+    """Nothing outside an engine adapter names an engine's line format or flag: rules, the verdict, the
+    app and core's catalogs read the run model and neutral knobs only."""
+    hits = engine_vocabulary_outside_adapters()
+    assert not hits - ALLOWED_ENGINE_WORDS, sorted(hits - ALLOWED_ENGINE_WORDS)
+    assert not ALLOWED_ENGINE_WORDS - hits, f"stale allowances: {sorted(ALLOWED_ENGINE_WORDS - hits)}"
+
+
+def test_the_vocabulary_check_catches_an_engine_word(tmp_path: Path) -> None:
+    words = _engine_vocabulary()
+    rogue = tmp_path / "rogue.py"
+    rogue.write_text('"""Avg prompt throughput in a docstring is fine."""\nX = f"raise --max-num-batched-tokens {1}"\n')
+    found = {w for _, text in _strings(rogue) for w, rx in words.items() if rx.search(text)}
+    assert "max-num-batched-tokens" in found and not any("Avg prompt" in w for w in found)
