@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
+from importlib.abc import Traversable
 from typing import Any
 
 # The neutral knobs rules, the verdict, advice and catalog texts name; an adapter maps each to its own
@@ -49,7 +51,8 @@ class EngineAdapter:
     stats_cadence_s: float | None = None        # its periodic stats interval; None: a line per N batches
     knobs: Mapping[str, str] = field(default_factory=dict)        # KNOBS key -> its flag (kebab)
     catalogs: Mapping[str, str] = field(default_factory=dict)     # faults|startup|call_sites|config -> file
-    checks_module: str | None = None            # its recipe checks, imported when the rules run
+    rule_catalogs: tuple[str, ...] = ()         # its rules' TOML files (package-relative), merged with core's
+    checks_module: str | None = None            # its recipe checks (module registering them), imported with the rules
     flag_names: Callable[[], frozenset[str]] | None = None        # the flags its pinned releases accept
     extra: Mapping[str, Any] = field(default_factory=dict)        # adapter-specific hooks, by name
 
@@ -59,12 +62,16 @@ class EngineAdapter:
             raise KeyError(f"unknown knob {key!r}")
         return self.knobs.get(key)
 
-    def catalog_path(self, kind: str) -> str | None:
-        """The absolute path of one of the adapter's catalog files (``faults``, ``startup``, ...)."""
-        rel = self.catalogs.get(kind)
-        if rel is None:
-            return None
-        import importlib.resources as resources
+    @property
+    def package(self) -> str:
+        """The adapter's package: its data files are resources of it."""
+        return f"diag.engines.{self.name}"
 
-        package = self.format_modules[0].rpartition(".")[0] if self.format_modules else f"diag.engines.{self.name}"
-        return str(resources.files(package).joinpath(rel))
+    def resource(self, rel: str) -> Traversable:
+        """One of the adapter's data files (``catalog/faults.toml``)."""
+        return resources.files(self.package).joinpath(rel)
+
+    def catalog_file(self, kind: str) -> Traversable | None:
+        """The adapter's catalog of ``kind`` (faults, startup, call_sites), if it has one."""
+        rel = self.catalogs.get(kind)
+        return None if rel is None else self.resource(rel)

@@ -84,3 +84,10 @@ def from_text(text: str) -> EngineAdapter | None:
         if hits:
             return None
     return None
+
+
+def load_checks() -> None:
+    """Import every adapter's recipe-check module (each registers its checks with the rules)."""
+    for a in adapters():
+        if a.checks_module:
+            importlib.import_module(a.checks_module)

@@ -16,6 +16,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from diag.parsers import engines
+
 from .finding import SEVERITIES
 from .proposal import ENTRY_KEYS, catalog_errors
 
@@ -118,9 +120,11 @@ def health_of(rule: Rule, severity: str) -> str | None:
 
 @cache
 def catalog() -> dict[str, Rule]:
-    """All rules of every catalog file, by code, in code order."""
+    """All rules of every catalog file, core's and each engine adapter's, by code, in code order."""
     rules: dict[str, Rule] = {}
-    for res in sorted(resources.files("diag.rules").joinpath("catalog").iterdir(), key=lambda r: r.name):
+    core = sorted(resources.files("diag.rules").joinpath("catalog").iterdir(), key=lambda r: r.name)
+    owned = [a.resource(rel) for a in engines.adapters() for rel in a.rule_catalogs]
+    for res in [*core, *owned]:
         if not res.name.endswith(".toml"):
             continue
         data = tomllib.loads(res.read_text(encoding="utf-8"))

@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 
+from diag.parsers import engines
 from diag.parsers.recipe import Recipe, Role
 
 from . import recipe_checks_more  # noqa: F401  (registers C009..C016)
@@ -56,6 +57,7 @@ def run_checks(recipe: Recipe, rules: Mapping[str, Rule] | Iterable[Rule] | None
         selected = list(rules.values())
     else:
         selected = list(rules)
+    engines.load_checks()
     out: list[Finding] = []
     for rule in selected:
         fn = CHECKS.get(rule.template)
