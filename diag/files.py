@@ -28,6 +28,7 @@ from diag.parsers.benchmark import (
     read_rollup,
     read_sa_bench_json,
 )
+from diag.parsers.engines import engine_of
 from diag.parsers.ingest import LineCap, ParsedLog, infer_tz_offset, parse_blocks
 from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
 from diag.parsers.layout import (
@@ -300,6 +301,7 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
         return src
     head = head_b.decode("utf-8", errors="replace")
     src.year = year_of(path, head, ref)
+    src.engine = engine_of(head)
     try:
         parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=infer_tz_offset(head))
         src.records, src.stats, src.kv, src.counts = parsed.records, parsed.stats, parsed.kv, parsed.counts

@@ -23,6 +23,7 @@ from typing import IO
 import polars as pl
 
 from diag.parsers.columns import empty_kv, empty_stats
+from diag.parsers.engines import engine_of
 from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Record
@@ -43,6 +44,7 @@ from .files import (
 READ_MAX = BLOCK        # one block per read
 POLL_MAX = 512 << 20   # read per file and poll: a large existing log is caught up in a few polls
 FOLLOWED = ("worker", "orchestrator", "frontend")
+HEAD_BYTES = 64 << 10  # what the batch read tells a log's engine (and year) from
 HOLD_S = 0.3  # how long a complete line may wait for a torn continuation before it is parsed alone
 
 
@@ -57,10 +59,18 @@ class Followed:
     resets: int = 0
     quiet_since: float = 0.0
     tz: int = 0
+    head: bytes = b""      # the file's first HEAD_BYTES, while its engine is not known
     new: list[Record] = field(default_factory=list)
     stream: IO[bytes] | None = None   # a compressed log read as far as it is visible (a replay)
     kept: tuple[pl.DataFrame, pl.DataFrame] = field(default_factory=lambda: (empty_stats(), empty_kv()))
     # ^ rows of the file's content before a truncation or rotation (the records stay too)
+
+    def sniff(self, data: bytes) -> None:
+        """Tell the log's engine from its head as the head grows (the batch read sees the same 64 KiB)."""
+        if self.log.engine is not None or len(self.head) >= HEAD_BYTES:
+            return
+        self.head += data[: HEAD_BYTES - len(self.head)]
+        self.log.engine = engine_of(self.head.decode("utf-8", errors="replace"))
 
     def sync(self) -> None:
         """The log's stats/KV columns: what was kept plus what the current parser extracted."""
@@ -144,6 +154,7 @@ class Follower:
         try:
             with open_log(path) as fh:
                 while data := fh.read(READ_MAX):
+                    f.sniff(data)
                     f.log.records.extend(f.parser.feed(data))
         except (OSError, EOFError) as e:
             f.log.error = f"{path}: cannot read: {e}"
@@ -221,6 +232,7 @@ class Follower:
         start = f.offset
         while f.offset < size and f.offset - start < POLL_MAX and (data := fh.read(min(READ_MAX, size - f.offset))):
             f.offset += len(data)
+            f.sniff(data)
             recs.extend(f.parser.feed(data))
         return recs
 

@@ -74,6 +74,12 @@ def by_header(cls: str) -> EngineAdapter | None:
     return None
 
 
+def engine_of(text: str) -> str | None:
+    """The name of the engine a log's head shows (:func:`from_text`), else None."""
+    a = from_text(text)
+    return a.name if a is not None else None
+
+
 def from_text(text: str) -> EngineAdapter | None:
     """The engine a log's text shows: the launch module on a command line, else the evidence literals
     only that engine writes; None when no engine or more than one answers."""

@@ -100,6 +100,7 @@ class ParsedLog:
     error: str | None = None
     stats: pl.DataFrame = field(default_factory=empty_stats)  # extracted stats rows (parsers.columns)
     kv: pl.DataFrame = field(default_factory=empty_kv)        # extracted KV-transfer rows
+    engine: str | None = None       # the serving engine its head shows (diag.parsers.engines.from_text)
     _frozen: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -113,7 +114,7 @@ class ParsedLog:
         if self._frozen:
             return self
         copy = ParsedLog(self.path, self.info, self.size, self.counts.frozen(), self.records, self.year, self.error,
-                         self.stats, self.kv)
+                         self.stats, self.kv, self.engine)
         object.__setattr__(copy, "records", tuple(self.records))
         object.__setattr__(copy, "_frozen", True)
         return copy

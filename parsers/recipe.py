@@ -161,6 +161,7 @@ class Recipe:
     layout: str                       # v1 | schema2
     data: YMap
     backend: str = "sglang"           # vllm | sglang | trtllm | mocker | other
+    backend_declared: bool = False    # the recipe wrote backend.type / engine.type (else srtctl's default)
     model_path: str | None = None
     container: str | None = None
     identity_repo: str | None = None
@@ -418,10 +419,12 @@ def build_recipe(data: YMap, path: str, job: str = "", variant: str | None = Non
                                 ("resources", "gpus_per_node")) or DEFAULT_GPUS_PER_NODE
     if schema2:
         engine = data.get("engine")
+        recipe.backend_declared = bool(engine.get("type") if isinstance(engine, dict) else engine)
         recipe.backend = str(engine.get("type") if isinstance(engine, dict) else engine or "sglang").lower()
         _schema2_roles(recipe)
     else:
         backend = data.get("backend") if isinstance(data.get("backend"), dict) else {}
+        recipe.backend_declared = bool(backend.get("type"))
         recipe.backend = str(backend.get("type") or "sglang").lower()
         _v1_roles(recipe)
     _derive_gpus(recipe)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,11 +53,26 @@ def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
     build = recipe.build.label if recipe is not None and recipe.build.kind != "unknown" else None
     build = build or next((str(v) for ep in endpoints.values() if (v := ep.facts.get("version"))), None)
     build = build or (recipe.build.label if recipe is not None else None)
+    engine, engine_by = engine_of_run(logs, recipe)
     concurrencies = side.concurrencies or (tuple(recipe.benchmark.concurrencies) if recipe is not None else ())
     return Run(root, logs, tuple(skipped), MappingProxyType(endpoints), tuple(lifecycle), tuple(quoted),
                job=side.job, benchmark=side.benchmark, accuracy=side.accuracy, concurrencies=concurrencies,
                build=build, errors=(*side.errors, *(lg.error for lg in logs if lg.error), *errors),
-               jobs=side.jobs)
+               jobs=side.jobs, engine=engine, engine_by=engine_by)
 
 
-__all__ = ["Side", "assemble"]
+def engine_of_run(logs: Sequence[ParsedLog], recipe: Recipe | None) -> tuple[str | None, str]:
+    """Which serving engine a run used, and what told: the recipe's ``backend.type`` when it writes one,
+    else what most of its logs show (launch module, lines only that engine writes), else srtctl's default
+    for a recipe that names none (SGLang); an engine no adapter knows is kept by name."""
+    if recipe is not None and recipe.backend_declared:
+        return recipe.backend, "recipe"
+    seen = Counter(lg.engine for lg in logs if lg.engine)
+    if seen:
+        return seen.most_common(1)[0][0], "logs"
+    if recipe is not None:
+        return recipe.backend, "recipe default"
+    return None, ""
+
+
+__all__ = ["Side", "assemble", "engine_of_run"]

@@ -107,7 +107,9 @@ class Run:
     benchmark: tuple[BenchResult, ...] = ()
     accuracy: tuple[AccuracyResult, ...] = ()
     concurrencies: tuple[int, ...] = ()      # from the recipe, when known
-    build: str | None = None                 # vLLM build (recipe's image, else the version a log printed)
+    build: str | None = None                 # engine build (recipe's image, else the version a log printed)
+    engine: str | None = None                # the serving engine (an adapter name), see :func:`engine_of_run`
+    engine_by: str = ""                      # what told it: "recipe", "logs", "recipe default" or ""
     errors: tuple[str, ...] = ()
     jobs: tuple[Recipe, ...] = ()            # every job of the run's recipe file
 

@@ -28,6 +28,7 @@ LATENCIES = [f"{stat}_{metric}_ms" for metric in ("ttft", "tpot", "itl", "e2el")
 RUNS: dict[str, Any] = {
     "run_id": pl.String, "path": pl.String, "name": pl.String, "status": pl.String, "error": pl.String,
     "job": pl.String, "job_name": pl.String, "model": pl.String, "recipe": pl.String, "backend": pl.String,
+    "engine": pl.String,
     "topology": pl.String, "endpoints": pl.String, "build": pl.String, "stage": pl.String, "phase": pl.String,
     "validity": pl.String, "verdict": pl.String, "limiter": pl.String, "confidence": pl.String, "why": pl.String,
     "best_concurrency": pl.Int64, "total_tok_s": pl.Float64,
@@ -111,7 +112,7 @@ def report_rows(report: Report, part: RunPart, input_hash: str | None) -> dict[s
     row = {"run_id": rid, "path": str(root.absolute()), "name": root.name, "status": STATUSES[0],
            "job": run.job.job_id if run.job else None, "job_name": run.job.job_name if run.job else None,
            "model": model_of(run), "recipe": run.recipe.path if run.recipe else None,
-           "backend": run.recipe.backend if run.recipe else None, "topology": part.topology,
+           "backend": run.recipe.backend if run.recipe else None, "engine": run.engine, "topology": part.topology,
            "endpoints": report.topology, "build": run.build, "stage": report.stage, "phase": report.phase,
            "validity": NOT_MEASURED.get(v.cls, "valid") if v else "unknown",
            "verdict": v.cls if v else None, "limiter": v.limiter if v else None,
