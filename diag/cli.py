@@ -138,10 +138,18 @@ def _command(examples: tuple[Example, ...], base: type = DiagCommand) -> type:
     return type(base.__name__, (base,), {"examples": examples})
 
 
+# Which engines diag reads and how it tells them apart (tests/test_help.py: every registered engine named).
+ENGINES_HELP = (
+    "Engines: vLLM and SGLang, behind Dynamo or alone, launched by srt-slurm. A run's engine is its recipe's "
+    "backend.type; without one, what its logs show: the launch module on a command line (dynamo.vllm, "
+    "dynamo.sglang, sglang.launch_server), else the lines only that engine writes (vLLM's stats lines, "
+    "SGLang's batch lines). --format json says which and from what (summary.engine, engine_by); the index "
+    "has an engine column.")
+
 app = typer.Typer(
     name="diag",
     cls=_command(EXAMPLES, DiagGroup),
-    help="Tells you why a disaggregated LLM-serving benchmark run is slow or broken.",
+    help="Tells you why a disaggregated LLM-serving benchmark run is slow or broken.\n\n" + ENGINES_HELP,
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -162,7 +170,7 @@ def _root(
     plain: bool = typer.Option(False, "--no-color", callback=no_color, is_eager=True,
                                help="No colours or styles (also: the NO_COLOR environment variable)."),
 ) -> None:
-    """diag: logs, recipes and metrics of vLLM + Dynamo P/D runs -> findings.
+    """diag: logs, recipes and metrics of P/D LLM-serving runs -> findings.
 
     Exit status: 1 when a judged run's verdict fails --fail-on (tail, watch, report, index: README's table)
     or a recipe finding is at or above it (check), else 0; 2 usage, input or configuration error.

@@ -211,3 +211,12 @@ def test_each_example_shown_in_help_runs_on_the_samples(examples: list[str], tmp
             (tmp_path / redirect).write_text(res.stdout)
     assert "groups:" in (tmp_path / "diag-rules.yml").read_text()
     assert (tmp_path / "report.html").stat().st_size > 0 and (tmp_path / "sweep.json").stat().st_size > 0
+
+
+def test_help_says_which_engines_and_how_they_are_told_apart() -> None:
+    """Every registered engine is named in ``diag --help``, with how a run's engine is decided."""
+    from diag.parsers import engines
+
+    text = " ".join(_help("diag").replace("│", " ").split())
+    assert all(a.display in text for a in engines.adapters()), text[:600]
+    assert "backend.type" in text and "summary.engine" in text
