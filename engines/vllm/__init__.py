@@ -17,7 +17,7 @@ ADAPTER = EngineAdapter(
     config_key="vllm_config",
     launch_modules=("dynamo.vllm", "vllm serve", "vllm.entrypoints"),
     evidence=("Initializing a V1 LLM engine", "vLLM API server version", "EngineCore_DP", "(EngineCore pid="),
-    header_classes=("vllm",),
+    header_classes=("vllm", "lmcache", "router"),   # its own heads, LMCache's inside it, its router's
     metric_prefixes=("vllm:",),
     stats_cadence_s=10.0,
     knobs={
