@@ -490,7 +490,7 @@ def diag_commit() -> str:
         return r.stdout.strip() if r.returncode == 0 else ""
 
     head = git("rev-parse", "--short", "HEAD") or "?"
-    return head + ("+dirty" if git("status", "--porcelain", "--", "parsers", "diag", "rules") else "")
+    return head + ("+dirty" if git("status", "--porcelain", "--", "parsers", "diag", "rules", "engines") else "")
 
 
 def snapshot_code(work: Path, rev: str | None = None) -> Path:
@@ -500,11 +500,11 @@ def snapshot_code(work: Path, rev: str | None = None) -> Path:
     dest = work / "code"
     if rev:
         dest.mkdir(parents=True, exist_ok=True)
-        arc = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "parsers", "diag", "rules"], capture_output=True,
+        arc = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "parsers", "diag", "rules", "engines"], capture_output=True,
                              check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=arc, check=True)
         return dest
-    for pkg in ("parsers", "diag", "rules"):
+    for pkg in ("parsers", "diag", "rules", "engines"):
         shutil.copytree(ROOT / pkg, dest / pkg, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     return dest
 
@@ -614,7 +614,7 @@ def _bench(args: argparse.Namespace, wanted: list[str], tools: dict[str, str | N
     py = sys.executable
     me = str(Path(__file__).resolve())
     code = snapshot_code(work, args.code_rev)
-    log(f"diag's code (parsers/, diag/, rules/) copied to {code} at {info['diag_commit']}: every run uses that copy")
+    log(f"diag's code (parsers/, diag/, rules/, engines/) copied to {code} at {info['diag_commit']}: every run uses that copy")
     env = {**os.environ, "HOME": str(work / "home"), "NO_COLOR": "1", "PYTHONPATH": str(code),
            "DIAG_BENCH_CODE": str(code)}
     where = subprocess.run([py, "-c", "import diag.parsers, diag.rules; print(diag.__file__, diag.parsers.__file__, "

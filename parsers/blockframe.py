@@ -38,7 +38,7 @@ PREFILTER_MIN_BYTES = 4 << 20
 # A block dense with stats lines takes it too: every stats line is a hit, and a hit costs the scan more
 # than the polars path's pass (dense 200 MB bench: bulk/pyloop 3.14x with the scan, 2.56x without).
 PREFILTER_MAX_STATS_SHARE = 0.05
-_STATS_BYTES = STATS_LIT.encode()
+_STATS_BYTES = STATS_LIT.encode() if STATS_LIT else b""
 
 
 def _bulk_classify(block: bytes) -> pl.DataFrame:
@@ -76,7 +76,7 @@ def _scan_pays(block: bytes) -> bool:
     """Whether the compiled scan is the faster way through ``block``: a large block whose candidates are
     sparse (its stats lines, one literal, counted in C)."""
     return USE_PREFILTER and len(block) >= PREFILTER_MIN_BYTES and \
-        block.count(_STATS_BYTES) <= PREFILTER_MAX_STATS_SHARE * block.count(b"\n")
+        (not _STATS_BYTES or block.count(_STATS_BYTES) <= PREFILTER_MAX_STATS_SHARE * block.count(b"\n"))
 
 
 def _finish(cand: pl.DataFrame) -> tuple[list[CandidateRow], pl.DataFrame, pl.DataFrame]:

@@ -1,6 +1,7 @@
-"""The high-volume record kinds as columns: clean vLLM V1 stats lines and NIXL ``KV Transfer metrics``
-lines are extracted in polars (one ``str.extract_groups`` per kind over a block's candidate lines)
-into typed column chunks, never into one Python object per line.
+"""The high-volume record kinds as columns: the clean stats and KV-transfer lines each engine adapter
+declares as a :class:`~diag.parsers.engine.ColumnSpec` (vLLM: its V1 stats line and NIXL's metrics line)
+are extracted in polars (one ``str.extract_groups`` per spec over a block's candidate lines) into typed
+column chunks, never into one Python object per line.
 
 A row is taken only when the line is exactly what :class:`parsers.lineparser.LineParser` would turn
 into that one record with no other work: a whole physical line of one well-formed record (real CSI
@@ -13,15 +14,15 @@ rows equal the records the line parser gives for the same lines (``tests/test_in
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
 
-from . import kvtransfer
+from . import engines
+from .engine import ColumnSpec
 from .lineparser import (
     _CSI,
-    _FAST_STATS,
-    _FAST_STATS_ORDERED,
     ANSI_PATTERN,
     MAX_JOIN,
     TRIGGER_PATTERN,
@@ -73,27 +74,23 @@ def _ascii_digits(pattern: str) -> str:
 
 
 CSI_PATTERN = _CSI.pattern
-STATS_RX = "^" + _ascii_digits(_FAST_STATS.pattern) + "$"
-STATS_ORDERED_RX = "^" + _ascii_digits(_FAST_STATS_ORDERED) + "$"   # tried first: see stats.V1_ORDERED
 _NUM = r"-?[0-9]+(?:\.[0-9]+)?"
-_KEY = r"[A-Za-z](?:[A-Za-z0-9 ()/_%.-]*[A-Za-z0-9()/_%.-])?"
-KV_RX = (r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>[0-9]+)\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-         r"(?P<md>[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}) \[[^\]\s]+:[0-9]+\] KV Transfer metrics: "
-         rf"(?:KVConnectorType: (?P<ctype>[A-Za-z0-9_]+), )?(?P<body>{_KEY}={_NUM}(?:, {_KEY}={_NUM})*)$")
 # A line whose head is one the line parser would accept as-is (no peeling, no continuation before it).
 HEAD_START_RX = r"^(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9]|[0-9]{4}-[0-9]{2}-[0-9]{2}|\[|\{)"
-STATS_LIT = "Avg prompt throughput"
-KV_LIT = kvtransfer.KV_METRICS.triggers[0]
+# Every engine's column specs, by record kind, with their patterns anchored in polars' dialect.
+SPECS: dict[str, tuple[tuple[ColumnSpec, tuple[str, ...]], ...]] = {
+    kind: tuple((s, tuple("^" + _ascii_digits(p) + "$" for p in s.patterns))
+                for a in engines.adapters() for s in a.columns if s.kind == kind)
+    for kind in ("stats", "kv_transfer")}
+LITERALS = [s.literal for specs in SPECS.values() for s, _ in specs]
 # A KV line carrying any other trigger (a glued fault, a traceback's exception) takes the general path.
-_OTHER_TRIGGERS = "|".join(_rx_escape(t) for t in trigger_literals() if t != KV_LIT)
+_OTHER_TRIGGERS = {s.literal: "|".join(_rx_escape(t) for t in trigger_literals() if t != s.literal)
+                   for s, _ in SPECS["kv_transfer"]}
+# The literal of the stats lines, the bulk of a busy log (the prefilter's dense-block test counts it).
+STATS_LIT = next((s.literal for s, _ in SPECS["stats"]), None)
 # What the line parser's ``_unsimple`` sends to the general path, as polars patterns.
 _UNSIMPLE_RX = (r"pid=|\^\[|\^M|#033\[|\x{FFFD}|\\x1b|\\033|\\e\[|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
                 r"[0-9]{2}-[0-9]{2} |[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
-_INT_GROUPS = {"engine": "engine", "n_agg": "n_aggregated", "running": "running", "waiting": "waiting",
-               "deferred": "deferred", "preempt": "preemptions", "corrupted": "corrupted",
-               "kvf_wait": "kv_fetch_waiting", "kvf_run": "kv_fetch_running", "kvf_done": "kv_fetch_done"}
-_FLOAT_GROUPS = {"prompt": "prompt_tps", "gen": "gen_tps", "kv": "kv_usage", "prefix": "prefix_hit",
-                 "ext": "ext_hit", "mm": "mm_hit"}
 
 
 def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
@@ -101,20 +98,23 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     block's candidate lines (columns ``n`` line number, ``line``, ``nxt`` the next line or null when
     unknown), and the mask of candidates they did not take (those go to the line parser)."""
     line, nxt = pl.col("line"), pl.col("nxt")
-    if not cand.height or not cand["line"].str.contains_any([STATS_LIT, KV_LIT, "UCX"]).any():
+    if not cand.height or not cand["line"].str.contains_any([*LITERALS, "UCX"]).any():
         # nothing to extract or to leave out (most small blocks of a followed log): one pass, not forty
         return empty_stats(), empty_kv(), pl.Series("n", [True] * cand.height, pl.Boolean)
     headed = nxt.is_not_null() & ((nxt == "") | nxt.str.contains(HEAD_START_RX))
     short = line.str.len_chars() < MAX_JOIN
-    df = cand.with_columns(
-        (line.str.contains(STATS_LIT, literal=True) & short).alias("try_s"),
-        (line.str.contains(KV_LIT, literal=True) & short).alias("try_k"),
-    ).filter(pl.col("try_s") | pl.col("try_k")).filter(headed)
+    tries = [f"try{i}" for i in range(len(LITERALS))]
+    df = cand.with_columns(*((line.str.contains(lit, literal=True) & short).alias(t)
+                             for t, lit in zip(tries, LITERALS, strict=True)))
+    df = df.filter(pl.any_horizontal(tries)).filter(headed)
     # CSI colours come off only the lines that have an escape
     esc = df["line"].str.contains("\x1b", literal=True)
     df = pl.concat([df.filter(~esc).with_columns(line.alias("text")),
                     df.filter(esc).with_columns(line.str.replace_all(CSI_PATTERN, "").alias("text"))])
-    stats_rows, kv_rows = _stats_rows(df.filter(pl.col("try_s"))), _kv_rows(df.filter(pl.col("try_k")))
+    tried = iter(tries)
+    stats_rows = _concat([_stats_rows(s, rx, df.filter(pl.col(next(tried)))) for s, rx in SPECS["stats"]],
+                         empty_stats)
+    kv_rows = _concat([_kv_rows(s, rx, df.filter(pl.col(next(tried)))) for s, rx in SPECS["kv_transfer"]], empty_kv)
     taken = pl.concat([stats_rows["line"], kv_rows["line"]])
     ucx = cand.filter(line.str.contains("UCX", literal=True))
     inert = ucx.filter(_inert(headed))["n"].cast(pl.Int64)
@@ -122,39 +122,54 @@ def extract(cand: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     return stats_rows.cast(STATS_COLUMNS), kv_rows.cast(KV_COLUMNS), slow  # type: ignore[arg-type]
 
 
-def _stats_rows(s_in: pl.DataFrame) -> pl.DataFrame:
+def _concat(parts: list[pl.DataFrame], empty: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    return parts[0] if len(parts) == 1 else pl.concat(parts).sort("line") if parts else empty()
+
+
+def _matches(spec: ColumnSpec, patterns: tuple[str, ...], lines: pl.DataFrame) -> pl.DataFrame:
+    """The groups of the lines (``n``, ``text``) one of ``patterns`` matches, each tried on the lines the
+    earlier left (a match fills the spec's first group)."""
+    text, key = pl.col("text"), next(iter(spec.groups))
+    parts: list[pl.DataFrame] = []
+    for rx in patterns:
+        found = lines.select(pl.col("n"), text.str.extract_groups(rx).alias("g")).unnest("g")
+        missed = found[key].is_null()
+        parts.append(found.filter(~missed).select(parts[0].columns) if parts else found.filter(~missed))
+        lines = lines.filter(missed)
+        if not lines.height:
+            break
+    return parts[0] if len(parts) == 1 else pl.concat(parts)
+
+
+def _columns(spec: ColumnSpec, found: pl.DataFrame, schema: dict[str, Any]) -> list[pl.Expr]:
+    """The spec's columns of ``schema`` from its groups and constants (the rest null), ``line`` from ``n``."""
+    groups = {c: g for g, c in spec.groups.items()}
+    return [(pl.col("n") if c == "line" else pl.lit(spec.constants[c]) if c in spec.constants
+             else pl.col(groups[c]) if c in groups else pl.lit(None)).cast(dtype).alias(c)
+            for c, dtype in schema.items()]
+
+
+def _stats_rows(spec: ColumnSpec, patterns: tuple[str, ...], s_in: pl.DataFrame) -> pl.DataFrame:
     """The stats rows of the lines that may be one clean stats record (``n``, ``text``)."""
     if not s_in.height:
         return empty_stats()
-    text = pl.col("text")
-    s_in = s_in.select(pl.col("n"), text.str.strip_chars_end("\r"))
-    s = s_in.select(pl.col("n"), text.str.extract_groups(STATS_ORDERED_RX).alias("g")).unnest("g")
-    rest = s_in.filter(pl.Series(s["md"].is_null()))
-    if rest.height:   # segments out of the usual order, or unknown ones: the any-order pattern
-        s = pl.concat([s.filter(pl.col("md").is_not_null()),
-                       rest.select(pl.col("n"), text.str.extract_groups(STATS_RX).alias("g")).unnest("g")
-                       .select(s.columns)])
-    s = s.filter(pl.col("md").is_not_null()).sort("n")
-    groups = {c: g for g, c in (*_INT_GROUPS.items(), *_FLOAT_GROUPS.items())}
-    own = {"line": pl.col("n"), "md": pl.col("md"), "proc": pl.col("proc"), "variant": pl.lit("v1")}
-    return s.select(*((own[c] if c in own else pl.col(groups[c]) if c in groups else pl.lit(None))
-                      .cast(dtype).alias(c) for c, dtype in STATS_COLUMNS.items()))
+    s_in = s_in.select(pl.col("n"), pl.col("text").str.strip_chars_end("\r"))
+    s = _matches(spec, patterns, s_in).sort("n")
+    return s.select(_columns(spec, s, STATS_COLUMNS))
 
 
-def _kv_rows(k_in: pl.DataFrame) -> pl.DataFrame:
-    """The KV rows of the lines that may be one clean ``KV Transfer metrics`` record (``n``, ``text``)."""
+def _kv_rows(spec: ColumnSpec, patterns: tuple[str, ...], k_in: pl.DataFrame) -> pl.DataFrame:
+    """The KV rows of the lines that may be one clean KV-transfer record (``n``, ``text``)."""
     if not k_in.height:
         return empty_kv()
     text = pl.col("text")
     k_in = k_in.with_columns(text.str.strip_suffix("\r"))
-    k_in = k_in.filter(~text.str.contains(_OTHER_TRIGGERS))
-    k = k_in.select(pl.col("n"), text.str.extract_groups(KV_RX).alias("g")).unnest("g")
-    k = k.filter(pl.col("md").is_not_null() & ~pl.col("body").str.contains(_UNSIMPLE_RX)).sort("n")
-    return k.select(
-        pl.col("n").cast(pl.Int64).alias("line"), pl.lit(None, _TS).alias("ts"), pl.col("md"), pl.col("proc"),
-        pl.lit(None, pl.Int64).alias("task"), pl.col("ctype").alias("connector"), pl.col("body"),
-        *(pl.coalesce([_kv_value(n) for n in names]).alias(col) for col, names in KV_VALUE_KEYS.items()),
-    )
+    k_in = k_in.filter(~text.str.contains(_OTHER_TRIGGERS[spec.literal]))
+    k = _matches(spec, patterns, k_in)
+    k = k.filter(~pl.col("body").str.contains(_UNSIMPLE_RX)).sort("n")
+    values = KV_VALUE_KEYS.items()
+    return k.select(*_columns(spec, k, {c: t for c, t in KV_COLUMNS.items() if c not in KV_VALUE_KEYS}),
+                    *(pl.coalesce([_kv_value(n) for n in names]).alias(col) for col, names in values))
 
 
 # UCX's own INFO lines (one per endpoint setup, thousands in a NIXL run) hold the "UCX" trigger of

@@ -36,6 +36,24 @@ KNOBS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
+class ColumnSpec:
+    """A high-volume record the bulk path takes in polars, without a Python object per line: a whole clean
+    physical line holding ``literal`` that one of ``patterns`` matches (full-line patterns in Python's
+    syntax; core anchors them and reads ``\\d`` as ASCII). They are tried in turn, each on the lines the
+    earlier ones left; the last takes every line an earlier one takes (the earlier are faster special
+    cases). ``groups`` maps a pattern group to the record column it fills, ``constants`` fills columns no
+    group does. ``record`` builds the same record from the last pattern's groups on the line parser's fast
+    path (``record(groups, line, ts, md, proc)``); None: such lines take the line parser's general path."""
+
+    kind: str                                   # stats | kv_transfer: the record kind and its column schema
+    literal: str
+    patterns: tuple[str, ...]
+    groups: Mapping[str, str] = field(default_factory=dict)
+    constants: Mapping[str, Any] = field(default_factory=dict)
+    record: Callable[..., Any] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class EngineAdapter:
     """One serving engine, as core sees it. ``name`` is the recipe's ``backend.type`` spelling."""
 
@@ -55,6 +73,13 @@ class EngineAdapter:
     checks_module: str | None = None            # its recipe checks (module registering them), imported with the rules
     flag_names: Callable[[], frozenset[str]] | None = None        # the flags its pinned releases accept
     extra: Mapping[str, Any] = field(default_factory=dict)        # adapter-specific hooks, by name
+    # How core's line machinery reads its logs (all optional; an engine without them takes the general path):
+    columns: tuple[ColumnSpec, ...] = ()        # records the bulk path extracts in polars (and the fast path)
+    plain_head: str | None = None               # its commonest record head, whole line: groups level, md,
+                                                #   proc, pid, src, msg (a Header of header_classes[0])
+    connector_paths: tuple[str, ...] = ()       # a traceback frame path holding one ran in a KV connector
+    tz_probe: str | None = None                 # a line with a UTC stamp (group 1) and its local time (group 2)
+    role_from_text: Callable[[str], str | None] | None = None     # prefill|decode from a worker log's head
 
     def knob(self, key: str) -> str | None:
         """The engine's flag for a neutral knob (None: the engine has no such knob)."""

@@ -13,38 +13,6 @@ from .records import Header
 
 DIGITS = "0123456789"
 
-VLLM = declare(
-    "vllm-record", "header",
-    r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s*)*"
-    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<md>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
-    r"\[?(?P<src>[^\]\s]+?:\d+)(?:\[\]|\])?\s?(?P<msg>.*)$",
-    samples=[
-        "(EngineCore_DP3 pid=456) INFO 08-06 12:34:56 [core.py:95] Initializing a V1 LLM engine (v0.11.0) with config: model='x'",
-        "INFO 02-28 21:48:18 metrics.py:161] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 9.1 tokens/s",
-        "(APIServer pid=1) ERROR 10-20 03:12:01 [async_llm.py:485[] AsyncLLM output_handler failed.",
-    ],
-    emits="vllm",
-    doc="vLLM's formatter: optional (Proc pid=N) prefix, level, month-day time without year, [file:line]",
-)
-VLLM_PROC_ONLY = declare(
-    "vllm-proc-line", "header",
-    r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s?)+(?P<msg>.*)$",
-    samples=[
-        "(APIServer pid=8707)   File \"/opt/vllm/lib/python3.12/site-packages/vllm/v1/engine/async_llm.py\", line 149",
-        "(APIServer pid=1) INFO:     10.250.5.33:50840 - \"GET /metrics HTTP/1.1\" 200 OK",
-    ],
-    emits="vllm",
-    doc="output of a vLLM subprocess that did not go through the logger (print, uvicorn, stderr)",
-)
-VLLM_FILE_ONLY = declare(
-    "vllm-file-tag", "header", r"^\[(?P<src>[\w./-]+\.py:\d+)\]\s(?P<msg>.*)$",
-    samples=[
-        "[engine.py:598] Stat logging is disabled. Set `disable_log_stats=False` argument to enable.",
-        "[llm_engine.py:431] init engine (profile, create kv cache, warmup model) took 9.76 seconds",
-    ],
-    emits="vllm",
-    doc="a vLLM record whose level and time were cut off in a paste",
-)
 DYNAMO = declare(
     "dynamo-tracing", "header",
     r"^(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d))\s+"
@@ -120,36 +88,7 @@ UCX = declare(
     doc="UCX's own log lines (NIXL's transport): epoch-seconds time, host:pid:thread",
 )
 
-LMCACHE = declare(
-    "lmcache-record", "header",
-    r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\)\s?)*\[?(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,\d+)?\]\s*"
-    r"LMCache (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s?(?P<msg>.*?)"
-    r"(?:\s\((?P<src>[\w.]+\.py:\d+):[\w.]+\))?\s*$",
-    samples=[  # https://github.com/LMCache/LMCache/issues/1094, https://github.com/LMCache/LMCache/issues/1686
-        "[2025-07-18 05:59:19,796] LMCache INFO: Retrieved 0 out of 130 out of total 130 tokens "
-        "(cache_engine.py:508:lmcache.v1.cache_engine)",
-        "(VllmWorker rank=1 pid=421) [2025-09-24 07:10:25,908] LMCache ERROR: Num retrieved tokens: 0, num expected "
-        "tokens: 2560 (vllm_v1_adapter.py:480:lmcache.integration.vllm.vllm_v1_adapter)",
-    ],
-    emits="lmcache",
-    doc="LMCache's logger (a KV connector inside vLLM's processes): full date and time, level, (file:line:module)",
-)
-ROUTER = declare(
-    "rust-router-record", "header",
-    r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s+(?P<level>TRACE|DEBUG|INFO|WARN|ERROR)\s+"
-    r"(?:\w+\{[^{}]*\}:\s)?(?P<target>\w+(?:::\w+)*):\s(?:(?P<src>\S+\.rs:\d+):\s)?(?P<msg>.*)$",
-    samples=[  # https://github.com/vllm-project/router/pull/130, https://github.com/vllm-project/router/pull/47
-        "2026-03-31 13:29:07  INFO vllm_router_rs::server: src/server.rs:1046: Starting server on 0.0.0.0:10001",
-        '2026-01-15 02:30:17 DEBUG http_request{method=POST uri=/v1/completions version=HTTP/1.1 request_id='
-        '"cmpl-Ed4lG6IlaUQRpaugWzpnIB6a"}: vllm_router_rs::routers::http::vllm_pd_router: '
-        "src/routers/http/vllm_pd_router.rs:577: Prefill worker: <PREFILL_IP>:8000, Decode worker: "
-        "http://<DECODE_IP>:8000, Path: /v1/completions",
-    ],
-    emits="router",
-    doc="a P/D proxy's (vLLM router's) Rust tracing lines without the ISO 'T': date, level, span, target, file:line",
-)
-
-_LEVELS = {"WARN": "WARNING", "TRACE": "DEBUG"}
+LEVEL_ALIASES = {"WARN": "WARNING", "TRACE": "DEBUG"}
 
 
 def _json_time(obj: dict) -> str | None:
@@ -182,7 +121,7 @@ def _jsonl_head(m: re.Match[str], text: str) -> Header | None:
         return None
     msg = obj.get("message") or (obj.get("fields") or {}).get("message") or ""
     lvl = str(obj.get("level") or obj.get("lvl") or obj.get("levelname") or "").upper()
-    return Header("dynamo-jsonl", _LEVELS.get(lvl, lvl) or None, iso=_json_time(obj), source=_json_source(obj),
+    return Header("dynamo-jsonl", LEVEL_ALIASES.get(lvl, lvl) or None, iso=_json_time(obj), source=_json_source(obj),
                   msg=str(msg))
 
 
@@ -192,29 +131,16 @@ def _ucx_head(m: re.Match[str], text: str) -> Header:
     return Header("ucx", lvl, iso=iso, source=m["src"].strip(), msg=m["msg"].strip())
 
 
-def _pid(m: re.Match[str]) -> int | None:
-    return int(m["pid"]) if m["pid"] else None
-
-
 _HEADS: dict[LineFormat, tuple[str, int, str, Callable[[re.Match[str], str], Header | None]]] = {
     DYNAMO_JSONL: ("{", 10, "", _jsonl_head),
-    LMCACHE: ("", 20, "LMCache ", lambda m, t: Header("lmcache", m["level"], iso=m["iso"], proc=m["proc"],
-                                                       pid=_pid(m), source=m["src"], msg=m["msg"])),
     SGLANG: ("[", 30, "", lambda m, t: Header("sglang", None, iso=m["iso"], source=m["src"].strip() or None,
                                               msg=m["msg"])),
     UCX: ("[", 31, "", _ucx_head),
-    VLLM_FILE_ONLY: ("[", 32, "", lambda m, t: Header("vllm", None, source=m["src"], msg=m["msg"])),
-    DYNAMO: (DIGITS, 40, "", lambda m, t: Header("dynamo", _LEVELS.get(m["level"], m["level"]), iso=m["iso"],
+    DYNAMO: (DIGITS, 40, "", lambda m, t: Header("dynamo", LEVEL_ALIASES.get(m["level"], m["level"]), iso=m["iso"],
                                                  source=m["src"], msg=m["msg"])),
     PYTHON_LOGGING: (DIGITS, 41, "", lambda m, t: Header("python", m["level"], iso=m["iso"], source=m["src"],
                                                          msg=m["msg"])),
     ORCHESTRATOR: (DIGITS, 42, "", lambda m, t: Header("orchestrator", m["level"], iso=m["iso"], msg=m["msg"])),
-    ROUTER: (DIGITS, 43, "", lambda m, t: Header("router", _LEVELS.get(m["level"], m["level"]), iso=m["iso"],
-                                                 source=m["src"] or m["target"], msg=m["msg"])),
-    VLLM: ("", 50, "", lambda m, t: Header("vllm", m["level"], md=m["md"], proc=m["proc"], pid=_pid(m),
-                                           source=m["src"], msg=m["msg"])),
-    VLLM_PROC_ONLY: ("(", 60, "", lambda m, t: Header("vllm", None, proc=m["proc"], pid=int(m["pid"]),
-                                                      msg=m["msg"])),
 }
 for _fmt, (_lead, _rank, _guard, _head) in _HEADS.items():
     object.__setattr__(_fmt, "lead", _lead)

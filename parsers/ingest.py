@@ -388,19 +388,18 @@ class StreamParser:
         return out
 
 
-_DOCKER_VLLM = re.compile(r"^\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\]?\s+(?:\([^)]*\)\s*)*"
-                          r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)", re.M)
-
-
 def infer_tz_offset(head: str) -> int:
     """Seconds the node's local time is ahead of UTC, from a line that carries both a container's UTC
-    stamp and vLLM's local month-day time (0 when no line does: vLLM times are then taken as UTC)."""
+    stamp and an engine's local time (its adapter's ``tz_probe``; 0 when no line does: engine times are
+    then taken as UTC)."""
+    from . import engines
     from .timestamps import tz_offset_from
 
-    m = _DOCKER_VLLM.search(head)
-    if not m:
-        return 0
-    try:
-        return tz_offset_from(m.group(1), m.group(2))
-    except ValueError:
-        return 0
+    for adapter in engines.adapters():
+        m = re.search(adapter.tz_probe, head, re.M) if adapter.tz_probe else None
+        if m:
+            try:
+                return tz_offset_from(m.group(1), m.group(2))
+            except ValueError:
+                return 0
+    return 0

@@ -95,7 +95,6 @@ def classify_path(path: Path | str) -> FileInfo:
     return FileInfo(p, "unknown")
 
 
-_KV_ROLE = re.compile(r"""kv_role['"]?\s*[:=]\s*['"]?(?P<r>kv_producer|kv_consumer|kv_both)""")
 _DISAGG_MODE = re.compile(
     r"""(?:--disaggregation[-_]mode[= ]|disaggregation_mode['"]?\s*[:=]\s*)['"<]?(?:\w+\.)?"""
     r"""(?P<m>prefill|decode|agg\w*|encode)\b""", re.I)
@@ -105,15 +104,16 @@ _PREFILL_FLAG = re.compile(r"--is-prefill-worker\b")
 def role_from_content(head_text: str) -> str | None:
     """Role of a worker log from its first lines, for files whose name carries none.
 
-    ``kv_role`` decides when it is one-sided (``kv_producer`` → prefill, ``kv_consumer`` → decode);
-    with ``kv_both`` or no ``kv_role`` the ``--disaggregation-mode prefill|decode`` flag (or Dynamo's
-    old ``--is-prefill-worker``) decides; otherwise None.
+    An engine's own evidence decides first (its adapter's ``role_from_text``: vLLM's one-sided
+    ``kv_role``); otherwise the ``--disaggregation-mode prefill|decode`` flag (or Dynamo's old
+    ``--is-prefill-worker``) decides; otherwise None.
     """
-    kv = _KV_ROLE.search(head_text)
-    if kv and kv["r"] == "kv_producer":
-        return "prefill"
-    if kv and kv["r"] == "kv_consumer":
-        return "decode"
+    from . import engines
+
+    for adapter in engines.adapters():
+        role = adapter.role_from_text(head_text) if adapter.role_from_text else None
+        if role:
+            return role
     mode = _DISAGG_MODE.search(head_text)
     if mode:
         val = mode["m"].lower()

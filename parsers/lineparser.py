@@ -8,11 +8,12 @@ identical records.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import faults, kvtransfer, stages, startup, stats  # noqa: F401  (register their formats)
+from . import engines, faults, stages, startup, stats  # noqa: F401  (register their formats)
 from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
@@ -27,7 +28,8 @@ _BANNER_TRIGGERS = tuple(t for f in _orchestrator.BANNER_FORMATS for t in f.trig
 _SPECIAL = {"traceback-start", "exception-line", "traceback-frame"}
 _ERROR_LEVELS = ("ERROR", "CRITICAL")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>[\w.<>]+))?')
-_CONNECTOR_PATHS = ("kv_transfer", "kv_connector")
+# A traceback frame whose path holds one of these ran in a KV connector (each engine names its own).
+_CONNECTOR_PATHS = tuple(p for a in engines.adapters() for p in a.connector_paths)
 MAX_LINE = 1 << 20   # a physical line is parsed up to 1 MiB: records are short, giant lines are dumps
 MAX_JOIN = 1 << 14   # torn records are rejoined only from lines of ordinary length
 
@@ -68,14 +70,12 @@ def trigger_literals() -> list[str]:
     return sorted(seen, key=lambda t: (-len(t), t))
 
 
-# The fast path: a whole physical line that is exactly one well-formed V1 stats record (real CSI
-# colours allowed, nothing else around it). It gives the same record as the general path, which
-# handles everything else (pastes, prefixes, glued and torn records).
+# The fast path: a whole physical line that is exactly one well-formed record of an engine's column spec
+# (real CSI colours allowed, nothing else around it), for the specs that say how to build it. It gives the
+# same record as the general path, which handles everything else (pastes, prefixes, glued and torn records).
 _CSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\[[0-?]*[ -/]*[@-~]")
-_FAST_HEAD = (r"(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\) ?)?(?:DEBUG|INFO|WARNING) "
-              r"(?P<md>\d\d-\d\d \d\d:\d\d:\d\d) \[[^\]\s]+:\d+\] ")
-_FAST_STATS = re.compile(_FAST_HEAD + stats.V1.regex.pattern + r"(?:, [A-Z][\w ]*: [\w./% ]*)*")
-_FAST_STATS_ORDERED = _FAST_HEAD + stats.V1_ORDERED + r"(?:, [A-Z][\w ]*: [\w./% ]*)*"
+_FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record)
+              for a in engines.adapters() for spec in a.columns if spec.record is not None)
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
@@ -274,18 +274,19 @@ class LineParser:
         self._tb_open.clear()
         return out
 
-    def _fast(self, line: int, raw: str, nxt: str | None, prv: str | None) -> list[Record] | None:
-        """The one stats record of a clean stats line, or None to take the general path."""
+    def _fast(self, line: int, raw: str, nxt: str | None, fast: re.Pattern[str],
+              build: Callable[..., Record]) -> list[Record] | None:
+        """The one record of a clean line of a fast pattern, or None to take the general path."""
         if nxt and not _HEAD_START.match(nxt):
             return None  # the next line may be the rest of this record (torn after an optional part)
         text = _CSI.sub("", raw) if "\x1b" in raw else raw
-        m = _FAST_STATS.fullmatch(text.rstrip("\r"))
+        m = fast.fullmatch(text.rstrip("\r"))
         if m is None:
             return None
         g = m.groupdict()
         md = g["md"]
         ts = self._resolve(md) if self._tracker is not None else None
-        return [stats.v1_from_groups(g, line, ts, md, g["proc"])]
+        return [build(g, line, ts, md, g["proc"])]
 
     def feed(self, line: int, raw: str, nxt: str | None = None, prv: str | None = None) -> tuple[list[Record], bool]:
         """Records of physical line ``line``; True when the next line was consumed (torn record).
@@ -293,10 +294,11 @@ class LineParser:
         ``prv`` is the previous physical line when that line was not a candidate itself: a record
         torn before its trigger is rejoined from it.
         """
-        if "Avg prompt throughput" in raw and len(raw) < MAX_JOIN:
-            fast = self._fast(line, raw, nxt, prv)
-            if fast is not None:
-                return fast, False
+        for literal, fast_rx, build in _FAST:
+            if literal in raw and len(raw) < MAX_JOIN:
+                fast = self._fast(line, raw, nxt, fast_rx, build)
+                if fast is not None:
+                    return fast, False
         raw = raw[:MAX_LINE]
         if prv is not None and len(prv) > MAX_JOIN:
             prv = None
@@ -352,9 +354,8 @@ class LineParser:
         return None if ctext is None else _joined(text, ctext)
 
 
-_SIMPLE = re.compile(
-    r"(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\) )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-    r"(?P<md>\d\d-\d\d \d\d:\d\d:\d\d) \[(?P<src>[^\]\s]+:\d+)\] (?P<msg>[^\r\x1b]*)")
+# The engines' commonest heads, each a whole plain record, with the header class they give.
+_PLAIN_HEADS = tuple((re.compile(a.plain_head), a.header_classes[0]) for a in engines.adapters() if a.plain_head)
 # Anything the general path would have to undo: a second record glued on, a mangled escape, a ^M.
 _UNSIMPLE_LITERALS = ("pid=", "^[", "^M", "#033[", "\ufffd", "\\x1b", "\\033", "\\e[")
 _LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -374,15 +375,18 @@ def _unsimple(msg: str) -> bool:
 
 
 def _simple_head(raw: str) -> tuple[str, Header] | None:
-    """The head of a plain vLLM record (the common case: nothing to peel, split or unmangle), parsed in
-    one match; None sends the line through the general path. Both give the same head."""
+    """The head of a plain record of an engine's commonest head (nothing to peel, split or unmangle),
+    parsed in one match; None sends the line through the general path. Both give the same head."""
     text = _CSI.sub("", raw) if "\x1b" in raw else raw
     text = text.removesuffix("\r")
-    m = _SIMPLE.fullmatch(text)
-    if m is None or _unsimple(m["msg"]):
-        return None
-    return text, Header("vllm", m["level"], md=m["md"], proc=m["proc"], pid=int(m["pid"]) if m["pid"] else None,
-                        source=m["src"], msg=m["msg"])
+    for plain, cls in _PLAIN_HEADS:
+        m = plain.fullmatch(text)
+        if m is not None:
+            if _unsimple(m["msg"]):
+                return None
+            return text, Header(cls, m["level"], md=m["md"], proc=m["proc"],
+                                pid=int(m["pid"]) if m["pid"] else None, source=m["src"], msg=m["msg"])
+    return None
 
 
 def _continuation(raw: str, task: int | None) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .clean import PROGRESS
-from .formats import LineFormat, declare
+from .formats import LineFormat, declare, formats
 
 REQUEST = declare(
     "dynamo-request-noise", "noise", r"request (?:received|completed)|(?:Received|Added|Finished) request \S",
@@ -16,19 +16,6 @@ REQUEST = declare(
         "how are you ?', params: SamplingParams(n=1, presence_penalty=0.0)",
     ],
     emits="request",
-)
-PROXY_REQUEST = declare(
-    "proxy-request-noise", "noise", r"Prefill worker: \S+, Decode worker: \S+|route_completion called",
-    samples=[  # https://github.com/vllm-project/router/pull/47, https://github.com/vllm-project/router/pull/130
-        '2026-01-15 02:30:17 DEBUG http_request{method=POST uri=/v1/completions version=HTTP/1.1 request_id='
-        '"cmpl-Ed4lG6IlaUQRpaugWzpnIB6a"}: vllm_router_rs::routers::http::vllm_pd_router: '
-        "src/routers/http/vllm_pd_router.rs:577: Prefill worker: <PREFILL_IP>:8000, Decode worker: "
-        "http://<DECODE_IP>:8000, Path: /v1/completions",
-        "2026-03-31 13:30:20  INFO vllm_router_rs::routers::http::vllm_pd_router: "
-        "src/routers/http/vllm_pd_router.rs:1454: vLLM route_completion called, use_discovery=false",
-    ],
-    emits="request",
-    doc="a P/D proxy routing one request to a prefill and a decode worker: a request served",
 )
 HTTP_PROBE = declare(
     "http-probe-noise", "noise",
@@ -71,5 +58,7 @@ NCCL_RAY = declare(
     emits="nccl-ray",
 )
 
-# Order matters: the first category that matches a line names it.
-NOISE: tuple[LineFormat, ...] = (REQUEST, PROXY_REQUEST, HTTP_PROBE, ACCESS, SELECTOR, NCCL_RAY, PROGRESS)
+# Order matters: the first category that matches a line names it (an engine's own noise, all requests
+# served, comes right after Dynamo's requests).
+NOISE: tuple[LineFormat, ...] = (REQUEST, *(f for f in formats("noise") if f.engine), HTTP_PROBE, ACCESS, SELECTOR,
+                                 NCCL_RAY, PROGRESS)

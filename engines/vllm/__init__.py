@@ -5,6 +5,11 @@ from __future__ import annotations
 from diag.parsers.engine import EngineAdapter
 from diag.parsers.vllm_flags import known_flags
 
+from .heads import PLAIN_HEAD, TZ_PROBE
+from .kv import KV_COLUMNS
+from .startup import role_from_kv_role
+from .stats import V1_COLUMNS
+
 ADAPTER = EngineAdapter(
     name="vllm",
     display="vLLM",
@@ -12,7 +17,7 @@ ADAPTER = EngineAdapter(
     config_key="vllm_config",
     launch_modules=("dynamo.vllm", "vllm serve", "vllm.entrypoints"),
     evidence=("Initializing a V1 LLM engine", "vLLM API server version", "EngineCore_DP", "(EngineCore pid="),
-    header_classes=("vllm",),
+    header_classes=("vllm", "lmcache", "router"),   # its own heads, LMCache's inside it, its router's
     metric_prefixes=("vllm:",),
     stats_cadence_s=10.0,
     knobs={
@@ -30,4 +35,11 @@ ADAPTER = EngineAdapter(
         "transfer_backend": "kv-transfer-config",
     },
     flag_names=known_flags,
+    format_modules=("diag.engines.vllm.heads", "diag.engines.vllm.stats", "diag.engines.vllm.startup",
+                    "diag.engines.vllm.kv"),
+    columns=(V1_COLUMNS, KV_COLUMNS),
+    plain_head=PLAIN_HEAD,
+    connector_paths=("kv_transfer", "kv_connector"),   # vllm/distributed/kv_transfer/kv_connector/...
+    tz_probe=TZ_PROBE,
+    role_from_text=role_from_kv_role,
 )

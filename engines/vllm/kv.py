@@ -1,14 +1,16 @@
-"""KV-connector lines: NIXL transfer metrics, transfer failures, lease expiry, KV load failures."""
+"""vLLM's KV-connector lines: NIXL transfer metrics, transfer failures, lease expiry, KV load failures; and the
+metrics line as a column spec for the bulk path."""
 
 from __future__ import annotations
 
 import re
 
-from .formats import declare, record_parser
-from .records import Header, KVExpiry, KVLoadFailure, KVTransfer, NixlFailure
+from diag.parsers.engine import ColumnSpec
+from diag.parsers.formats import declare, record_parser
+from diag.parsers.records import Header, KVExpiry, KVLoadFailure, KVTransfer, NixlFailure
 
 KV_METRICS = declare(
-    "kv-transfer-metrics", "record", r"KV Transfer metrics: (?:KVConnectorType: (?P<ctype>\w+), )?(?P<body>.+)$",
+    "vllm-kv-transfer-metrics", "record", r"KV Transfer metrics: (?:KVConnectorType: (?P<ctype>\w+), )?(?P<body>.+)$",
     samples=[
         "(APIServer pid=205253) INFO 09-26 10:12:01 [metrics.py:98] KV Transfer metrics: Num successful transfers=1, "
         "Avg xfer time (ms)=9.862, P90 xfer time (ms)=9.862, Avg post time (ms)=5.693, P90 post time (ms)=5.693, "
@@ -18,6 +20,7 @@ KV_METRICS = declare(
         "(APIServer pid=9) INFO 09-20 08:00:00 [metrics.py:90] KV Transfer metrics: num_successful_transfers=12",
     ],
     emits="kv_transfer",
+    engine="vllm",
     triggers=("KV Transfer metrics",),
     doc="NixlConnector / Mooncake / MultiConnector stats; unknown keys are kept",
 )
@@ -48,7 +51,7 @@ def _kv_metrics(m: re.Match[str], line: int, hdr: Header, **kw: object) -> KVTra
 
 
 NIXL_FAILURE = declare(
-    "nixl-failure", "record",
+    "vllm-nixl-failure", "record",
     r"NIXL transfer failure: (?P<ftype>[a-z_]+)(?:\. (?P<detail>.*?))?(?: \| Context: (?P<ctx>\{.*\})|\s*$)",
     samples=[
         "(Worker_TP0_EP0 pid=865) ERROR 05-01 15:00:23 [nixl_connector.py:1263] NIXL transfer failure: "
@@ -59,6 +62,7 @@ NIXL_FAILURE = declare(
         "'xfer_state': 'ERR'}",
     ],
     emits="nixl_failure",
+    engine="vllm",
     triggers=("NIXL transfer failure",),
 )
 _CTX_ITEM = re.compile(r"'(?P<k>[^']+)':\s*(?P<v>'[^']*'|None|True|False|-?[\d.]+|\[[^\]]*\])")
@@ -73,7 +77,7 @@ def _nixl_failure(m: re.Match[str], line: int, hdr: Header, **kw: object) -> Nix
 
 
 NIXL_LEGACY = declare(
-    "nixl-failure-legacy", "record",
+    "vllm-nixl-failure-legacy", "record",
     r"Handshake with (?P<hs_engine>\S+) failed|Handshake failed for request (?P<hs_req>\S+?),"
     r"|NIXL transfer failed for request (?P<req1>\S+) with state (?P<state>\S+?)\."
     r"|NIXL transfer exception for request (?P<req2>\S+?)\."
@@ -89,6 +93,7 @@ NIXL_LEGACY = declare(
         "rdmap132s0/1: Work Request Flushed Error, vendor_err 0x1",
     ],
     emits="nixl_failure",
+    engine="vllm",
     triggers=("Handshake", "NIXL transfer failed", "NIXL transfer exception", "NIXL transfer setup",
               "NIXL send_notif failed", "NIXL compatibility hash mismatch", "UCX", "NIXL_ERR_REMOTE_DISCONNECT"),
     doc="pre-#32031 NIXL error wordings and transport-level (UCX) errors",
@@ -116,7 +121,7 @@ def _nixl_legacy(m: re.Match[str], line: int, hdr: Header, **kw: object) -> Nixl
 
 
 NIXL_PUSH = declare(
-    "nixl-push-failure", "record",
+    "vllm-nixl-push-failure", "record",
     r"Unrecognized request (?P<notif>\S+) notif \(may have expired\)"
     r"|NixlPushConnector: registration for request (?P<reg>\S+) timed out after (?P<after>[\d.]+)s",
     samples=[  # vLLM >= 0.31 push mode (nixl/push_worker.py:791, nixl/push_scheduler.py:323)
@@ -126,6 +131,7 @@ NIXL_PUSH = declare(
         "request cmpl-7f3a-0 timed out after 30.0s without a push completion",
     ],
     emits="nixl_failure",
+    engine="vllm",
     triggers=("notif (may have expired)", "NixlPushConnector: registration"),
     doc="push-mode NIXL: a notification for a request no longer known, a registration no push ever completed",
 )
@@ -140,7 +146,7 @@ def _nixl_push(m: re.Match[str], line: int, hdr: Header, **kw: object) -> NixlFa
 
 
 KV_EXPIRY = declare(
-    "kv-lease-expiry", "record",
+    "vllm-kv-lease-expiry", "record",
     r"Releasing expired KV blocks for request (?P<req>\S+) which were retrieved by (?P<n>\d+) "
     r"(?:remote|decode) worker\(s\)"
     r"|Potentially invalid KV blocks for unrecognized request (?P<inv>\S+) were retrieved"
@@ -155,6 +161,7 @@ KV_EXPIRY = declare(
         "chatcmpl-3566-b6f0. Reason: Request exceeded timeout threshold (10 seconds)",
     ],
     emits="kv_expiry",
+    engine="vllm",
     triggers=("expired KV blocks", "invalid KV blocks", "Declining expired", "Force freed expired"),
 )
 
@@ -171,7 +178,7 @@ def _kv_expiry(m: re.Match[str], line: int, hdr: Header, **kw: object) -> KVExpi
 
 
 KV_LOAD = declare(
-    "kv-load-failure", "record",
+    "vllm-kv-load-failure", "record",
     r"Failing (?P<n>\d+) request\(s\) due to KV load failure \(failure_policy=\w+, (?P<tok>\d+) tokens affected\)"
     r"|Recovered from KV load failure: (?P<rn>\d+) request\(s\) rescheduled \((?P<rtok>\d+) tokens affected\)",
     samples=[
@@ -181,6 +188,7 @@ KV_LOAD = declare(
         "Recovered from KV load failure: 1 request(s) rescheduled (784 tokens affected)",
     ],
     emits="kv_load_failure",
+    engine="vllm",
     triggers=("KV load failure",),
 )
 
@@ -190,3 +198,16 @@ def _kv_load(m: re.Match[str], line: int, hdr: Header, **kw: object) -> KVLoadFa
     if m["n"]:
         return KVLoadFailure(line, n_requests=int(m["n"]), tokens=int(m["tok"]), recovered=False, **kw)  # type: ignore[arg-type]
     return KVLoadFailure(line, n_requests=int(m["rn"]), tokens=int(m["rtok"]), recovered=True, **kw)  # type: ignore[arg-type]
+
+
+# A whole plain ``KV Transfer metrics`` line of ``key=number`` pairs, for the bulk path (keys hold no ``,``
+# or ``=``); the rest (dict bodies, glued or torn lines) takes the line parser.
+_NUM = r"-?[0-9]+(?:\.[0-9]+)?"
+_KEY = r"[A-Za-z](?:[A-Za-z0-9 ()/_%.-]*[A-Za-z0-9()/_%.-])?"
+KV_COLUMNS = ColumnSpec(
+    "kv_transfer", KV_METRICS.triggers[0],
+    (r"(?:\((?P<proc>[^()]+?) pid=(?P<pid>[0-9]+)\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+     r"(?P<md>[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}) \[[^\]\s]+:[0-9]+\] KV Transfer metrics: "
+     rf"(?:KVConnectorType: (?P<ctype>[A-Za-z0-9_]+), )?(?P<body>{_KEY}={_NUM}(?:, {_KEY}={_NUM})*)",),
+    groups={"md": "md", "proc": "proc", "ctype": "connector", "body": "body"},
+)
