@@ -232,7 +232,7 @@ def _engine_vocabulary() -> dict[str, re.Pattern[str]]:
     for a in adapters:
         others = set().union(*(owned[b.name] for b in adapters if b is not a), shared)
         for t in owned[a.name] - others:
-            if len(t) >= 8:
+            if len(t.strip()) >= 8 and " " in t.strip():  # a phrase of the engine's, not a word ("version ")
                 words[t] = re.compile(re.escape(t))
     flags = {a.name: {f.replace("_", "-") for f in (a.flag_names() if a.flag_names else ())} for a in adapters}
     for a in adapters:
@@ -245,13 +245,17 @@ def _engine_vocabulary() -> dict[str, re.Pattern[str]]:
 
 
 def _strings(path: Path) -> list[tuple[int, str]]:
-    """Every string constant of a module but its docstrings (f-string parts included), with its line."""
+    """Every string constant of a module but its docstrings and the sample lines of its format
+    declarations (``samples=[...]``: what real lines look like, Dynamo's re-formatted engine records
+    included), f-string parts included, with its line."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    docs = {id(n.body[0].value) for n in ast.walk(tree)
+    skip = {id(n.body[0].value) for n in ast.walk(tree)
             if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
             and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    skip |= {id(c) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == "samples"
+             for c in ast.walk(n.value)}
     return [(n.lineno, n.value) for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip]
 
 
 def _toml_strings(path: Path) -> list[tuple[int, str]]:
