@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from diag.parsers.engine import EngineAdapter
-from diag.parsers.vllm_flags import known_flags
+
+from .flags import classify, known_flags
+from .recipe import engine_gpus, parse_build, read_recipe
 
 ADAPTER = EngineAdapter(
     name="vllm",
@@ -29,5 +31,11 @@ ADAPTER = EngineAdapter(
         "api_servers": "api-server-count",
         "transfer_backend": "kv-transfer-config",
     },
+    rule_catalogs=("catalog/config.toml",),
+    checks_module="diag.engines.vllm.checks",
     flag_names=known_flags,
+    classify_flag=classify,
+    recipe_build=parse_build,
+    read_recipe=read_recipe,
+    engine_gpus=engine_gpus,
 )
