@@ -72,6 +72,15 @@ class EngineAdapter:
     rule_catalogs: tuple[str, ...] = ()         # its rules' TOML files (package-relative), merged with core's
     checks_module: str | None = None            # its recipe checks (module registering them), imported with the rules
     flag_names: Callable[[], frozenset[str]] | None = None        # the flags its pinned releases accept
+    # DIAG-C014: a recipe flag as known | removed | unknown (a diag.parsers.flag_table.FlagStatus)
+    classify_flag: Callable[[str], Any] | None = None
+    # the build a recipe's container implies: (model.container, identity.frameworks.<name>) -> recipe.Build
+    recipe_build: Callable[[str | None, str | None], Any] | None = None
+    # fills its own parts of a recipe.Recipe once the roles are read (connector shorthand, each role's KV transfer)
+    read_recipe: Callable[[Any], None] | None = None
+    # DIAG-C013: GPUs one worker's engine needs (a recipe.Role): (GPUs or None, the product spelled out, why
+    # ranks that leave some of the worker's GPUs idle may be refused, or None when the engine just idles them)
+    engine_gpus: Callable[[Any], tuple[int | None, str, str | None]] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)        # adapter-specific hooks, by name
     # How core's line machinery reads its logs (all optional; an engine without them takes the general path):
     columns: tuple[ColumnSpec, ...] = ()        # records the bulk path extracts in polars (and the fast path)

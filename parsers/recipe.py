@@ -12,19 +12,19 @@ Both normalise to the same :class:`Role` objects (``agg`` for the aggregated rol
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import engines
+from .engine import EngineAdapter
 from .flags import FlagSyntaxError, normalize_flag, parse_command, parse_concurrencies
 from .recipe_variants import expand_jobs, looks_like_recipe
 from .recipe_yaml import Mark, RecipeError, YMap, get_path, load_yaml_file, mark_of
 
 __all__ = [
-    "Benchmark", "EnvVar", "Flag", "KVTransfer", "NotARecipe", "Recipe", "RecipeError", "Role", "VllmBuild",
-    "build_recipe", "load_recipes", "parse_build",
+    "Benchmark", "Build", "EnvVar", "Flag", "KVTransfer", "NotARecipe", "Recipe", "RecipeError", "Role",
+    "build_recipe", "load_recipes",
 ]
 
 Path_ = tuple[str | int, ...]
@@ -123,21 +123,24 @@ class Role:
 
 
 @dataclass(frozen=True)
-class VllmBuild:
-    kind: str                       # release | nightly | unknown
+class Build:
+    """The engine build a recipe's container implies (its adapter's ``recipe_build``)."""
+
+    kind: str = "unknown"           # release | nightly | unknown
     version: str | None = None      # "0.26.1"
     commit: str | None = None       # nightly sha
-    runtime_tag: str | None = None  # tag of an ai-dynamo vllm-runtime image
+    runtime_tag: str | None = None  # tag of a runtime image that bundles the engine (Dynamo's)
     source: str = ""                # which key it came from
     image: str | None = None
+    engine: str = ""                # the engine as shown (its adapter's display name)
 
     @property
     def label(self) -> str:
         if self.kind == "release":
-            return f"vLLM v{self.version}"
+            return f"{self.engine} v{self.version}"
         if self.kind == "nightly":
-            return f"vLLM nightly {self.commit}"
-        return f"unknown vLLM build ({self.image or 'no container'})"
+            return f"{self.engine} nightly {self.commit}"
+        return f"unknown {self.engine + ' ' if self.engine else ''}build ({self.image or 'no container'})"
 
 
 @dataclass
@@ -165,12 +168,12 @@ class Recipe:
     model_path: str | None = None
     container: str | None = None
     identity_repo: str | None = None
-    build: VllmBuild = field(default_factory=lambda: VllmBuild("unknown"))
+    build: Build = field(default_factory=Build)
     gpu_type: str | None = None
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     disaggregated: bool = False
     roles: dict[str, Role] = field(default_factory=dict)
-    connector: str | None = None      # vLLM `connector:` shorthand (default nixl)
+    connector: str | None = None      # the `connector:` shorthand of an engine that has one (its adapter reads it)
     connector_path: Path_ = ()
     benchmark: Benchmark = field(default_factory=Benchmark)
     frontend_type: str = "dynamo"     # dynamo (workers run `python -m dynamo.<engine>`) | vllm | sglang | trtllm_serve
@@ -202,30 +205,6 @@ def _int(value: Any, what: str, data: YMap, path: Path_) -> int | None:
     except ValueError:
         raise RecipeError(f"`{what}` must be an integer, not {value!r}",
                           *(mark_of(data, path) or (None, None))) from None
-
-
-def parse_build(image: str | None, declared: str | None = None) -> VllmBuild:
-    """The vLLM build a container implies: release tag, ``nightly-<sha>``, or unknown.
-
-    ``declared`` (``identity.frameworks.vllm``) wins when present.
-    """
-    if declared:
-        m = re.match(r"^v?(\d+\.\d+(?:\.\d+)?)", str(declared).strip())
-        if m:
-            return VllmBuild("release", m.group(1), source="identity.frameworks.vllm", image=image)
-    if not image:
-        return VllmBuild("unknown")
-    ref = image.split("@", 1)[0]
-    repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
-    m = re.fullmatch(r"nightly-([0-9a-fA-F]{7,40})", tag)
-    if m:
-        return VllmBuild("nightly", commit=m.group(1).lower(), source="model.container", image=image)
-    if repo.endswith("vllm-runtime") and tag:
-        return VllmBuild("unknown", runtime_tag=tag, source="model.container", image=image)
-    m = re.match(r"^v?(\d+\.\d+\.\d+)(?:rc\d+)?(?:[-+.][A-Za-z].*)?$", tag)
-    if m and "vllm" in repo.lower():
-        return VllmBuild("release", m.group(1), source="model.container", image=image)
-    return VllmBuild("unknown", source="model.container", image=image)
 
 
 def _extra_flags(value: Any, mark: Mark | None, path: Path_) -> dict[str, Flag]:
@@ -272,34 +251,6 @@ def _env(raw: Any, path: Path_, data: YMap, shared: bool = False) -> dict[str, E
                            mark_of(data, (*path, k)), (*path, k), shared) for k, v in raw.items()}
 
 
-def _kv_from_flag(role: Role) -> KVTransfer | None:
-    f = role.flag("kv-transfer-config")
-    if f is None:
-        return None
-    raw = f.value
-    if isinstance(raw, dict):
-        return KVTransfer("flag", raw, dict(raw), None, f.mark, f.path)
-    try:
-        data = json.loads(str(raw))
-    except json.JSONDecodeError as exc:
-        return KVTransfer("flag", raw, None, f"invalid JSON: {exc.msg} at char {exc.pos}", f.mark, f.path)
-    if not isinstance(data, dict):
-        return KVTransfer("flag", raw, None, "must be a JSON object", f.mark, f.path)
-    return KVTransfer("flag", raw, data, None, f.mark, f.path)
-
-
-CONNECTORS = {"nixl": "NixlConnector", "lmcache": "LMCacheConnectorV1", "kvbm": "DynamoConnector"}
-
-
-def _kv_from_connector(recipe: Recipe) -> KVTransfer | None:
-    if recipe.connector is None:
-        return None
-    name = CONNECTORS.get(recipe.connector.lower(), recipe.connector)
-    data = {"kv_connector": name, "kv_role": "kv_both"}
-    return KVTransfer("connector", recipe.connector, data, None, recipe.mark(*recipe.connector_path),
-                      recipe.connector_path)
-
-
 def _threshold(value: Any) -> float | None:
     """A goodput threshold in ms (a number, not a boolean), else None."""
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
@@ -328,7 +279,6 @@ def _benchmark(data: YMap) -> Benchmark:
 def _v1_roles(recipe: Recipe) -> None:
     data = recipe.data
     res = data.get("resources") if isinstance(data.get("resources"), dict) else {}
-    backend = data.get("backend") if isinstance(data.get("backend"), dict) else {}
     recipe.disaggregated = any(res.get(f"{r}_{k}") is not None
                                for r in ("prefill", "decode") for k in ("nodes", "workers"))
     names = ("prefill", "decode") if recipe.disaggregated else ("agg",)
@@ -350,10 +300,6 @@ def _v1_roles(recipe: Recipe) -> None:
         role.flags = _flags(get_path(data, role.flags_path), role.flags_path, data)
         role.env = {**shared, **_env(get_path(data, role.env_path), role.env_path, data)}
         recipe.roles[name] = role
-    if recipe.backend == "vllm":
-        recipe.connector_path = ("backend", "connector")
-        recipe.connector = str(backend["connector"]) if backend.get("connector") is not None else (
-            None if "connector" in backend else "nixl")
 
 
 def _schema2_roles(recipe: Recipe) -> None:
@@ -386,14 +332,6 @@ def _schema2_roles(recipe: Recipe) -> None:
             role.flags.update(_extra_flags(spec["extra_args"], mark_of(data, epath), epath))
         role.env = {**shared, **_env(spec.get("env"), role.env_path, data)}
         recipe.roles[name] = role
-    engine = data.get("engine")
-    if recipe.backend == "vllm":
-        if isinstance(engine, dict):
-            recipe.connector_path = ("engine", "connector")
-            recipe.connector = str(engine["connector"]) if engine.get("connector") is not None else (
-                None if "connector" in engine else "nixl")
-        else:
-            recipe.connector_path, recipe.connector = ("engine",), "nixl"
 
 
 def _derive_gpus(recipe: Recipe) -> None:
@@ -428,16 +366,24 @@ def build_recipe(data: YMap, path: str, job: str = "", variant: str | None = Non
         recipe.backend = str(backend.get("type") or "sglang").lower()
         _v1_roles(recipe)
     _derive_gpus(recipe)
-    declared = get_path(identity, ("frameworks", "vllm"))
-    recipe.build = parse_build(recipe.container, str(declared) if declared else None)
+    adapter = engines.get(recipe.backend)
+    recipe.build = _build(recipe, adapter, identity)
     recipe.benchmark = _benchmark(data)
     frontend = data.get("frontend")
     if isinstance(frontend, dict) and isinstance(frontend.get("type"), str):
         recipe.frontend_type = frontend["type"].lower()
-    for role in recipe.roles.values():
-        role.kv = _kv_from_flag(role) or (
-            _kv_from_connector(recipe) if recipe.backend == "vllm" and recipe.disaggregated else None)
+    if adapter is not None and adapter.read_recipe is not None:
+        adapter.read_recipe(recipe)
     return recipe
+
+
+def _build(recipe: Recipe, adapter: EngineAdapter | None, identity: dict[str, Any]) -> Build:
+    """The engine build the container implies (``identity.frameworks.<engine>`` wins), as its adapter reads it."""
+    if adapter is None or adapter.recipe_build is None:
+        return Build(source="model.container" if recipe.container else "", image=recipe.container,
+                     engine=adapter.display if adapter is not None else recipe.backend)
+    declared = get_path(identity, ("frameworks", adapter.name))
+    return adapter.recipe_build(recipe.container, str(declared) if declared else None)
 
 
 def load_recipes(path: Path, display: str | None = None) -> list[Recipe]:

@@ -18,11 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from diag.parsers import engines
 from diag.parsers.flags import normalize_flag
-from diag.parsers.recipe import EnvVar, Flag, Recipe, Role, VllmBuild
+from diag.parsers.recipe import Build, EnvVar, Flag, Recipe, Role
 from diag.parsers.recipe_yaml import SourceMark
 from diag.parsers.records import Fault
-from diag.parsers.vllm_flags import known_flags
 
 from .catalog import Rule, by_scope
 from .finding import Finding, Location
@@ -72,7 +72,7 @@ def what_ran(run: Run) -> dict[str, Ran]:
         if not ep.launch and isinstance(args, dict) and "non_default_args" in ep.fact_lines:
             file, line = ep.fact_lines["non_default_args"]
             ran.args_from = ran.args_from or "non_default_args"
-            known = known_flags()
+            known = frozenset().union(*(a.flag_names() for a in engines.adapters() if a.flag_names))
             per_process = set(_data("launch.toml")["per_process_fields"])
             for name, value in args.items():
                 if isinstance(value, dict):   # a config object's repr: KVTransferConfig(kv_role=..., ...)
@@ -158,13 +158,13 @@ def _overlay_role(role: Role, ran: Ran) -> Role:
     return dataclasses.replace(role, flags=flags, env=env)
 
 
-def _build_ran(recipe: Recipe, runs: Mapping[str, Ran]) -> VllmBuild:
+def _build_ran(recipe: Recipe, runs: Mapping[str, Ran]) -> Build:
     version = next((r.version for r in runs.values() if r.version), None)
     if version is None or not _RELEASE.fullmatch(version[0]):
         return recipe.build
     if recipe.build.kind == "release" and recipe.build.version == version[0]:
         return recipe.build
-    return VllmBuild("release", version=version[0], source="log", image=recipe.build.image)
+    return Build("release", version=version[0], source="log", image=recipe.build.image, engine=recipe.build.engine)
 
 
 def effective(recipe: Recipe, runs: Mapping[str, Ran]) -> Recipe:

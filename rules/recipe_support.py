@@ -10,7 +10,7 @@ from diag.parsers.recipe_yaml import Mark, mark_of
 
 from .catalog import Rule
 from .finding import Finding, Location
-from .knowledge import BuildFacts, Family, build_facts, family_for, parse_version
+from .knowledge import Family, family_for
 from .proposal import Change, Proposal, said
 
 Check = Callable[[Recipe, Rule], Iterable[Finding]]
@@ -77,10 +77,6 @@ def set_env(role: Role, values: dict[str, tuple[str, ...]], tail: str = "") -> P
                                   for name, ok in values.items()), tail=tail)
 
 
-def vllm(recipe: Recipe) -> bool:
-    return recipe.backend == "vllm"
-
-
 def pd_pair(recipe: Recipe) -> tuple[Role, Role] | None:
     """(prefill, decode) for a disaggregated recipe that has both."""
     p, d = recipe.roles.get("prefill"), recipe.roles.get("decode")
@@ -118,39 +114,6 @@ def as_int(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
-
-
-def facts(recipe: Recipe) -> BuildFacts:
-    b = recipe.build
-    return build_facts(b.kind, parse_version(b.version), b.commit, b.runtime_tag, b.label)
-
-
-# Connectors that move KV from a prefill worker to a decode worker. Any other connector (a KV store,
-# an offload tier) can be read by any worker, prefill included.
-P2P_CONNECTORS = frozenset({"NixlConnector", "MooncakeConnector", "P2pNcclConnector", "MoRIIOConnector",
-                            "NixlPullConnector", "NixlPushConnector"})
-CONSUMING_ROLES = ("kv_consumer", "kv_both")
-
-
-def kv_consumer(role: Role) -> bool:
-    """Whether the worker loads KV it did not compute (the side the async-scheduling race needs).
-
-    A Dynamo/srtctl prefill worker only sends over a P2P connector whatever its kv_role says
-    (``kv_both`` included); it loads KV only from a store or offload connector. Decode loads from prefill.
-    """
-    if role.kv is None:
-        return False
-    for connector, kv_role in role.kv.parts:
-        if kv_role not in CONSUMING_ROLES:
-            continue
-        if role.name != "prefill" or connector not in P2P_CONNECTORS:
-            return True
-    return False
-
-
-def transports(role: Role) -> frozenset[str]:
-    """The P2P connectors a worker offers (a MultiConnector's wrapped ones included)."""
-    return frozenset(c for c, _ in role.kv.parts if c in P2P_CONNECTORS) if role.kv else frozenset()
 
 
 def dynamo(recipe: Recipe) -> bool:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from diag.parsers.engine import EngineAdapter
-from diag.parsers.vllm_flags import known_flags
 
+from .flags import classify, known_flags
 from .heads import PLAIN_HEAD, TZ_PROBE
 from .kv import KV_COLUMNS
+from .recipe import engine_gpus, parse_build, read_recipe
 from .startup import role_from_kv_role
 from .stats import V1_COLUMNS
 
@@ -34,6 +35,8 @@ ADAPTER = EngineAdapter(
         "api_servers": "api-server-count",
         "transfer_backend": "kv-transfer-config",
     },
+    rule_catalogs=("catalog/config.toml",),
+    checks_module="diag.engines.vllm.checks",
     flag_names=known_flags,
     format_modules=("diag.engines.vllm.heads", "diag.engines.vllm.stats", "diag.engines.vllm.startup",
                     "diag.engines.vllm.kv"),
@@ -42,4 +45,8 @@ ADAPTER = EngineAdapter(
     connector_paths=("kv_transfer", "kv_connector"),   # vllm/distributed/kv_transfer/kv_connector/...
     tz_probe=TZ_PROBE,
     role_from_text=role_from_kv_role,
+    classify_flag=classify,
+    recipe_build=parse_build,
+    read_recipe=read_recipe,
+    engine_gpus=engine_gpus,
 )

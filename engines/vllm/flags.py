@@ -2,18 +2,14 @@
 
 Used by DIAG-C014 to catch typos and removed flags before a job reaches the cluster. Names are the
 long kebab spellings; every boolean flag also has a ``no-`` form (argparse BooleanOptionalAction),
-which :func:`classify` accepts. The lists follow vLLM's CLI as of mid-2026 (config dataclasses
-exposed through ``EngineArgs``/``AsyncEngineArgs`` plus the OpenAI server's frontend flags) and
-Dynamo's own ``dynamo.vllm`` flags. Extend the tuples when vLLM grows a flag.
+which :func:`classify` accepts (the mechanism is core's :mod:`diag.parsers.flag_table`). The lists
+follow vLLM's CLI as of mid-2026 (config dataclasses exposed through ``EngineArgs``/``AsyncEngineArgs``
+plus the OpenAI server's frontend flags) and Dynamo's own ``dynamo.vllm`` flags. Extend the tuples when vLLM grows a flag.
 """
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from functools import cache
-
-from .flags import normalize_flag
+from diag.parsers.flag_table import FlagStatus, FlagTable, Removed
 
 _ENGINE = """
 model runner convert task tokenizer tokenizer-mode trust-remote-code dtype seed hf-config-path
@@ -96,14 +92,6 @@ ALIASES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Removed:
-    flag: str
-    removed_in: str
-    replacement: str | None
-    note: str
-
-
 # Flags vLLM no longer parses (argparse then fails with "unrecognized arguments").
 REMOVED: tuple[Removed, ...] = (
     Removed("cuda-graph-sizes", "0.13.0", "max-cudagraph-capture-size",
@@ -123,60 +111,19 @@ REMOVED: tuple[Removed, ...] = (
             "renamed to structured outputs"),
 )
 
-
-def _names(block: str) -> frozenset[str]:
-    return frozenset(normalize_flag(n)[0] for n in block.split())
+TABLE = FlagTable((*_ENGINE.split(), *_SERVER.split(), *_DYNAMO.split()), REMOVED, ALIASES)
 
 
-@cache
 def known_flags() -> frozenset[str]:
-    """Canonical (snake_case) names of every flag diag considers valid for a vLLM worker."""
-    return _names(_ENGINE) | _names(_SERVER) | _names(_DYNAMO)
-
-
-@cache
-def _removed() -> dict[str, Removed]:
-    return {normalize_flag(r.flag)[0]: r for r in REMOVED}
-
-
-@cache
-def _kebab_choices() -> tuple[str, ...]:
-    return tuple(sorted(n.replace("_", "-") for n in known_flags()))
-
-
-@dataclass(frozen=True)
-class FlagStatus:
-    status: str                  # known | removed | unknown
-    canonical: str               # snake_case
-    negated: bool
-    suggestion: str | None = None
-    removed: Removed | None = None
+    """Every flag vLLM and ``dynamo.vllm`` accept (snake_case)."""
+    return TABLE.names
 
 
 def classify(name: str) -> FlagStatus:
     """Is ``name`` (as written in a recipe: kebab or snake, maybe ``no-``-prefixed) a vLLM flag?"""
-    raw = name.strip().lstrip("-")
-    if raw in ALIASES:
-        raw = ALIASES[raw]
-    elif raw.replace("_", "-") in ALIASES:
-        raw = ALIASES[raw.replace("_", "-")]
-    canonical, negated = normalize_flag(raw)
-    base = canonical.split(".", 1)[0]
-    if base in known_flags():
-        return FlagStatus("known", canonical, negated)
-    if negated and ("no_" + base) in known_flags():
-        return FlagStatus("known", "no_" + base, False)
-    if base in _removed():
-        rem = _removed()[base]
-        return FlagStatus("removed", canonical, negated, rem.replacement, rem)
-    return FlagStatus("unknown", canonical, negated, closest(raw))
+    return TABLE.classify(name)
 
 
 def closest(name: str) -> str | None:
     """The known flag spelled most like ``name`` (kebab-case, ``no-`` kept if it was there)."""
-    raw = name.strip().lstrip("-").replace("_", "-").lower()
-    prefix = ""
-    if raw.startswith("no-"):
-        prefix, raw = "no-", raw[3:]
-    hits = difflib.get_close_matches(raw, _kebab_choices(), n=1, cutoff=0.72)
-    return prefix + hits[0] if hits else None
+    return TABLE.closest(name)
