@@ -28,6 +28,20 @@ ADAPTER = EngineAdapter(
         "stream_chunk": "stream-interval",
         "api_servers": "api-server-count",
         "transfer_backend": "kv-transfer-config",
+        "ssm_cache_dtype": "mamba-ssm-cache-dtype",
+        "max_context_len": "max-model-len",
+        "stats_off": "disable-log-stats",
+        "scheduling_overlap": "async-scheduling",
+        "dp_hybrid_lb": "data-parallel-hybrid-lb",
     },
     flag_names=known_flags,
+    hooks_module="diag.engines.vllm.knowledge",
+    launch_data="data/launch.toml",
+    fact_flags={"api_server_count": "api_server_count", "async_scheduling": "async_scheduling"},
+    fact_env={"ssm_conv_layout": "VLLM_SSM_CONV_STATE_LAYOUT"},
+    engine_proc=r"(?:EngineCore|Worker)_DP(\d+)",
+    kv_roles={"kv_producer": "prefill", "kv_consumer": "decode"},
+    # KV loads not started or in progress (vLLM >= 0.32, P/D decode), else the deferred requests (>= 0.31:
+    # skipped for a KV transfer, LoRA budget or a blocked status)
+    waiting_kv=(("kv_fetch_waiting", "kv_fetch_running"), ("deferred",)),
 )
