@@ -72,12 +72,18 @@ class EngineAdapter:
     engine_proc: str | None = None              # regex: a process prefix naming an engine, group 1 its DP rank
     kv_roles: Mapping[str, str] = field(default_factory=dict)     # its kv_role fact value -> prefill | decode
     waiting_kv: tuple[tuple[str, ...], ...] = ()  # stats columns of requests waiting for their KV, best first
+    shown_facts: tuple[str, ...] = ()           # the startup facts a report shows, in order (() : core's)
+    per_process_flags: frozenset[str] = frozenset()  # launch flags that differ between one endpoint's processes
 
     def knob(self, key: str) -> str | None:
         """The engine's flag for a neutral knob (None: the engine has no such knob)."""
         if key not in KNOBS:
             raise KeyError(f"unknown knob {key!r}")
         return self.knobs.get(key)
+
+    def knob_text(self, key: str) -> str:
+        """How a text names a knob for this engine: its flag, else the knob's neutral description."""
+        return self.knob(key) or KNOBS[key]
 
     def knob_key(self, key: str) -> str | None:
         """The engine's flag for a neutral knob as recipes and what ran key it (snake_case)."""
@@ -114,13 +120,27 @@ def _launch(package: str, rel: str) -> Mapping[str, Any]:
     return tomllib.loads(resources.files(package).joinpath(rel).read_text(encoding="utf-8"))
 
 
-_KNOB = re.compile(r"\{knob\.(\w+)\}")
+_KNOB = re.compile(r"\{knob(_key)?\.(\w+)\}")
 
 
 def render_knobs(text: str, adapter: EngineAdapter | None) -> str:
-    """``{knob.<name>}`` placeholders in a catalog text as ``adapter`` spells them: its flag, else (no
-    engine, or one without that knob) the neutral description from :data:`KNOBS`."""
+    """``{knob.<name>}`` (the flag, kebab) and ``{knob_key.<name>}`` (snake, as flags and facts are keyed)
+    placeholders in a catalog text as ``adapter`` spells them; the knob's neutral description from
+    :data:`KNOBS` where there is no engine or it has no such knob."""
     def one(m: re.Match[str]) -> str:
-        flag = adapter.knob(m.group(1)) if adapter is not None else None
-        return flag if flag is not None else KNOBS[m.group(1)]
-    return _KNOB.sub(one, text) if "{knob." in text else text
+        flag = adapter.knob(m.group(2)) if adapter is not None else KNOBS[m.group(2)]
+        if flag is None:
+            return KNOBS[m.group(2)]
+        return flag.replace("-", "_") if m.group(1) else flag
+    return _KNOB.sub(one, text) if "{knob" in text else text
+
+
+def render_all(value: Any, adapter: EngineAdapter | None) -> Any:
+    """:func:`render_knobs` over every string (keys too) of a catalog entry."""
+    if isinstance(value, str):
+        return render_knobs(value, adapter)
+    if isinstance(value, dict):
+        return {render_knobs(k, adapter): render_all(v, adapter) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_all(v, adapter) for v in value]
+    return value

@@ -255,7 +255,7 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     base = dict(report.header)
     stage = base.get("stage", "unknown")
     rows = [("job", base.get("job", "-")), ("model", base.get("model", "-")),
-            ("topology", base.get("topology", "-")), ("build", _short_build(base.get("vLLM build", "unknown"))),
+            ("topology", base.get("topology", "-")), ("build", _short_build(run.build or "unknown")),
             ("stage", stage)]
     end = run.clock if stage in TERMINAL_STAGES or now is None else now
     if run.start and end:

@@ -44,4 +44,9 @@ ADAPTER = EngineAdapter(
     # KV loads not started or in progress (vLLM >= 0.32, P/D decode), else the deferred requests (>= 0.31:
     # skipped for a KV transfer, LoRA budget or a blocked status)
     waiting_kv=(("kv_fetch_waiting", "kv_fetch_running"), ("deferred",)),
+    shown_facts=("version", "architecture", "kv_role", "kv_memory_gib", "kv_cache_tokens", "max_concurrency",
+                 "max_model_len", "async_scheduling", "api_server_count", "stats_disabled", "ssm_conv_layout"),
+    # by construction, not by configuration (srtctl's launcher gives each process its own)
+    per_process_flags=frozenset({"data_parallel_address", "data_parallel_start_rank", "device_ids",
+                                 "data_parallel_rpc_port", "data_parallel_size_local"}),
 )
