@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 import polars as pl
@@ -22,9 +23,7 @@ from diag.parsers.records import BenchResult
 from .runmodel import Endpoint, Run
 from .verdict_catalog import DECODING, _r, verdict_catalog
 
-# the seconds a stats line reports (the interval before it): the default engine's stats cadence, the window
-# bucket of an engine whose stats lines come every N batches rather than on a clock
-INTERVAL_S = engines.default().stats_cadence_s or 10.0
+BUCKET_S = 10.0   # the window bucket of an engine whose stats lines come every N batches, not on a clock
 EMPTY_FIGURES: Mapping[str, Any] = {"window_s": None, "prefill": {}, "decode": {}, "decode_role": None,
                                     "decode_util": None}
 FIGURE_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "preemptions", "kv_fetch_waiting",
@@ -47,8 +46,8 @@ def point_phases(bench: BenchResult, end: datetime, p: Mapping[str, float]) -> l
     assert start is not None
     span = max(0.0, (end - start).total_seconds())
     life = _lifetime_s(bench) or p["default_lifetime_frac"] * span
-    warm = round(min(max(life, INTERVAL_S), p["warmup_max_frac"] * span))
-    drain = round(min(max(life, INTERVAL_S), p["drain_max_frac"] * span)) if bench.complete else 0
+    warm = round(min(max(life, default_interval_s()), p["warmup_max_frac"] * span))
+    drain = round(min(max(life, default_interval_s()), p["drain_max_frac"] * span)) if bench.complete else 0
     s0, s1 = start + timedelta(seconds=warm), end - timedelta(seconds=drain)
     out = [{"phase": "warm-up", "start": start, "end": s0}, {"phase": "steady", "start": s0, "end": s1}]
     if drain:
@@ -81,14 +80,22 @@ def _role_stats(run: Run, role: str, start: datetime, end: datetime) -> pl.DataF
 
 
 def in_window(stats: pl.DataFrame, start: datetime, end: datetime) -> pl.DataFrame:
-    """The stats samples whose interval (the INTERVAL_S before each line) has its midpoint in [start, end]."""
-    mid = pl.col("ts") - timedelta(seconds=INTERVAL_S / 2)
+    """The stats samples whose interval (the :func:`default_interval_s` before each line) has its midpoint in
+    [start, end]."""
+    mid = pl.col("ts") - timedelta(seconds=default_interval_s() / 2)
     return stats.filter(pl.col("ts").is_not_null() & (mid >= start) & (mid <= end))
 
 
+@cache
+def default_interval_s() -> float:
+    """The seconds a stats line reports (the interval before it) where no run says: the default engine's
+    stats cadence."""
+    return engines.default().stats_cadence_s or BUCKET_S
+
+
 def interval_s(run: Run) -> float:
-    """The seconds one of the run's stats lines reports: its engine's stats cadence, else INTERVAL_S."""
-    return run.engine.stats_cadence_s or INTERVAL_S
+    """The seconds one of the run's stats lines reports: its engine's stats cadence, else the default's."""
+    return run.engine.stats_cadence_s or default_interval_s()
 
 
 def known_sum(values: pl.Series) -> float | None:
@@ -170,5 +177,5 @@ def p_batch_default() -> float:
     return float(verdict_catalog().params["batch_cap_default"])
 
 
-__all__ = ["EMPTY_FIGURES", "INTERVAL_S", "active_window", "figures", "in_window", "known_sum",
+__all__ = ["EMPTY_FIGURES", "active_window", "default_interval_s", "figures", "in_window", "interval_s", "known_sum",
            "point_phases", "request_figures", "useful"]
