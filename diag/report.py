@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from diag.parsers.engine import EngineAdapter
 from diag.parsers.histogram import LATENCY, QUANTILES, column
 from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
@@ -25,11 +26,10 @@ from diag.rules.runmodel import Endpoint, Run
 from diag.rules.templating import log_empty
 from diag.rules.verdict import Verdict, Verdicts, limiting_endpoints
 from diag.rules.verdict_catalog import verdict_catalog
-from diag.rules.verdict_figures import INTERVAL_S, active_window, in_window, known_sum
+from diag.rules.verdict_figures import active_window, in_window, known_sum
 
 from .throughput import throughput_text, tokens_per_gpu
 
-STATS_INTERVAL_S = INTERVAL_S   # vLLM's VLLM_LOG_STATS_INTERVAL: each stats line covers the interval before it
 STAGE_SHORT = {s.name: s.short for s in STAGES}
 STALE_S = float(verdict_catalog().params["stale_s"])   # the catalog's; a STALE endpoint's last stats line is older
 
@@ -216,7 +216,7 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
                            label if fig else None, **{k: fig.get(k) for k in keys},  # type: ignore[arg-type]
                            preemptions=fig.get("preemptions", 0), window_samples=fig.get("window_samples", 0),
                            health=health, phase="unknown" if empty else endpoint_phase(ep, health, verdicts, now),
-                           facts=facts_of(ep),
+                           facts=facts_of(ep, run.engine),
                            startup=ep.startup.to_dict(now), latency=endpoint_latency(ep),
                            log="empty" if empty else None, limiting=limiting,
                            per_engine=engine_figures(ep, *window) if fig and window is not None else {})
@@ -289,13 +289,15 @@ def stage_text(startup: dict[str, Any]) -> str:
     return f"{text} {duration(cur.get('duration_s'))}"
 
 
+# the startup facts shown where the engine's adapter names none of its own (``shown_facts``)
 FACT_KEYS = ("version", "architecture", "kv_role", "kv_memory_gib", "kv_cache_tokens", "max_concurrency",
-             "max_model_len", "async_scheduling", "api_server_count", "stats_disabled", "ssm_conv_layout")
+             "stats_disabled", "ssm_conv_layout")
 
 
-def facts_of(ep: Endpoint) -> dict[str, Any]:
-    """Startup facts, and the flags that actually ran (orchestrator ``Command:`` lines)."""
-    out: dict[str, Any] = {k: ep.facts[k] for k in FACT_KEYS if k in ep.facts}
+def facts_of(ep: Endpoint, engine: EngineAdapter) -> dict[str, Any]:
+    """Startup facts (the ones the run's engine shows), and the flags that actually ran (orchestrator
+    ``Command:`` lines)."""
+    out: dict[str, Any] = {k: ep.facts[k] for k in engine.shown_facts or FACT_KEYS if k in ep.facts}
     if ep.launch:
         out["launch"] = [{k: v for k, v in p.items() if k in ("node", "flags")} for p in ep.launch]
     return out
@@ -406,7 +408,7 @@ def header_lines(run: Run, tp: dict[str, Any] | None = None) -> list[tuple[str, 
     verdict's point: :func:`diag.throughput.throughput_text`; the best benchmark point's without one)."""
     job = run.job
     rows = [("job", f"{(job.job_id if job else None) or '-'} {(job.job_name if job else None) or ''}".strip()),
-            ("model", model_of(run) or "-"), ("topology", topology(run)), ("vLLM build", run.build or "unknown"),
+            ("model", model_of(run) or "-"), ("topology", topology(run)), (f"{run.engine.display} build", run.build or "unknown"),
             ("stage", stage(run))]
     if run.start and run.clock:
         rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.clock.isoformat(timespec='seconds')}"

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from diag.parsers.engine import EngineAdapter
 from diag.parsers.records import BenchResult
 from diag.rules.present import milliseconds, number
 from diag.rules.runmodel import Endpoint
@@ -33,9 +34,6 @@ from .throughput import gpu_counts
 
 DENOMINATORS = ("working", "allocated")
 VERDICTS = verdict_catalog().names
-# launch flags that differ between processes of one endpoint by construction, not by configuration
-PER_PROCESS_FLAGS = frozenset({"data_parallel_address", "data_parallel_start_rank", "device_ids",
-                               "data_parallel_rpc_port", "data_parallel_size_local"})
 
 
 @dataclass(frozen=True)
@@ -119,12 +117,18 @@ def _round(x: float | None, nd: int = 1) -> float | None:
 
 
 # ------------------------------------------------------------------ topology
-def role_shape(ep: Endpoint) -> str:
-    """DEP8, DP4, TP4, DP2TP2 ... from the flags that ran, else the engine count."""
+def role_shape(ep: Endpoint, engine: EngineAdapter) -> str:
+    """DEP8, DP4, TP4, DP2TP2 ... from the flags that ran (the engine's parallelism knobs), else the engine
+    count."""
     flags = ep.launch[0].get("flags", {}) if ep.launch else {}
-    dp = int(flags.get("data_parallel_size") or len(ep.engines) or 1)
-    tp = int(flags.get("tensor_parallel_size") or 1)
-    expert = bool(flags.get("enable_expert_parallel"))
+
+    def knob(key: str) -> Any:
+        name = engine.knob_key(key)
+        return None if name is None else flags.get(name)
+
+    dp = int(knob("data_parallel") or len(ep.engines) or 1)
+    tp = int(knob("tensor_parallel") or 1)
+    expert = bool(knob("expert_parallel"))
     if dp > 1 and tp > 1:
         return f"{'DEP' if expert else 'DP'}{dp}TP{tp}"
     if dp > 1:
@@ -139,7 +143,7 @@ def topology_label(report: Report) -> str:
         shapes: dict[str, int] = {}
         for ep in report.run.endpoints.values():
             if ep.role == role:
-                shape = role_shape(ep)
+                shape = role_shape(ep, report.run.engine)
                 shapes[shape] = shapes.get(shape, 0) + 1
         parts += [f"{n}x{shape}" for shape, n in sorted(shapes.items())]
     return " + ".join(parts) or "no endpoints"
@@ -380,9 +384,9 @@ def effective_config(report: Report, topology: str) -> dict[str, Any]:
         ep = eps[0]
         flags = ep.launch[0].get("flags", {}) if ep.launch else {}
         for k, v in sorted(flags.items()):
-            if k not in PER_PROCESS_FLAGS:
+            if k not in run.engine.per_process_flags:   # they differ between its processes by construction
                 out[f"{role}.flag.{k}"] = v
-        for k, v in sorted(facts_of(ep).items()):
+        for k, v in sorted(facts_of(ep, run.engine).items()):
             if k != "launch":
                 out[f"{role}.fact.{k}"] = v
     return out

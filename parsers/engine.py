@@ -9,8 +9,12 @@ or flag (``tests/test_architecture.py``). Optional parts default to empty, and c
 
 from __future__ import annotations
 
+import importlib
+import re
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 from typing import Any
@@ -32,6 +36,11 @@ KNOBS: dict[str, str] = {
     "api_servers": "API server processes",
     "pd_role": "the P/D role flag",
     "transfer_backend": "the KV-transfer backend between prefill and decode",
+    "ssm_cache_dtype": "the SSM (Mamba) state cache's data type",
+    "max_context_len": "the longest sequence (prompt and output) an engine accepts",
+    "stats_off": "the switch that turns the engine's periodic stats logging off",
+    "scheduling_overlap": "asynchronous scheduling (the next step scheduled while this one runs)",
+    "dp_hybrid_lb": "data-parallel hybrid load balancing",
 }
 
 
@@ -89,12 +98,41 @@ class EngineAdapter:
     connector_paths: tuple[str, ...] = ()       # a traceback frame path holding one ran in a KV connector
     tz_probe: str | None = None                 # a line with a UTC stamp (group 1) and its local time (group 2)
     role_from_text: Callable[[str], str | None] | None = None     # prefill|decode from a worker log's head
+    # what it knows, read by core through :meth:`hook` and :meth:`launch` (optional; core degrades)
+    hooks_module: str | None = None             # module of its hook functions (async_scheduling, build_label, ...)
+    launch_data: str | None = None              # its launch TOML: defaults, managed flags/env, per-process fields
+    fact_flags: Mapping[str, str] = field(default_factory=dict)   # startup fact -> the flag it reports having run
+    fact_env: Mapping[str, str] = field(default_factory=dict)     # startup fact -> the variable it reports
+    engine_proc: str | None = None              # regex: a process prefix naming an engine, group 1 its DP rank
+    kv_roles: Mapping[str, str] = field(default_factory=dict)     # its kv_role fact value -> prefill | decode
+    waiting_kv: tuple[tuple[str, ...], ...] = ()  # stats columns of requests waiting for their KV, best first
+    shown_facts: tuple[str, ...] = ()           # the startup facts a report shows, in order (() : core's)
+    per_process_flags: frozenset[str] = frozenset()  # launch flags that differ between one endpoint's processes
 
     def knob(self, key: str) -> str | None:
         """The engine's flag for a neutral knob (None: the engine has no such knob)."""
         if key not in KNOBS:
             raise KeyError(f"unknown knob {key!r}")
         return self.knobs.get(key)
+
+    def knob_text(self, key: str) -> str:
+        """How a text names a knob for this engine: its flag, else the knob's neutral description."""
+        return self.knob(key) or KNOBS[key]
+
+    def knob_key(self, key: str) -> str | None:
+        """The engine's flag for a neutral knob as recipes and what ran key it (snake_case)."""
+        flag = self.knob(key)
+        return None if flag is None else flag.replace("-", "_")
+
+    def hook(self, name: str) -> Callable[..., Any] | None:
+        """One of the adapter's hook functions (None: it has none of that name)."""
+        if self.hooks_module is None:
+            return None
+        return getattr(importlib.import_module(self.hooks_module), name, None)
+
+    def launch(self) -> Mapping[str, Any]:
+        """Its launch data (``launch_data``), {} without."""
+        return _launch(self.package, self.launch_data) if self.launch_data else {}
 
     @property
     def package(self) -> str:
@@ -109,3 +147,34 @@ class EngineAdapter:
         """The adapter's catalog of ``kind`` (faults, startup, call_sites), if it has one."""
         rel = self.catalogs.get(kind)
         return None if rel is None else self.resource(rel)
+
+
+@cache
+def _launch(package: str, rel: str) -> Mapping[str, Any]:
+    return tomllib.loads(resources.files(package).joinpath(rel).read_text(encoding="utf-8"))
+
+
+_KNOB = re.compile(r"\{knob(_key)?\.(\w+)\}")
+
+
+def render_knobs(text: str, adapter: EngineAdapter | None) -> str:
+    """``{knob.<name>}`` (the flag, kebab) and ``{knob_key.<name>}`` (snake, as flags and facts are keyed)
+    placeholders in a catalog text as ``adapter`` spells them; the knob's neutral description from
+    :data:`KNOBS` where there is no engine or it has no such knob."""
+    def one(m: re.Match[str]) -> str:
+        flag = adapter.knob(m.group(2)) if adapter is not None else KNOBS[m.group(2)]
+        if flag is None:
+            return KNOBS[m.group(2)]
+        return flag.replace("-", "_") if m.group(1) else flag
+    return _KNOB.sub(one, text) if "{knob" in text else text
+
+
+def render_all(value: Any, adapter: EngineAdapter | None) -> Any:
+    """:func:`render_knobs` over every string (keys too) of a catalog entry."""
+    if isinstance(value, str):
+        return render_knobs(value, adapter)
+    if isinstance(value, dict):
+        return {render_knobs(k, adapter): render_all(v, adapter) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_all(v, adapter) for v in value]
+    return value

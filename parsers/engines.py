@@ -62,6 +62,12 @@ def get(name: str | None) -> EngineAdapter | None:
     return None
 
 
+def default() -> EngineAdapter:
+    """The engine assumed where nothing tells (a run without a recipe or logs that name one): the first
+    registered, the bundled vLLM."""
+    return adapters()[0]
+
+
 def names() -> tuple[str, ...]:
     return tuple(a.name for a in adapters())
 

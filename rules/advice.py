@@ -21,13 +21,13 @@ from diag.parsers.flags import normalize_flag
 from diag.parsers.recipe import Recipe
 
 from .catalog import Rule, catalog
-from .effective import OVERRIDERS, Ran, canon, vllm_defaults, what_ran
+from .effective import OVERRIDERS, Ran, canon, engine_defaults, what_ran
 from .finding import Finding
 from .knowledge import family_for
 from .present import shown
 from .proposal import KINDS, RELATIONS, TARGETS, Change, Proposal, said
 from .recipe_support import env_where, where
-from .runmodel import Run
+from .runmodel import Run, recipe_engine
 
 RECIPE_ROLES = ("prefill", "decode", "agg")   # the roles a recipe configures (not ``unknown``)
 
@@ -42,18 +42,20 @@ class RunConfig:
     ran: Mapping[str, Ran] = field(default_factory=dict)
     workers: Mapping[str, int] = field(default_factory=dict)
     top_concurrency: int | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)   # the engine's certain flag defaults
 
     @classmethod
     def of_run(cls, run: Run) -> RunConfig:
         workers: dict[str, int] = {}
         for ep in run.endpoints.values():
             workers[ep.role] = workers.get(ep.role, 0) + 1
-        return cls(run.recipe, what_ran(run), workers, run.top_concurrency())
+        return cls(run.recipe, what_ran(run), workers, run.top_concurrency(), engine_defaults(run.engine))
 
     @classmethod
     def of_recipe(cls, recipe: Recipe) -> RunConfig:
         """A recipe on its own (``diag check``): what it says is what runs."""
-        return cls(recipe, top_concurrency=max(recipe.benchmark.concurrencies, default=None))
+        return cls(recipe, top_concurrency=max(recipe.benchmark.concurrencies, default=None),
+                   defaults=engine_defaults(recipe_engine(recipe)))
 
     def written(self, c: Change) -> Any:
         """The value the recipe sets (None: it does not say)."""
@@ -74,7 +76,7 @@ class RunConfig:
         return None if flag is None else flag.value
 
     def current(self, c: Change) -> Any:
-        """The value in effect: what ran, else what the recipe sets, else vLLM's default (flags)."""
+        """The value in effect: what ran, else what the recipe sets, else the engine's default (flags)."""
         if c.kind == "benchmark":
             return self.top_concurrency if c.name == "concurrency" else None
         if c.kind == "resource":
@@ -87,7 +89,7 @@ class RunConfig:
         if ran is not None and key in ran.flags:
             return ran.flags[key][0]
         have = self.written(c)
-        return have if have is not None else vllm_defaults().get(key)
+        return have if have is not None else self.defaults.get(key)
 
     def where(self, c: Change) -> str:
         """Where the recipe takes the change (its own paths when it has the role)."""

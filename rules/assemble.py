@@ -58,7 +58,7 @@ def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
     return Run(root, logs, tuple(skipped), MappingProxyType(endpoints), tuple(lifecycle), tuple(quoted),
                job=side.job, benchmark=side.benchmark, accuracy=side.accuracy, concurrencies=concurrencies,
                build=build, errors=(*side.errors, *(lg.error for lg in logs if lg.error), *errors),
-               jobs=side.jobs, engine=engine, engine_by=engine_by)
+               jobs=side.jobs, engine_name=engine, engine_by=engine_by)
 
 
 def engine_of_run(logs: Sequence[ParsedLog], recipe: Recipe | None) -> tuple[str | None, str]:

@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from diag.parsers import engines
+from diag.parsers.engine import render_all
 
 from .finding import SEVERITIES
 from .proposal import ENTRY_KEYS, catalog_errors
@@ -120,7 +121,16 @@ def health_of(rule: Rule, severity: str) -> str | None:
 
 @cache
 def catalog() -> dict[str, Rule]:
-    """All rules of every catalog file, core's and each engine adapter's, by code, in code order."""
+    """All rules of every catalog file, core's and each engine adapter's, by code, in code order, their
+    texts naming knobs as the default engine does."""
+    return engine_catalog(engines.default().name)
+
+
+@cache
+def engine_catalog(engine: str | None) -> dict[str, Rule]:
+    """:func:`catalog` with the texts' knob placeholders (``{knob.<name>}``) as ``engine`` spells them
+    (None, or an engine not registered: the knobs' neutral descriptions)."""
+    adapter = engines.get(engine)
     rules: dict[str, Rule] = {}
     core = sorted(resources.files("diag.rules").joinpath("catalog").iterdir(), key=lambda r: r.name)
     owned = [a.resource(rel) for a in engines.adapters() for rel in a.rule_catalogs]
@@ -129,7 +139,7 @@ def catalog() -> dict[str, Rule]:
             continue
         data = tomllib.loads(res.read_text(encoding="utf-8"))
         for entry in data.get("rule", []):
-            rule = _load_rule(entry, res.name)
+            rule = _load_rule(render_all(entry, adapter), res.name)
             if rule.code in rules:
                 raise CatalogError(f"{res.name}: duplicate rule code {rule.code}")
             rules[rule.code] = rule

@@ -1,11 +1,12 @@
-"""What actually ran: the recipe's jobs with the flags, environment and vLLM build that the run's logs
+"""What actually ran: the recipe's jobs with the flags, environment and engine build that the run's logs
 show ran laid over them, the DIAG-C catalog run on that, and the drift between recipe and run.
 
 Sources of "what ran", per role, first process wins: the orchestrator's ``Command:`` / ``Env:`` lines
-(``Endpoint.launch``), else a worker's ``non-default args`` (scalar values of vLLM flags); then the
-startup facts vLLM reports (API server count, async scheduling, the conv-state layout) where no
-command line said them, and the version the engines printed. Flags and variables srtctl's launcher manages itself (ports, addresses,
-the model path: ``rules/data/launch.toml``) are neither drift nor checked. A flag or variable that
+(``Endpoint.launch``), else a worker's ``non-default args`` (scalar values of the engine's flags); then
+the startup facts the engine reports (its adapter's ``fact_flags`` and ``fact_env``) where no command
+line said them, and the version the engines printed. Flags and variables srtctl's launcher manages itself
+(ports, addresses, the model path: ``rules/data/launch.toml`` and each adapter's launch data) are
+neither drift nor checked. The engine's flag defaults are its adapter's launch data. A flag or variable that
 ran carries a :class:`SourceMark`, so a finding about it points into the log that shows it ran.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diag.parsers import engines
+from diag.parsers.engine import EngineAdapter
 from diag.parsers.flags import normalize_flag
 from diag.parsers.recipe import Build, EnvVar, Flag, Recipe, Role
 from diag.parsers.recipe_yaml import SourceMark
@@ -34,7 +36,6 @@ from .runmodel import Run
 
 _RELEASE = re.compile(r"\d+\.\d+\.\d+")
 OVERRIDERS = "srtctl's topology-managed flags, a launcher script, the image's defaults"  # what overrides a recipe
-FACT_FLAGS = {"api_server_count": "api_server_count", "async_scheduling": "async_scheduling"}  # startup fact -> flag
 
 
 @dataclass
@@ -49,13 +50,16 @@ class Ran:
 
 
 def managed() -> tuple[frozenset[str], frozenset[str]]:
-    data = _data("launch.toml")
-    return frozenset(data["managed_flags"]), frozenset(data["managed_env"])
+    """The flags and variables srtctl's launcher sets itself: its own names and every engine's."""
+    tables = [_data("launch.toml"), *(a.launch() for a in engines.adapters())]
+    return (frozenset().union(*(t.get("managed_flags", ()) for t in tables)),
+            frozenset().union(*(t.get("managed_env", ()) for t in tables)))
 
 
 def what_ran(run: Run) -> dict[str, Ran]:
     """Per role (prefill, decode, agg): the flags, environment and version that ran."""
     m_flags, m_env = managed()
+    engine = run.engine
     out: dict[str, Ran] = {}
     for ep in run.endpoints.values():
         ran = out.setdefault(ep.role, Ran())
@@ -72,20 +76,21 @@ def what_ran(run: Run) -> dict[str, Ran]:
         if not ep.launch and isinstance(args, dict) and "non_default_args" in ep.fact_lines:
             file, line = ep.fact_lines["non_default_args"]
             ran.args_from = ran.args_from or "non_default_args"
-            known = frozenset().union(*(a.flag_names() for a in engines.adapters() if a.flag_names))
-            per_process = set(_data("launch.toml")["per_process_fields"])
+            known = engine.flag_names() if engine.flag_names else frozenset()
+            per_process = set(engine.launch().get("per_process_fields", ()))
             for name, value in args.items():
                 if isinstance(value, dict):   # a config object's repr: KVTransferConfig(kv_role=..., ...)
                     value = {k: v for k, v in value.items() if k != "__class__" and k not in per_process}
                 if isinstance(value, (bool, int, float, str, dict)) and name in known:
                     _put(ran, name, value, SourceMark(file, line), m_flags)
-        for fact, name in FACT_FLAGS.items():  # what vLLM reported it did, where no command line said it
+        for fact, name in engine.fact_flags.items():  # what the engine reported it did, where no command line said it
             if fact in ep.facts and fact in ep.fact_lines and ep.facts[fact] is not None:
                 file, line = ep.fact_lines[fact]
                 _put(ran, name, ep.facts[fact], SourceMark(file, line), m_flags)
-        if (layout := ep.facts.get("ssm_conv_layout")) and "ssm_conv_layout" in ep.fact_lines:
-            file, line = ep.fact_lines["ssm_conv_layout"]
-            ran.env.setdefault("VLLM_SSM_CONV_STATE_LAYOUT", (str(layout), SourceMark(file, line)))
+        for fact, var in engine.fact_env.items():
+            if (value := ep.facts.get(fact)) and fact in ep.fact_lines:
+                file, line = ep.fact_lines[fact]
+                ran.env.setdefault(var, (str(value), SourceMark(file, line)))
         if (v := ep.facts.get("version")) and ran.version is None and "version" in ep.fact_lines:
             file, line = ep.fact_lines["version"]
             ran.version = (str(v), SourceMark(file, line))
@@ -139,9 +144,9 @@ def _as_dict(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def vllm_defaults() -> dict[str, Any]:
-    """vLLM's defaults of the engine flags whose default is certain (rules/data/launch.toml)."""
-    return _data("launch.toml")["vllm_defaults"]
+def engine_defaults(engine: EngineAdapter) -> Mapping[str, Any]:
+    """The engine's defaults of its flags whose default is certain (its adapter's launch data)."""
+    return engine.launch().get("defaults", {})
 
 
 def _overlay_role(role: Role, ran: Ran) -> Role:
@@ -206,7 +211,7 @@ def drift(rule: Rule, run: Run) -> list[Finding]:
         role = recipe.roles.get(role_name)
         if role is None:
             continue
-        diffs, cannot_tell = _role_drift(role, ran)
+        diffs, cannot_tell = _role_drift(role, ran, run.engine)
         if not diffs:
             continue
         first = diffs[0]
@@ -224,19 +229,20 @@ def drift(rule: Rule, run: Run) -> list[Finding]:
     if build is not recipe.build and recipe.build.kind != "unknown":
         version, mark = next(r.version for r in runs.values() if r.version)  # type: ignore[misc]
         out.append(Finding(rule.code, rule.name, rule.severity if changed else "info",
-                           f"the engines run vLLM {version} but the recipe's image implies {recipe.build.label}",
+                           f"the engines run {run.engine.display} {version} but the recipe's image implies "
+                           f"{recipe.build.label}",
                            location=Location(mark.path, mark[0], mark[1]),
                            evidence={"ran": version, "recipe": recipe.build.label, "changes_verdict_of": changed},
                            fix="pin the image that carries the build you mean to run"))
     return out
 
 
-def _role_drift(role: Role, ran: Ran) -> tuple[list[dict[str, Any]], list[str]]:
+def _role_drift(role: Role, ran: Ran, engine: EngineAdapter) -> tuple[list[dict[str, Any]], list[str]]:
     """The differences between the recipe's role and what ran, and the recipe flags whose effective
-    value the run does not show (a flag absent from what ran is at vLLM's default: compared with the
-    recipe when the default is known, else it cannot tell)."""
+    value the run does not show (a flag absent from what ran is at the engine's default: compared with
+    the recipe when the default is known, else it cannot tell)."""
     m_flags, _ = managed()
-    defaults = vllm_defaults()
+    defaults = engine_defaults(engine)
     diffs: list[dict[str, Any]] = []
     cannot_tell: list[str] = []
     for key, (value, mark) in sorted(ran.flags.items()):
@@ -257,7 +263,7 @@ def _role_drift(role: Role, ran: Ran) -> tuple[list[dict[str, Any]], list[str]]:
             if canon(defaults[key]) != canon(have.value):
                 diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": defaults[key],
                               "mark": ran_marks[0], "text": f"the recipe sets {have.key} {_short(have.value, key)} but "
-                              f"the engine ran at vLLM's default {_short(defaults[key], key)}"})
+                              f"the engine ran at {engine.display}'s default {_short(defaults[key], key)}"})
         elif ran.args_from == "command":
             diffs.append({"kind": "flag", "name": key, "recipe": have.value, "ran": None, "mark": ran_marks[0],
                           "text": f"the recipe sets {have.key} but the command that ran does not pass it"})

@@ -15,11 +15,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache as memo
 from types import MappingProxyType
 from typing import Any
 
 import polars as pl
 
+from diag.parsers import engines
 from diag.parsers.columns import KV_VALUE_KEYS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import Fault, KVTransfer, Lifecycle, Record, StartupFact, StatsSample
@@ -29,13 +31,24 @@ from .runmodel import KV_SCHEMA, STATS_SCHEMA, Endpoint, endpoint_id, latest
 from .serving import served
 from .startup import build_startup
 
-_DP_PROC = re.compile(r"(?:EngineCore|Worker)_DP(\d+)")
+
+@memo
+def _engine_procs() -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(a.engine_proc) for a in engines.adapters() if a.engine_proc)
+
+
+def engine_index(proc: str) -> str | None:
+    """The engine (DP rank) a process prefix names, as its engine's adapter reads it (``engine_proc``)."""
+    for rx in _engine_procs():
+        if m := rx.match(proc):
+            return str(int(m.group(1)))
+    return None
 
 
 def _role_of(records: list[Record]) -> str | None:
     for r in records:
         if isinstance(r, StartupFact) and r.key == "kv_role":
-            return {"kv_producer": "prefill", "kv_consumer": "decode"}.get(r.value)
+            return next((roles[r.value] for a in engines.adapters() if r.value in (roles := a.kv_roles)), None)
         if isinstance(r, Lifecycle):
             mode = r.get("mode")
             if mode in ("prefill", "decode", "agg"):
@@ -217,8 +230,8 @@ def _finish(g: _Group, cache: FrameCache) -> dict[str, Any]:
             for v, c in part.stats["variant"].value_counts().iter_rows():
                 variants[v] = variants.get(v, 0) + c
     for proc in procs:
-        if m := _DP_PROC.match(proc):
-            dp_ranks.add(str(int(m.group(1))))
+        if (rank := engine_index(proc)) is not None:
+            dp_ranks.add(rank)
     frames = [cache.frames(p.file, p.records, p.stats, p.kv) for p in g.parts]
     stats = pl.concat([s for s, _ in frames], how="diagonal") if frames else pl.DataFrame(schema=_RAW_BASE)
     own = stats.filter(~pl.col("prom")).group_by("engine").agg(pl.col("file").n_unique().alias("n"))

@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from diag.parsers import engines
 from diag.parsers.callsites import name_cut, release
 from diag.parsers.columns import KV_VALUE_KEYS
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import AccuracyResult, BenchResult, Fault, Lifecycle, Record, RequestCounts
 from diag.parsers.stats_columns import RUN_SCHEMA, TS
 
-from .knowledge import behaviour_since, parse_version
 from .serving import Served
 from .startup import Startup
 
 if TYPE_CHECKING:
+    from diag.parsers.engine import EngineAdapter
     from diag.parsers.jobmeta import JobMeta
     from diag.parsers.recipe import Recipe
 
@@ -107,8 +108,8 @@ class Run:
     benchmark: tuple[BenchResult, ...] = ()
     accuracy: tuple[AccuracyResult, ...] = ()
     concurrencies: tuple[int, ...] = ()      # from the recipe, when known
-    build: str | None = None                 # engine build (recipe's image, else the version a log printed)
-    engine: str | None = None                # the serving engine (an adapter name), see :func:`engine_of_run`
+    build: str | None = None                 # the engine's build (recipe's image, else the version a log printed)
+    engine_name: str | None = None           # the serving engine's adapter name (rules.assemble.engine_of_run)
     engine_by: str = ""                      # what told it: "recipe", "logs", "recipe default" or ""
     errors: tuple[str, ...] = ()
     jobs: tuple[Recipe, ...] = ()            # every job of the run's recipe file
@@ -135,16 +136,17 @@ class Run:
         pairs += [(b.isl, b.osl) for b in self.benchmark]
         return next(((int(i), int(o)) for i, o in pairs if i and o), (None, None))
 
+    @property
+    def engine(self) -> EngineAdapter:
+        """The serving engine the run used (:attr:`engine_name`: the recipe's ``backend.type``, else its logs'
+        evidence), else the one its recipe names, else the default engine."""
+        return engines.get(self.engine_name) or recipe_engine(self.recipe)
+
     def async_scheduling(self, ep: Endpoint) -> bool:
-        """Whether the endpoint scheduled asynchronously: the line saying so (removed between 0.26 and
-        0.30), else the flag, else the default of the version it printed (on since 0.14)."""
-        if "async_scheduling" in ep.facts:
-            return bool(ep.facts["async_scheduling"])
-        args = ep.facts.get("non_default_args")
-        if isinstance(args, dict) and args.get("async_scheduling") is not None:
-            return bool(args["async_scheduling"])
-        version = parse_version(str(ep.facts.get("version") or ""))
-        return version is not None and version >= behaviour_since("async_scheduling_default_on")
+        """Whether the endpoint scheduled asynchronously, as its engine tells from its startup facts (False
+        for an engine without the notion)."""
+        hook = self.engine.hook("schedules_async")
+        return bool(hook(ep.facts)) if hook is not None else False
 
     def faults(self) -> list[tuple[str, str, Fault]]:
         """(endpoint id, file, fault) in time order, a cut traceback named by its call site where that decides
@@ -204,6 +206,22 @@ class Run:
         return latest(self.end, *(s.last_ts for s in self.sources))
 
 
+def recipe_engine(recipe: Recipe | None) -> EngineAdapter:
+    """The engine a recipe names itself, else the default engine."""
+    return engines.get(_written_backend(recipe.data) if recipe is not None else None) or engines.default()
+
+
+def _written_backend(data: Mapping[str, Any]) -> str | None:
+    """The engine a recipe names itself (``backend.type``, schema 2's ``engine.type`` or ``engine``), None
+    when it leaves it to srtctl's default."""
+    for key in ("backend", "engine"):
+        value = data.get(key)
+        value = value.get("type") if isinstance(value, Mapping) else value if key == "engine" else None
+        if value:
+            return str(value)
+    return None
+
+
 def latest(*times: datetime | None) -> datetime | None:
     """The latest of some times (None when none is known)."""
     known = [t for t in times if t is not None]
@@ -214,4 +232,4 @@ def endpoint_id(role: str, index: int | None) -> str:
     return f"{role}-w{index}" if index is not None else role
 
 
-__all__ = ["KV_SCHEMA", "STATS_SCHEMA", "Endpoint", "Run", "endpoint_id", "latest"]
+__all__ = ["KV_SCHEMA", "STATS_SCHEMA", "Endpoint", "Run", "endpoint_id", "latest", "recipe_engine"]

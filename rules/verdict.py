@@ -211,7 +211,7 @@ class _Judge:
                 and self.dec_wait_capacity >= self.p["transfer_wait_min"] and self.dec_wait_capacity > self.dec_wait_kv)
 
     def batch_text(self) -> str:
-        return (f"decode's batch is full: {number(self.dec_run, 1)} running/engine at max-num-seqs "
+        return (f"decode's batch is full: {number(self.dec_run, 1)} running/engine at {self.cap.get('batch_knob')} "
                 f"{number(self.cap.get('batch_cap'), 0)}, {number(self.dec_wait, 1)} waiting/engine, KV at {number(self.dec_kv, 1)} %")
 
     def decode_text(self) -> str:
@@ -219,7 +219,7 @@ class _Judge:
         run = self.dec_run
         if run is not None:
             if self.cap.get("batch_cap"):
-                parts.append(f"{number(run, 1)} running/engine of max-num-seqs {number(self.cap['batch_cap'], 0)}")
+                parts.append(f"{number(run, 1)} running/engine of {self.cap.get('batch_knob')} {number(self.cap['batch_cap'], 0)}")
             elif self.cap.get("decode_capacity_per_engine"):
                 parts.append(f"{number(run, 1)} running/engine (KV sized for "
                              f"{number(self.cap['decode_capacity_per_engine'], 0)} full-length)")

@@ -12,6 +12,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from diag.parsers import engines
+from diag.parsers.engine import render_all
+
 from .advice import Note, RunConfig, changes_of, check, holds, notes_text, run_context
 from .effective import what_ran
 from .present import number, prose
@@ -72,7 +75,7 @@ class VerdictCatalog:
 def verdict_catalog() -> VerdictCatalog:
     """The verdict vocabulary, its thresholds and experiments (``rules/catalog/verdicts.toml``)."""
     text = resources.files("diag.rules").joinpath("catalog", "verdicts.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = render_all(tomllib.loads(text), engines.default())   # knob placeholders as the default engine spells them
     classes = tuple(VerdictClass(c["name"], c["summary"].strip(), c.get("outcome", ""), c.get("side"),
                                  tuple(c.get("findings", ())), tuple(c.get("limiters", ())),
                                  tuple(c.get("examples", ())))
@@ -105,9 +108,10 @@ def _v(d: Mapping[str, Any], *keys: str) -> float | None:
 
 
 # ------------------------------------------------------------------ capacity and experiments
-def _flag(ran: Mapping[str, Any], role: str, name: str) -> Any:
+def _flag(ran: Mapping[str, Any], role: str, name: str | None) -> Any:
+    """The value of a flag that ran on a role (None: not shown, or the engine has no such knob)."""
     r = ran.get(role)
-    return r.flags[name][0] if r is not None and name in r.flags else None
+    return r.flags[name][0] if r is not None and name is not None and name in r.flags else None
 
 
 def _num(v: Any) -> float | None:
@@ -130,15 +134,17 @@ def capacity(run: Run) -> dict[str, Any]:
     dec_role = dec[0].role if dec else "decode"
     isl, osl = run.isl_osl()
     dp = max((len(ep.engines) for ep in dec), default=0)
+    engine = run.engine
     return {
         "isl": isl, "osl": osl,
         "prefill_workers": sum(1 for ep in run.endpoints.values() if ep.role == "prefill"),
         "decode_engines": run.engine_count(dec_role), "decode_dp": dp or None,
         "decode_capacity": _r(sum(per_engine), 0) if per_engine else None,
         "decode_capacity_per_engine": _r(min(per_engine), 2) if per_engine else None,
-        "batch_cap": _num(_flag(ran, dec_role, "max_num_seqs")),
-        "capture_size": _num(_flag(ran, dec_role, "max_cudagraph_capture_size")),
-        "prefill_mbt": _num(_flag(ran, "prefill", "max_num_batched_tokens")),
+        "batch_cap": _num(_flag(ran, dec_role, engine.knob_key("max_running_requests"))),
+        "batch_knob": engine.knob_text("max_running_requests"),   # how the texts name the batch cap
+        "capture_size": _num(_flag(ran, dec_role, engine.knob_key("cuda_graph_max_batch"))),
+        "prefill_mbt": _num(_flag(ran, "prefill", engine.knob_key("prefill_token_budget"))),
     }
 
 

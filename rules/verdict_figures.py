@@ -12,23 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 import polars as pl
 
+from diag.parsers import engines
 from diag.parsers.records import BenchResult
 
 from .runmodel import Endpoint, Run
 from .verdict_catalog import DECODING, _r, verdict_catalog
 
-INTERVAL_S = 10.0    # vLLM's stats interval: a stats line reports the 10 s before it
+BUCKET_S = 10.0   # the window bucket of an engine whose stats lines come every N batches, not on a clock
 EMPTY_FIGURES: Mapping[str, Any] = {"window_s": None, "prefill": {}, "decode": {}, "decode_role": None,
                                     "decode_util": None}
 FIGURE_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "preemptions", "kv_fetch_waiting",
                "kv_fetch_running", "deferred")
-# requests waiting for their KV transfer: KV loads not started or in progress (vLLM >= 0.32, P/D decode), else
-# the deferred requests (>= 0.31: skipped for a KV transfer, LoRA budget or a blocked status)
-WAITING_KV = (("kv_fetch_waiting", "kv_fetch_running"), ("deferred",))
 
 
 # ------------------------------------------------------------------ windows
@@ -47,8 +46,8 @@ def point_phases(bench: BenchResult, end: datetime, p: Mapping[str, float]) -> l
     assert start is not None
     span = max(0.0, (end - start).total_seconds())
     life = _lifetime_s(bench) or p["default_lifetime_frac"] * span
-    warm = round(min(max(life, INTERVAL_S), p["warmup_max_frac"] * span))
-    drain = round(min(max(life, INTERVAL_S), p["drain_max_frac"] * span)) if bench.complete else 0
+    warm = round(min(max(life, default_interval_s()), p["warmup_max_frac"] * span))
+    drain = round(min(max(life, default_interval_s()), p["drain_max_frac"] * span)) if bench.complete else 0
     s0, s1 = start + timedelta(seconds=warm), end - timedelta(seconds=drain)
     out = [{"phase": "warm-up", "start": start, "end": s0}, {"phase": "steady", "start": s0, "end": s1}]
     if drain:
@@ -65,7 +64,7 @@ def active_window(run: Run, endpoints: Sequence[Endpoint] | None = None) -> tupl
     ts = [t for s in frames if len(s) for t in (s.min(), s.max())]
     if not ts:
         return None
-    return min(ts) - timedelta(seconds=INTERVAL_S), max(ts)  # type: ignore[type-var, operator, return-value]
+    return min(ts) - timedelta(seconds=interval_s(run)), max(ts)  # type: ignore[type-var, operator, return-value]
 
 
 # ------------------------------------------------------------------ figures
@@ -81,9 +80,22 @@ def _role_stats(run: Run, role: str, start: datetime, end: datetime) -> pl.DataF
 
 
 def in_window(stats: pl.DataFrame, start: datetime, end: datetime) -> pl.DataFrame:
-    """The stats samples whose interval (the INTERVAL_S before each line) has its midpoint in [start, end]."""
-    mid = pl.col("ts") - timedelta(seconds=INTERVAL_S / 2)
+    """The stats samples whose interval (the :func:`default_interval_s` before each line) has its midpoint in
+    [start, end]."""
+    mid = pl.col("ts") - timedelta(seconds=default_interval_s() / 2)
     return stats.filter(pl.col("ts").is_not_null() & (mid >= start) & (mid <= end))
+
+
+@cache
+def default_interval_s() -> float:
+    """The seconds a stats line reports (the interval before it) where no run says: the default engine's
+    stats cadence."""
+    return engines.default().stats_cadence_s or BUCKET_S
+
+
+def interval_s(run: Run) -> float:
+    """The seconds one of the run's stats lines reports: its engine's stats cadence, else the default's."""
+    return run.engine.stats_cadence_s or default_interval_s()
 
 
 def known_sum(values: pl.Series) -> float | None:
@@ -91,9 +103,10 @@ def known_sum(values: pl.Series) -> float | None:
     return None if values.null_count() == values.len() else float(values.sum())
 
 
-def _side(df: pl.DataFrame) -> dict[str, Any]:
+def _side(df: pl.DataFrame, waiting_kv: Sequence[Sequence[str]] = ()) -> dict[str, Any]:
     """Figures of one side over a window: per-engine means summed for rates, per-sample statistics for
-    queues and KV."""
+    queues and KV; ``waiting_kv``: the engine's columns of requests waiting for their KV transfer, best first
+    (its adapter's)."""
     if not df.height:
         return {}
     per_engine = (df.group_by("endpoint", "engine").agg(pl.col("prompt_tps").mean(), pl.col("gen_tps").mean())
@@ -105,7 +118,7 @@ def _side(df: pl.DataFrame) -> dict[str, Any]:
         out[key] = {"mean": _r(s.mean(), 2), "p90": _r(s.quantile(0.9), 2), "peak": _r(s.max(), 2)} if len(s) \
             else {"mean": None, "p90": None, "peak": None}
     out["preemptions"] = int(df["preemptions"].fill_null(0).sum()) if "preemptions" in df.columns else 0
-    for cols in WAITING_KV:   # logged only when not zero: a null beside a value is 0
+    for cols in waiting_kv:   # logged only when not zero: a null beside a value is 0
         present = [c for c in cols if c in df.columns and df[c].drop_nulls().len()]
         if present:
             kv_wait = df.select(pl.sum_horizontal(pl.col(present).fill_null(0)))[:, 0]
@@ -116,8 +129,9 @@ def _side(df: pl.DataFrame) -> dict[str, Any]:
 
 def figures(run: Run, start: datetime, end: datetime, cap: Mapping[str, Any]) -> dict[str, Any]:
     """Prefill and decode figures over [start, end], with decode's utilisation against its capacity."""
-    pre = _side(_role_stats(run, "prefill", start, end))
-    role, dec = next(((role, f) for role in DECODING if (f := _side(_role_stats(run, role, start, end)))),
+    kv = run.engine.waiting_kv
+    pre = _side(_role_stats(run, "prefill", start, end), kv)
+    role, dec = next(((role, f) for role in DECODING if (f := _side(_role_stats(run, role, start, end), kv))),
                      ("decode", {}))
     util = None
     if dec:
@@ -159,9 +173,9 @@ def request_figures(run: Run, start: datetime, end: datetime) -> dict[str, Any]:
 
 
 def p_batch_default() -> float:
-    """The batch scale when the run's max-num-seqs is unknown (see the catalog's ``batch_cap_default``)."""
+    """The batch scale when the run's batch cap (max_running_requests) is unknown (see the catalog's ``batch_cap_default``)."""
     return float(verdict_catalog().params["batch_cap_default"])
 
 
-__all__ = ["EMPTY_FIGURES", "INTERVAL_S", "WAITING_KV", "active_window", "figures", "in_window", "known_sum",
+__all__ = ["EMPTY_FIGURES", "active_window", "default_interval_s", "figures", "in_window", "interval_s", "known_sum",
            "point_phases", "request_figures", "useful"]

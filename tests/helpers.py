@@ -9,13 +9,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from diag.engines.vllm.knowledge import _data, fixes, nightlies
 from diag.parsers.headers import ORCHESTRATOR
 from diag.parsers.lineparser import LineParser, is_candidate
 from diag.parsers.noise import NOISE
 from diag.parsers.orchestrator import parse_banner, parse_lifecycle
 from diag.parsers.records import Lifecycle, Record
 from diag.parsers.timestamps import parse_iso
-from diag.rules.knowledge import _data, families, fixes, fmt_version, nightlies
+from diag.rules.knowledge import families, fmt_version
 
 ROOT = Path(__file__).resolve().parents[1]
 

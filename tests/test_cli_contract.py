@@ -160,6 +160,6 @@ def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert tops == {"diag"}, tops
-    for must in ("diag/parsers/ingest.py", "diag/rules/catalog/runtime.toml", "diag/rules/data/versions.toml",
+    for must in ("diag/parsers/ingest.py", "diag/rules/catalog/runtime.toml", "diag/engines/vllm/data/versions.toml",
                  "diag/schemas/tail.schema.json", "diag/tui/watch.tcss"):
         assert must in names, must

@@ -56,7 +56,7 @@ def report_dict(report: Report) -> dict[str, Any]:
                       "points": [v.to_dict() for v in report.verdicts.points] if report.verdicts else []},
         "summary": {
             "header": dict(report.header), "topology": report.topology, "stage": report.stage,
-            "engine": run.engine, "engine_by": run.engine_by, "build": run.build, "start": run.start.isoformat() if run.start else None,
+            "engine": run.engine_name, "engine_by": run.engine_by, "build": run.build, "start": run.start.isoformat() if run.start else None,
             "end": run.clock.isoformat() if run.clock else None, "phase": report.phase, "balance": report.balance,
             "throughput": report.throughput, "findings": report.counts, "errors": list(run.errors),
         },

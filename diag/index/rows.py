@@ -112,7 +112,7 @@ def report_rows(report: Report, part: RunPart, input_hash: str | None) -> dict[s
     row = {"run_id": rid, "path": str(root.absolute()), "name": root.name, "status": STATUSES[0],
            "job": run.job.job_id if run.job else None, "job_name": run.job.job_name if run.job else None,
            "model": model_of(run), "recipe": run.recipe.path if run.recipe else None,
-           "backend": run.recipe.backend if run.recipe else None, "engine": run.engine, "topology": part.topology,
+           "backend": run.recipe.backend if run.recipe else None, "engine": run.engine_name, "topology": part.topology,
            "endpoints": report.topology, "build": run.build, "stage": report.stage, "phase": report.phase,
            "validity": NOT_MEASURED.get(v.cls, "valid") if v else "unknown",
            "verdict": v.cls if v else None, "limiter": v.limiter if v else None,

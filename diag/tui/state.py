@@ -23,7 +23,7 @@ import polars as pl
 
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import Fault, KVTransfer, Lifecycle, SpecDecode, StartupFact, StatsSample
-from diag.rules.endpoints import _DP_PROC as DP_PROC  # the engine (DP rank) a process prefix names
+from diag.rules.endpoints import engine_index
 from diag.rules.engine import fold_cascades, key, same
 from diag.rules.finding import Finding, severity_rank
 from diag.rules.incidents import DEATH, FATAL
@@ -208,9 +208,9 @@ def dead_engines(ep: Endpoint) -> dict[str, datetime | None]:
     """The engines (DP ranks) whose process logged a fatal fault or its death, with the first such time."""
     out: dict[str, datetime | None] = {}
     for _, r in ep.of(Fault):
-        m = DP_PROC.match(r.proc or "")  # type: ignore[attr-defined]
-        if m and r.cause in DEATH | FATAL:  # type: ignore[attr-defined]
-            out.setdefault(str(int(m.group(1))), r.ts)
+        rank = engine_index(r.proc or "")  # type: ignore[attr-defined]
+        if rank is not None and r.cause in DEATH | FATAL:  # type: ignore[attr-defined]
+            out.setdefault(rank, r.ts)
     return out
 
 
@@ -255,7 +255,7 @@ def header(report: Report, now: datetime | None) -> tuple[tuple[str, str], ...]:
     base = dict(report.header)
     stage = base.get("stage", "unknown")
     rows = [("job", base.get("job", "-")), ("model", base.get("model", "-")),
-            ("topology", base.get("topology", "-")), ("build", _short_build(base.get("vLLM build", "unknown"))),
+            ("topology", base.get("topology", "-")), ("build", _short_build(run.build or "unknown")),
             ("stage", stage)]
     end = run.clock if stage in TERMINAL_STAGES or now is None else now
     if run.start and end:

@@ -34,6 +34,11 @@ ADAPTER = EngineAdapter(
         "stream_chunk": "stream-interval",
         "api_servers": "api-server-count",
         "transfer_backend": "kv-transfer-config",
+        "ssm_cache_dtype": "mamba-ssm-cache-dtype",
+        "max_context_len": "max-model-len",
+        "stats_off": "disable-log-stats",
+        "scheduling_overlap": "async-scheduling",
+        "dp_hybrid_lb": "data-parallel-hybrid-lb",
     },
     rule_catalogs=("catalog/config.toml",),
     checks_module="diag.engines.vllm.checks",
@@ -49,4 +54,18 @@ ADAPTER = EngineAdapter(
     recipe_build=parse_build,
     read_recipe=read_recipe,
     engine_gpus=engine_gpus,
+    hooks_module="diag.engines.vllm.knowledge",
+    launch_data="data/launch.toml",
+    fact_flags={"api_server_count": "api_server_count", "async_scheduling": "async_scheduling"},
+    fact_env={"ssm_conv_layout": "VLLM_SSM_CONV_STATE_LAYOUT"},
+    engine_proc=r"(?:EngineCore|Worker)_DP(\d+)",
+    kv_roles={"kv_producer": "prefill", "kv_consumer": "decode"},
+    # KV loads not started or in progress (vLLM >= 0.32, P/D decode), else the deferred requests (>= 0.31:
+    # skipped for a KV transfer, LoRA budget or a blocked status)
+    waiting_kv=(("kv_fetch_waiting", "kv_fetch_running"), ("deferred",)),
+    shown_facts=("version", "architecture", "kv_role", "kv_memory_gib", "kv_cache_tokens", "max_concurrency",
+                 "max_model_len", "async_scheduling", "api_server_count", "stats_disabled", "ssm_conv_layout"),
+    # by construction, not by configuration (srtctl's launcher gives each process its own)
+    per_process_flags=frozenset({"data_parallel_address", "data_parallel_start_rank", "device_ids",
+                                 "data_parallel_rpc_port", "data_parallel_size_local"}),
 )
