@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from diag.parsers.engine import EngineAdapter
 
+from .flags import known_flags
+
 ADAPTER = EngineAdapter(
     name="sglang",
     display="SGLang",
@@ -28,4 +30,5 @@ ADAPTER = EngineAdapter(
         "pd_role": "disaggregation-mode",
         "transfer_backend": "disaggregation-transfer-backend",
     },
+    flag_names=known_flags,
 )
