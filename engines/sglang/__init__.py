@@ -30,5 +30,7 @@ ADAPTER = EngineAdapter(
         "pd_role": "disaggregation-mode",
         "transfer_backend": "disaggregation-transfer-backend",
     },
+    rule_catalogs=("catalog/config.toml",),
+    checks_module="diag.engines.sglang.checks",
     flag_names=known_flags,
 )
