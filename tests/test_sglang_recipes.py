@@ -9,6 +9,7 @@ pin what the examples cannot: the release an image names, and what argparse make
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ import pytest
 from diag.check_cmd import check_file
 from diag.engines.sglang import flags
 
-DATA = Path(__file__).resolve().parent / "data" / "recipes"
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "recipes"
 
 
 def _sglang(folder: Path) -> list[Path]:
@@ -67,3 +69,13 @@ def test_flags_as_argparse_reads_them() -> None:
     assert typo.status == "unknown" and typo.suggestion == "mem-fraction-static"
     assert flags.removed_since("nsa-decode-backend", "0.5.23") == "0.5.8"
     assert flags.deprecated("0.5.23")["enable-dp-attention"] == "--attn-dp-size <dp-size>"
+
+
+def test_the_flag_lists_are_what_the_generator_reads_from_the_wheels() -> None:
+    spec = importlib.util.spec_from_file_location("sglang_flags_tool", ROOT / "tools" / "sglang_flags.py")
+    assert spec and spec.loader
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    if not all(p.is_dir() for p in (*tool.SGLANG.values(), tool.DYNAMO[1])):
+        pytest.skip("the unpacked wheels (tools/sglang_flags.py SGLANG, DYNAMO) are not on this machine")
+    assert tool.render(tool.SGLANG, tool.DYNAMO) == (ROOT / "engines" / "sglang" / "data" / "flags.toml").read_text()
