@@ -24,7 +24,7 @@ from typing import Any
 # for SGLang).
 KNOBS: dict[str, str] = {
     "prefill_token_budget": "tokens one scheduler step may prefill",
-    "max_running_requests": "requests an engine runs at once",
+    "running_cap": "requests an engine runs at once",
     "kv_memory_fraction": "the share of GPU memory given to weights and KV cache",
     "cuda_graph_max_batch": "the largest batch size captured as a CUDA graph",
     "kv_block_size": "tokens per KV-cache block (page)",

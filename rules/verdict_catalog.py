@@ -141,8 +141,8 @@ def capacity(run: Run) -> dict[str, Any]:
         "decode_engines": run.engine_count(dec_role), "decode_dp": dp or None,
         "decode_capacity": _r(sum(per_engine), 0) if per_engine else None,
         "decode_capacity_per_engine": _r(min(per_engine), 2) if per_engine else None,
-        "batch_cap": _num(_flag(ran, dec_role, engine.knob_key("max_running_requests"))),
-        "batch_knob": engine.knob_text("max_running_requests"),   # how the texts name the batch cap
+        "batch_cap": _num(_flag(ran, dec_role, engine.knob_key("running_cap"))),
+        "batch_knob": engine.knob_text("running_cap"),   # how the texts name the batch cap
         "capture_size": _num(_flag(ran, dec_role, engine.knob_key("cuda_graph_max_batch"))),
         "prefill_mbt": _num(_flag(ran, "prefill", engine.knob_key("prefill_token_budget"))),
     }

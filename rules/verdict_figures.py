@@ -173,7 +173,7 @@ def request_figures(run: Run, start: datetime, end: datetime) -> dict[str, Any]:
 
 
 def p_batch_default() -> float:
-    """The batch scale when the run's batch cap (max_running_requests) is unknown (see the catalog's ``batch_cap_default``)."""
+    """The batch scale when the run's batch cap (running_cap) is unknown (see the catalog's ``batch_cap_default``)."""
     return float(verdict_catalog().params["batch_cap_default"])
 
 

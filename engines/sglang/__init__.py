@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from diag.parsers.engine import EngineAdapter
 
+from .flags import known_flags
+
 ADAPTER = EngineAdapter(
     name="sglang",
     display="SGLang",
@@ -16,7 +18,7 @@ ADAPTER = EngineAdapter(
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
     knobs={
         "prefill_token_budget": "chunked-prefill-size",
-        "max_running_requests": "max-running-requests",
+        "running_cap": "max-running-requests",
         "kv_memory_fraction": "mem-fraction-static",
         "cuda_graph_max_batch": "cuda-graph-max-bs",
         "kv_block_size": "page-size",
@@ -28,4 +30,7 @@ ADAPTER = EngineAdapter(
         "pd_role": "disaggregation-mode",
         "transfer_backend": "disaggregation-transfer-backend",
     },
+    rule_catalogs=("catalog/config.toml",),
+    checks_module="diag.engines.sglang.checks",
+    flag_names=known_flags,
 )

@@ -23,7 +23,7 @@ ADAPTER = EngineAdapter(
     stats_cadence_s=10.0,
     knobs={
         "prefill_token_budget": "max-num-batched-tokens",
-        "max_running_requests": "max-num-seqs",
+        "running_cap": "max-num-seqs",
         "kv_memory_fraction": "gpu-memory-utilization",
         "cuda_graph_max_batch": "max-cudagraph-capture-size",
         "kv_block_size": "block-size",
