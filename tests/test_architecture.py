@@ -218,7 +218,7 @@ def _engine_vocabulary() -> dict[str, re.Pattern[str]]:
     """What only an engine adapter may name, from the registered adapters themselves: the trigger literals
     (8+ characters) of the line formats each declares that no other engine's or core's formats share, and
     its multi-word flags (kebab and snake spellings) that no other engine accepts."""
-    from diag.parsers import engines
+    from diag.parsers import engines, lineparser  # noqa: F401  (lineparser: every format declared, catalogs too)
     from diag.parsers.formats import REGISTRY
 
     adapters = engines.adapters()
