@@ -30,4 +30,5 @@ ADAPTER = EngineAdapter(
         "transfer_backend": "kv-transfer-config",
     },
     flag_names=known_flags,
+    catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml", "call_sites": "catalog/call_sites.toml"},
 )
