@@ -28,4 +28,8 @@ ADAPTER = EngineAdapter(
         "pd_role": "disaggregation-mode",
         "transfer_backend": "disaggregation-transfer-backend",
     },
+    frames={  # the scheduler: run_event_loop, event_loop_overlap, run_batch
+        "runtime": ("event_loop", "run_batch"),
+        "serving_loop": ("event_loop", "run_batch"),
+    },
 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from diag.parsers.engine import EngineAdapter
 from diag.parsers.vllm_flags import known_flags
 
+from .silence import why_no_stats
+
 ADAPTER = EngineAdapter(
     name="vllm",
     display="vLLM",
@@ -31,4 +33,14 @@ ADAPTER = EngineAdapter(
     },
     flag_names=known_flags,
     catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml", "call_sites": "catalog/call_sites.toml"},
+    frames={  # V1's EngineCore busy loop, the workers' execute_model it waits on, the engine's construction
+        "runtime": ("EngineDeadError", "output_handler", "execute_model", "RPC call", "process_input", "run_busy_loop",
+                    "get_output", "sample_tokens", "update_from_output", "synchronize_input_prep"),
+        "startup": ("determine_num_available_blocks", "profile_run", "initialize_kv_caches", "from_vllm_config",
+                    "wait_for_engine_startup", "run_engine_core", "init_device", "launch_core_engines",
+                    "make_async_mp_client", "capture_model"),
+        "serving_loop": ("execute_model", "run_busy_loop"),
+    },
+    metrics_module="diag.engines.vllm.metrics",
+    why_no_stats=why_no_stats,
 )
