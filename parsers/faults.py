@@ -79,11 +79,13 @@ CUT = Cause("cut_traceback", "unknown", "an exception (its traceback cut before 
 CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT)}
 _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptions}
 
+# Declared without an engine tag, an engine's causes too: their triggers are words core's samples and rule
+# texts quote (an engine's death), not a line format only that engine's adapter may name.
 _FAULT_FORMATS = []
 for _c in TAXONOMY:
     if _c.pattern is not None:
         _FAULT_FORMATS.append((_c.name, declare(f"fault-{_c.name}", "record", _c.pattern, samples=list(_c.samples),
-                                                emits="fault", triggers=_c.triggers, engine=_c.engine)))
+                                                emits="fault", triggers=_c.triggers)))
 
 # An exception line at the end of a traceback: "pkg.mod.SomeError: message".
 EXCEPTION = declare(
