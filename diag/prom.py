@@ -43,7 +43,15 @@ from diag import __version__
 from diag.parsers import inputs
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import ROLES, FileInfo
-from diag.parsers.prom_vocab import COUNTS, engine_label, prefill_deployments, series_endpoint
+from diag.parsers.prom_vocab import (
+    COUNTS,
+    METRIC_ENGINES,
+    PRESENCE,
+    any_series,
+    engine_label,
+    prefill_deployments,
+    series_endpoint,
+)
 from diag.parsers.prometheus import (
     ExpositionError,
     PromSample,
@@ -67,7 +75,7 @@ DEFAULT_SCRAPE_INTERVAL_S = 15.0
 DEFAULT_WINDOW = timedelta(minutes=15)
 _NAMED = re.compile(r"^(?P<role>[a-z]+)-w(?P<idx>\d+)=(?P<url>\S+)$")
 MAX_CHUNKS = 20               # range queries of MAX_POINTS each before the step grows instead
-_SAMPLE_METRIC = "vllm:num_requests_running"
+_SAMPLE_METRIC = any_series(PRESENCE)   # the engines' presence gauges: their samples' spacing is the scrape interval
 SPACING_LOOKBACK_S = 600   # seconds of raw samples read to measure the scrape interval
 
 
@@ -312,12 +320,12 @@ def chunks(start: datetime, end: datetime, step: float,
 
 def query_server(url: str, start: datetime, end: datetime, *, step_s: float | None = None,
                  scrape_interval_s: float | None = None, timeout_s: float = 10.0) -> list[ParsedLog]:
-    """vLLM gauges, counter rates and latency quantiles per engine from a Prometheus server, one
+    """Engine gauges, counter rates and latency quantiles per engine from a Prometheus server, one
     ParsedLog per (role, index, instance). Rates, sums by engine and ``histogram_quantile`` of the
     buckets' ``irate`` are computed by the server; the step is the scrape interval (coarser only past MAX_CHUNKS x 11,000 points) and each range query holds at most
     11,000 points per series (longer ranges are chunked); rates use a window of
     max(4 scrape intervals, step + 1 scrape interval). Raises PromSourceError (one line), also when
-    the range holds no vLLM series."""
+    the range holds no engine series."""
     import requests
     from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 
@@ -349,7 +357,7 @@ def query_server(url: str, start: datetime, end: datetime, *, step_s: float | No
     except (PrometheusApiClientException, requests.RequestException, ValueError, KeyError) as e:
         raise PromSourceError(f"{url}: Prometheus query failed: {_why(e)}") from None
     if not series:
-        raise PromSourceError(f"{url}: no vLLM series between {start.isoformat(timespec='seconds')} and "
+        raise PromSourceError(f"{url}: no {' or '.join(METRIC_ENGINES)} series between {start.isoformat(timespec='seconds')} and "
                               f"{end.isoformat(timespec='seconds')}")
     return _server_logs(url, series, step)
 

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from diag.parsers.engine import EngineAdapter
-from diag.parsers.histogram import LATENCY, QUANTILES, column
+from diag.parsers.histogram import KEYS, QUANTILES, column
 from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.engine import fold_cascades
@@ -151,7 +151,7 @@ def endpoint_latency(ep: Endpoint) -> dict[str, dict[str, float | None]]:
     """Per latency histogram with data (``ttft``, ``itl``, ...): the quantiles of the last interval
     (``p50``/``p90``/``p99``, the slowest engine's), and ``p90_max``, the worst interval's p90 of the run."""
     out: dict[str, dict[str, float | None]] = {}
-    for key in LATENCY:
+    for key in KEYS:
         cols = [column(key, q) for q in QUANTILES]
         if not set(cols) <= set(ep.stats.columns):  # no latency histogram in this endpoint's sources
             continue

@@ -1,11 +1,12 @@
-"""Call sites: what vLLM logged at a ``file:line`` when the log lost the message itself.
+"""Call sites: what an engine logged at a ``file:line`` when the log lost the message itself.
 
 A traceback logged by ``logger.exception`` carries the logging call's ``[file:line]`` on every line;
 when an excerpt or a log keeps only its frames (the head and the exception line cut), that call site
 still names the message: ``core.py:1330`` is ``EngineCore failed to start.`` in vLLM 0.26.0 and a
-blank line elsewhere. ``catalog/call_sites.toml`` is generated from the released wheels by
-``tools/upstream_vocab.py --call-sites``. A site decides only when the releases agree on it: the log's
-own release when the table has it, else every release that logs a traceback there.
+blank line elsewhere. Each engine adapter's ``catalogs["call_sites"]`` table (vLLM's is generated from
+the released wheels by ``tools/upstream_vocab.py --call-sites``) is read here, the adapters' tables
+merged. A site decides only when the releases agree on it: the log's own release when the table has
+it, else every release that logs a traceback there.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import re
 import tomllib
 from dataclasses import replace
 from functools import cache
-from pathlib import Path
+from importlib.abc import Traversable
 
-from . import faults
+from . import engines, faults
 from .records import Fault
 
-CALL_SITES_PATH = Path(__file__).with_name("catalog") / "call_sites.toml"
+# every adapter's call-site table, in registry order; CALL_SITES_PATH: the first (vLLM's)
+CALL_SITES_PATHS: tuple[Traversable, ...] = tuple(path for _, path in engines.catalog_files("call_sites"))
+CALL_SITES_PATH: Traversable | None = CALL_SITES_PATHS[0] if CALL_SITES_PATHS else None
 Release = tuple[int, int, int]
 _RELEASE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -32,14 +35,16 @@ def release(text: str) -> Release | None:
 
 @cache
 def _table() -> tuple[frozenset[Release], dict[str, list[tuple[str, frozenset[Release]]]]]:
-    with CALL_SITES_PATH.open("rb") as fh:
-        data = tomllib.load(fh)
-    known = frozenset(r for v in data["versions"] if (r := release(v)) is not None)
+    known: set[Release] = set()
     sites: dict[str, list[tuple[str, frozenset[Release]]]] = {}
-    for s in data.get("site", []):
-        sites.setdefault(s["at"], []).append((s["message"], frozenset(r for v in s["versions"]
-                                                                      if (r := release(v)) is not None)))
-    return known, sites
+    for path in CALL_SITES_PATHS:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+        known.update(r for v in data["versions"] if (r := release(v)) is not None)
+        for s in data.get("site", []):
+            sites.setdefault(s["at"], []).append((s["message"], frozenset(r for v in s["versions"]
+                                                                          if (r := release(v)) is not None)))
+    return frozenset(known), sites
 
 
 def message_at(where: str, version: Release | None) -> str | None:

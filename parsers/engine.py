@@ -108,6 +108,13 @@ class EngineAdapter:
     waiting_kv: tuple[tuple[str, ...], ...] = ()  # stats columns of requests waiting for their KV, best first
     shown_facts: tuple[str, ...] = ()           # the startup facts a report shows, in order (() : core's)
     per_process_flags: frozenset[str] = frozenset()  # launch flags that differ between one endpoint's processes
+    # traceback function names that place a fault (rules.incidents), by kind: startup (start-up code),
+    # runtime (serving code), serving_loop (an exception escaping it ends the engine); merged with core's
+    frames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # its Prometheus vocabulary, a module of the shape parsers.prom_vocab documents (FIELDS, ALIASES, ...)
+    metrics_module: str | None = None
+    # DIAG-L001: why an endpoint that served logged no stats lines, from its facts: (cause, why) or None
+    why_no_stats: Callable[[Mapping[str, Any]], tuple[str, str] | None] | None = None
 
     def knob(self, key: str) -> str | None:
         """The engine's flag for a neutral knob (None: the engine has no such knob)."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
+from importlib.abc import Traversable
 from importlib.metadata import entry_points
+from types import ModuleType
 
 from .engine import EngineAdapter
 
@@ -103,3 +105,18 @@ def load_checks() -> None:
     for a in adapters():
         if a.checks_module:
             importlib.import_module(a.checks_module)
+
+
+def catalog_files(kind: str) -> tuple[tuple[EngineAdapter, Traversable], ...]:
+    """Every adapter's catalog of ``kind`` (faults, startup, call_sites), in registry order."""
+    return tuple((a, f) for a in adapters() if (f := a.catalog_file(kind)) is not None)
+
+
+def frames(kind: str) -> tuple[str, ...]:
+    """Every adapter's traceback markers of ``kind`` (startup, runtime, serving_loop), in registry order."""
+    return tuple(m for a in adapters() for m in a.frames.get(kind, ()))
+
+
+def metrics() -> tuple[tuple[EngineAdapter, ModuleType], ...]:
+    """Every adapter's Prometheus vocabulary module (:mod:`diag.parsers.prom_vocab` documents its shape)."""
+    return tuple((a, importlib.import_module(a.metrics_module)) for a in adapters() if a.metrics_module)

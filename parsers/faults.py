@@ -1,7 +1,8 @@
 """Fault lines: engine and worker death, OOM, KV capacity at startup, hangs, exceptions.
 
-The taxonomy is data (``catalog/faults.toml``): message patterns and exception type names to a
-cause and its class, with sample lines the tests run. One root cause fans out into many lines
+The taxonomy is data: message patterns and exception type names to a cause and its class, with
+sample lines the tests run; core's ``catalog/faults.toml`` merged with every engine adapter's
+(``ADAPTER.catalogs["faults"]``), ordered by rank, then core before the engines, then file order. One root cause fans out into many lines
 (every API server, every client); this module only classifies lines. Tracebacks are grouped with their exception line by the line parser, and
 folding a fan-out into one finding is the rules engine's job.
 """
@@ -11,8 +12,10 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
+from importlib.abc import Traversable
 from pathlib import Path
 
+from . import engines
 from .formats import declare, record_parser
 from .records import Fault, Header
 
@@ -21,7 +24,7 @@ TAXONOMY_PATH = Path(__file__).with_name("catalog") / "faults.toml"
 
 @dataclass(frozen=True)
 class Cause:
-    """One entry of the fault taxonomy (``catalog/faults.toml``)."""
+    """One entry of the fault taxonomy (``catalog/faults.toml``, or an engine's)."""
 
     name: str
     cls: str                         # oom | kv_capacity | config | cuda | collective | transport | ...
@@ -33,22 +36,37 @@ class Cause:
     pattern: str | None = None
     exceptions: tuple[str, ...] = ()
     samples: tuple[str, ...] = ()
+    rank: int = 50                   # priority band (see catalog/faults.toml)
+    label: str | None = None         # a count of it in a finding ("transport (NIXL/UCX) error(s)")
+    engine: str | None = None        # the adapter whose catalog declares it; None: core's
 
 
-def _load_taxonomy() -> tuple[Cause, ...]:
-    with TAXONOMY_PATH.open("rb") as fh:
+def _read(path: Traversable, engine: str | None) -> list[Cause]:
+    with path.open("rb") as fh:
         data = tomllib.load(fh)
     out = []
     for entry in data["cause"]:
         cause = Cause(entry["name"], entry["class"], entry["text"], bool(entry.get("fatal", False)),
                       bool(entry.get("death", False)), entry.get("phase", "any"), tuple(entry.get("triggers", ())),
-                      entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]))
+                      entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]),
+                      int(entry["rank"]), entry.get("label"), engine)
         if len(cause.samples) < 2:
             raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
         if cause.pattern is None and not cause.exceptions:
             raise ValueError(f"fault cause {cause.name!r} has neither a pattern nor exception names")
         out.append(cause)
-    return tuple(out)
+    return out
+
+
+def _load_taxonomy() -> tuple[Cause, ...]:
+    """Core's causes and every adapter's, by rank (stable: core first, then adapters in registry order)."""
+    causes = _read(TAXONOMY_PATH, None)
+    for adapter, path in engines.catalog_files("faults"):
+        causes += _read(path, adapter.name)
+    names = [c.name for c in causes]
+    if dupes := sorted({n for n in names if names.count(n) > 1}):
+        raise ValueError(f"fault causes declared twice: {', '.join(dupes)}")
+    return tuple(sorted(causes, key=lambda c: c.rank))
 
 
 TAXONOMY: tuple[Cause, ...] = _load_taxonomy()
@@ -61,6 +79,8 @@ CUT = Cause("cut_traceback", "unknown", "an exception (its traceback cut before 
 CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT)}
 _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptions}
 
+# Declared without an engine tag, an engine's causes too: their triggers are words core's samples and rule
+# texts quote (an engine's death), not a line format only that engine's adapter may name.
 _FAULT_FORMATS = []
 for _c in TAXONOMY:
     if _c.pattern is not None:

@@ -1,7 +1,7 @@
 """Prometheus histograms -> latency quantiles per interval (pure): one implementation for every source.
 
-vLLM exports its request latencies as cumulative histograms (vllm-formats.md §3: TTFT, inter-token
-latency, end-to-end latency, queue time). A scrape holds, per bucket upper bound ``le``, the number of
+An engine exports its request latencies as cumulative histograms (TTFT, inter-token latency,
+end-to-end latency, queue time). A scrape holds, per bucket upper bound ``le``, the number of
 observations since the process started; the distribution of one interval is the difference of two
 consecutive scrapes (:func:`bucket_delta`), and its quantiles follow Prometheus' ``histogram_quantile``
 (:func:`quantile`): linear interpolation inside the bucket that holds the rank, the first bucket starting
@@ -10,8 +10,9 @@ at 0, a rank in the ``+Inf`` bucket answered with the largest finite bound, no o
 A scrape whose counts went down, or whose buckets changed, follows a restart: the interval's
 observations are the new counts (a reset counts for the whole histogram, the process restarted).
 
-:data:`LATENCY` names the histograms diag reads (current names; :data:`parsers.prom_vocab.ALIASES`
-maps the renamed ones), :data:`COLUMNS` the run model's columns ``<key>_p<q>_s``.
+:data:`KEYS` names the latencies diag reads (the engines' histograms of each are
+:data:`parsers.prom_vocab.LATENCY`, Dynamo's :data:`FALLBACK`), :data:`COLUMNS` the run model's columns
+``<key>_p<q>_s``.
 """
 
 from __future__ import annotations
@@ -19,18 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-__all__ = ["COLUMNS", "FALLBACK", "LATENCY", "QUANTILES", "Buckets", "bucket_delta", "buckets", "column", "interval_quantiles",
+__all__ = ["COLUMNS", "FALLBACK", "KEYS", "QUANTILES", "Buckets", "bucket_delta", "buckets", "column", "interval_quantiles",
            "quantile"]
 
-# run-model key -> histogram family (seconds); current names
-LATENCY: dict[str, str] = {
-    "ttft": "vllm:time_to_first_token_seconds",
-    "itl": "vllm:inter_token_latency_seconds",
-    "e2e": "vllm:e2e_request_latency_seconds",
-    "queue": "vllm:request_queue_time_seconds",
-}
+# the run model's latency keys; each engine maps them onto its histograms (:data:`parsers.prom_vocab.LATENCY`)
+KEYS = ("ttft", "itl", "e2e", "queue")
 # the same latencies as Dynamo's frontend measures them (ai-dynamo 1.6 prometheus_names.py frontend_service),
-# read where no vLLM histogram of the key is present
+# read where no engine histogram of the key is present
 FALLBACK: dict[str, str] = {
     "dynamo_frontend_time_to_first_token_seconds": "ttft",
     "dynamo_frontend_inter_token_latency_seconds": "itl",
@@ -46,7 +42,7 @@ def column(key: str, q: float) -> str:
     return f"{key}_p{round(q * 100)}_s"
 
 
-COLUMNS = tuple(column(k, q) for k in LATENCY for q in QUANTILES)
+COLUMNS = tuple(column(k, q) for k in KEYS for q in QUANTILES)
 
 
 def parse_le(text: str) -> float:

@@ -2,10 +2,27 @@
 
 * Metric names are data: counters lose ``_total``, ``_created`` series are ignored (they are
   creation timestamps, not counts), and :data:`ALIASES` maps renamed metrics to their current names
-  (vllm-formats.md §3.3) (:func:`canonical`). :data:`FIELDS` says which metric feeds which stats field;
-  :data:`KV_SIGNALS`, :data:`KV_COUNTS` and :data:`REQUEST_COUNTS` which counters make a signal.
+  (:func:`canonical`). :data:`FIELDS` says which metric feeds which stats field; :data:`KV_SIGNALS`,
+  :data:`KV_COUNTS` and :data:`REQUEST_COUNTS` which counters make a signal; :data:`LATENCY` which
+  histograms hold a latency.
 * :data:`ENGINE_LABELS` and the endpoint roles (:func:`series_endpoint`) map a series' labels to its
   engine and its endpoint's (role, worker index).
+
+The engines' names come from their adapters (``ADAPTER.metrics_module``, see
+:func:`diag.parsers.engines.metrics`), merged here in registry order; Dynamo's series are core's and come
+after every engine's (the fallback where an instance has no engine series). An engine's metrics module
+holds, names without the counter suffix ``_total``:
+
+* ``ALIASES: dict[str, str]``: old name -> current name.
+* ``FIELDS: dict[str, tuple[kind, tuple[(metric, (label, value) | None), ...]]]``: stats field (``running``,
+  ``waiting``, ``kv`` (0..1), ``prompt``, ``prompt_all``, ``gen``, ``preempt``, ``prefix_q``/``prefix_h``,
+  ``ext_q``/``ext_h``, ``deferred``, ``kv_fetch_*``) -> ``"gauge"`` or ``"counter"`` and its sources in
+  priority order, each a current metric name and the label value a series must carry, or None.
+* ``KV_SIGNALS`` / ``KV_COUNTS: dict[str, tuple[tuple[str, ...], ...]]``: signal (``kv_failures``,
+  ``kv_expiry``; ``KV_COUNTS`` adds ``kv_transfers``) -> groups of counters whose increases add up, the
+  members of a group overlapping (the group counts its largest increase).
+* ``LATENCY: dict[str, str]``: latency key of :data:`parsers.histogram.KEYS` -> histogram family (seconds).
+* ``PRESENCE: str``: a gauge the engine exports from its start (a target with it is that engine).
 
 The scrape and capture path (:mod:`parsers.prometheus`), the server path (:mod:`parsers.promql`,
 diag.prom) and the exported rules (rules.promrules) all read this one vocabulary.
@@ -14,74 +31,74 @@ diag.prom) and the exported rules (rules.promrules) all read this one vocabulary
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 
+from . import engines
 from .histogram import FALLBACK as LATENCY_FALLBACK
-from .histogram import LATENCY
+from .histogram import KEYS as LATENCY_KEYS
 
 __all__ = [
-    "ALIASES", "BACKEND", "COUNTED_METRICS", "COUNTERS", "COUNTS", "DEPLOYMENT_LABEL", "ENGINE_LABELS", "FIELDS",
-    "INDEX_LABELS", "KV_COUNTS", "KV_SIGNALS", "REQUEST_COUNTS", "ROLE_ALIASES", "ROLE_LABELS", "ROLE_WORDS",
-    "WORKER_NUMBER", "backend_role", "canonical", "engine_label", "family_names", "member_of", "prefill_deployments",
-    "role_of_label", "series_endpoint",
+    "ALIASES", "BACKEND", "COUNTED_METRICS", "COUNTERS", "COUNTS", "DEPLOYMENT_LABEL", "DYNAMO_FIELDS", "ENGINE_LABELS",
+    "FIELDS", "INDEX_LABELS", "KV_COUNTS", "KV_SIGNALS", "LATENCY", "METRIC_ENGINES", "PRESENCE", "REQUEST_COUNTS",
+    "ROLE_ALIASES", "ROLE_LABELS", "ROLE_WORDS", "WORKER_NUMBER", "any_series", "backend_role", "canonical",
+    "engine_label", "family_names", "member_of", "prefill_deployments", "role_of_label", "series_endpoint",
 ]
 
-# old name -> current name (vllm-formats.md §3.3); names without the counter suffix
-ALIASES: dict[str, str] = {
-    "vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc",
-    "vllm:gpu_prefix_cache_queries": "vllm:prefix_cache_queries",
-    "vllm:gpu_prefix_cache_hits": "vllm:prefix_cache_hits",
-    "vllm:time_per_output_token_seconds": "vllm:inter_token_latency_seconds",
+Sources = tuple[tuple[str, tuple[str, str] | None], ...]
+Groups = tuple[tuple[str, ...], ...]
+_ENGINES = engines.metrics()
+METRIC_ENGINES = tuple(a.display for a, _ in _ENGINES)   # the engines whose series diag reads
+
+# Dynamo's own series (ai-dynamo 1.6 prometheus_names.py, common/utils/prometheus.py), after the engines':
+# a worker's ``dynamo_component_gpu_cache_usage_percent`` (0..1, per ``dp_rank``), a frontend's in-flight and
+# queued requests, so a capture without engine series still has its endpoints' load.
+DYNAMO_FIELDS: dict[str, tuple[str, Sources]] = {
+    "running": ("gauge", (("dynamo_frontend_inflight_requests", None),)),
+    "waiting": ("gauge", (("dynamo_frontend_queued_requests", None),)),
+    "kv": ("gauge", (("dynamo_component_gpu_cache_usage_percent", None),)),
 }
 
-# stats field -> (kind, sources in priority order: (current metric name, required label or None)).
-# Since 2026-02 the log's "Avg prompt throughput" counts locally computed tokens only: the
-# ``prompt_tokens_by_source{source="local_compute"}`` counter matches it (vLLM 0.33 v1/metrics/loggers.py;
-# the other sources are ``local_cache_hit`` and ``external_kv_transfer``); ``prompt_tokens`` counts every
-# source, a P/D decode's transferred KV included, so it feeds ``prompt_all`` and the run model takes it as
-# computed only where no KV arrives by transfer (rules.endpoints).
-# Dynamo's own series come after vLLM's (ai-dynamo 1.6 prometheus_names.py, common/utils/prometheus.py):
-# a worker's ``dynamo_component_gpu_cache_usage_percent`` (0..1, per ``dp_rank``), a frontend's
-# in-flight and queued requests, so a capture without vllm: series still has its endpoints' load.
-FIELDS: dict[str, tuple[str, tuple[tuple[str, tuple[str, str] | None], ...]]] = {
-    "running": ("gauge", (("vllm:num_requests_running", None), ("dynamo_frontend_inflight_requests", None))),
-    "waiting": ("gauge", (("vllm:num_requests_waiting", None), ("dynamo_frontend_queued_requests", None))),
-    "kv": ("gauge", (("vllm:kv_cache_usage_perc", None), ("dynamo_component_gpu_cache_usage_percent", None))),
-    "prompt": ("counter", (("vllm:prompt_tokens_by_source", ("source", "local_compute")),)),
-    "prompt_all": ("counter", (("vllm:prompt_tokens", None),)),
-    "gen": ("counter", (("vllm:generation_tokens", None),)),
-    "preempt": ("counter", (("vllm:num_preemptions", None),)),
-    "prefix_q": ("counter", (("vllm:prefix_cache_queries", None),)),
-    "prefix_h": ("counter", (("vllm:prefix_cache_hits", None),)),
-    "ext_q": ("counter", (("vllm:external_prefix_cache_queries", None),)),
-    "ext_h": ("counter", (("vllm:external_prefix_cache_hits", None),)),
-    # waiting split (vLLM >= 0.31, v1/metrics/loggers.py): ``deferred`` is the log's "Deferred: N reqs"
-    # (skipped: KV transfer, LoRA budget, blocked), ``capacity`` the rest; a P/D decode engine's (KV
-    # consumer, 0.33) KV loads by stage are the log's "KV fetch: N waiting to start, N in progress, ..."
-    "deferred": ("gauge", (("vllm:num_requests_waiting_by_reason", ("reason", "deferred")),)),
-    **{f"kv_fetch_{key}": ("gauge", (("vllm:num_requests_kv_fetch_by_stage", ("stage", stage)),))
-       for key, stage in (("waiting", "waiting_to_start"), ("running", "in_progress"), ("done", "completed_waiting"))},
-}
+
+def _fields(tables: Iterable[Mapping[str, tuple[str, Sources]]]) -> dict[str, tuple[str, Sources]]:
+    """FIELDS tables merged: a field's sources in table order (its kind must agree)."""
+    out: dict[str, tuple[str, Sources]] = {}
+    for table in tables:
+        for name, (kind, sources) in table.items():
+            have = out.get(name, (kind, ()))
+            if have[0] != kind:
+                raise ValueError(f"metric field {name!r} is a {have[0]} and a {kind}")
+            out[name] = (kind, (*have[1], *sources))
+    return out
+
+
+def _groups(tables: Iterable[Mapping[str, Groups]]) -> dict[str, Groups]:
+    """Counter-group tables merged: a signal's groups in table order."""
+    out: dict[str, Groups] = {}
+    for table in tables:
+        for signal, groups in table.items():
+            out[signal] = (*out.get(signal, ()), *groups)
+    return out
+
+
+ALIASES: dict[str, str] = {old: new for _, m in _ENGINES for old, new in m.ALIASES.items()}
+# stats field -> (kind, sources in priority order: (current metric name, required label or None))
+FIELDS = _fields([*(m.FIELDS for _, m in _ENGINES), DYNAMO_FIELDS])
 COUNTERS = tuple(k for k, (kind, _) in FIELDS.items() if kind == "counter")
+KV_SIGNALS = _groups(m.KV_SIGNALS for _, m in _ENGINES)
+KV_COUNTS = _groups(m.KV_COUNTS for _, m in _ENGINES)
+if unknown := {k for _, m in _ENGINES for k in m.LATENCY} - set(LATENCY_KEYS):
+    raise ValueError(f"latency keys no run-model column has: {sorted(unknown)}")
+# latency key -> the engines' histogram families (current names); Dynamo's are LATENCY_FALLBACK
+LATENCY: dict[str, tuple[str, ...]] = {
+    key: fams for key in LATENCY_KEYS if (fams := tuple(m.LATENCY[key] for _, m in _ENGINES if key in m.LATENCY))}
+PRESENCE = tuple(m.PRESENCE for _, m in _ENGINES)
 
-# P/D KV-connector failure counters (counters without ``_total``), per signal: groups whose
-# increases add up, each group's members overlapping (the group counts its largest increase).
-# NIXL: up to vLLM 0.30 ``nixl_num_failed_transfers`` and ``nixl_num_failed_notifications`` were
-# disjoint; since 0.31 (nixl/stats.py) failed transfers include handshake and notification failures
-# and notifications are also counted on their own. The largest of the two is exact since 0.31 and
-# still sees every failed interval before it (a lower bound on the count), without a version.
-# Mooncake (vLLM >= 0.33, mooncake/stats.py): failed transfers and failed receives are disjoint.
-KV_SIGNALS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "kv_failures": (("vllm:nixl_num_failed_transfers", "vllm:nixl_num_failed_notifications"),
-                    ("vllm:mooncake_num_failed_transfers",), ("vllm:mooncake_num_failed_recvs",)),
-    "kv_expiry": (("vllm:nixl_num_kv_expired_reqs",), ("vllm:mooncake_num_kv_expired_reqs",)),
-}
-# what the Python paths count besides the exported signals: successful transfers, one observation of the
-# connector's transfer-time histogram each (nixl/stats.py, mooncake/stats.py observe every transfer_duration)
-KV_COUNTS: dict[str, tuple[tuple[str, ...], ...]] = {
-    **KV_SIGNALS,
-    "kv_transfers": (("vllm:nixl_xfer_time_seconds_count",), ("vllm:mooncake_xfer_time_seconds_count",)),
-}
+
+def any_series(names: Sequence[str]) -> str:
+    """A PromQL selector of the series of any of ``names``: the name itself when there is one."""
+    return names[0] if len(names) == 1 else f'{{__name__=~"{"|".join(names)}"}}'
+
+
 # Dynamo's request counters (ai-dynamo 1.6 prometheus_names.py): the frontend's ``requests_total``
 # (``status`` success|error) and ``failures_total`` (terminal failures: the same failed requests, so one
 # group), a worker's ``dynamo_component_requests_total`` and ``errors_total`` (per ``error_type``).
@@ -116,7 +133,8 @@ def canonical(name: str) -> tuple[str, bool] | None:
 
 def family_names() -> set[str]:
     """Every metric family diag reads (FIELDS and the LATENCY histograms), current and old names."""
-    names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | set(LATENCY.values()) | set(LATENCY_FALLBACK)
+    names = {m for _, srcs in FIELDS.values() for m, _ in srcs} | {f for fams in LATENCY.values() for f in fams}
+    names |= set(LATENCY_FALLBACK)
     names |= COUNTED_METRICS
     return names | {old for old, new in ALIASES.items() if new in names}
 

@@ -35,12 +35,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from .columns import KV_VALUE_KEYS
 from .histogram import COLUMNS as LATENCY_COLUMNS
 from .histogram import FALLBACK as LATENCY_FALLBACK
-from .histogram import LATENCY, Buckets, buckets, interval_quantiles, parse_le
+from .histogram import Buckets, buckets, interval_quantiles, parse_le
 from .prom_vocab import (
     BACKEND,
     COUNTERS,
     COUNTS,
     FIELDS,
+    LATENCY,
     REQUEST_COUNTS,
     ROLE_LABELS,
     backend_role,
@@ -161,13 +162,13 @@ def engine_values(samples: Iterable[PromSample]) -> dict[str | None, dict[str, f
     return out
 
 
-_LATENCY_KEY = {family: key for key, family in LATENCY.items()}
+_LATENCY_KEY = {family: key for key, families in LATENCY.items() for family in families}
 
 
 def engine_histograms(samples: Iterable[PromSample]) -> dict[str | None, dict[str, Buckets]]:
-    """Per engine (:func:`engine_label`): the LATENCY histograms present (:data:`parsers.histogram.LATENCY`
+    """Per engine (:func:`engine_label`): the LATENCY histograms present (:data:`parsers.prom_vocab.LATENCY`
     key -> cumulative buckets), label sets of one engine summed; the current name preferred over an old
-    one, vLLM's over Dynamo's (:data:`parsers.histogram.FALLBACK`)."""
+    one, the engine's over Dynamo's (:data:`parsers.histogram.FALLBACK`)."""
     acc: dict[tuple[str | None, str, int], dict[float, float]] = {}
     for s in samples:
         if not s.name.endswith("_bucket") or "le" not in s.labels:

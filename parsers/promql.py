@@ -11,14 +11,16 @@ import math
 import re
 
 from .histogram import FALLBACK as LATENCY_FALLBACK
-from .histogram import LATENCY, QUANTILES, column
+from .histogram import QUANTILES, column
 from .prom_vocab import (
     ALIASES,
     COUNTS,
     DEPLOYMENT_LABEL,
+    DYNAMO_FIELDS,
     ENGINE_LABELS,
     FIELDS,
     INDEX_LABELS,
+    LATENCY,
     ROLE_LABELS,
     member_of,
 )
@@ -88,20 +90,19 @@ def server_queries(window_s: float) -> dict[str, str]:
     w = _dur(window_s)
     by = f"sum by({', '.join(GROUP_LABELS)})"
     out = {}
+    fallback = {metric for _, sources in DYNAMO_FIELDS.values() for metric, _ in sources}
     for fname, (kind, sources) in FIELDS.items():
-        parts = []
+        parts: dict[bool, list[str]] = {False: [], True: []}   # the engines' series, Dynamo's
         for metric, need in sources:
             for name in (metric, *old_of.get(metric, [])):
                 sel = f'{{{need[0]}="{need[1]}"}}' if need else ""
                 if kind == "gauge":
-                    parts.append(f"{by} ({name}{sel})")
+                    parts[metric in fallback].append(f"{by} ({name}{sel})")
                 else:
-                    parts.append(f"{by} (rate({name}_total{sel}[{w}]))")
-        out[fname] = " or ".join(parts)
-        dynamo = [p for p in parts if "(dynamo_" in p]
-        if dynamo:  # Dynamo's series only where an instance has no vLLM one (they name the engine differently)
-            vllm = " or ".join(p for p in parts if p not in dynamo)
-            out[fname] = f"{vllm} or (({' or '.join(dynamo)}) unless on(instance) ({vllm}))"
+                    parts[metric in fallback].append(f"{by} (rate({name}_total{sel}[{w}]))")
+        engine, dynamo = " or ".join(parts[False]), " or ".join(parts[True])
+        # Dynamo's series only where an instance has no engine one (they name the engine differently)
+        out[fname] = f"{engine} or (({dynamo}) unless on(instance) ({engine}))" if engine and dynamo else engine or dynamo
     # KV signals (per second, turned into per-step counts by the caller): the groups of KV_SIGNALS
     for signal, groups in COUNTS.items():
         out[signal] = combine_vectors("sum", "diag_group", [combine_vectors("max", "diag_counter", [
@@ -110,8 +111,9 @@ def server_queries(window_s: float) -> dict[str, str]:
     # last two scrapes (rate()'s extrapolation clamps each bucket series to zero on its own, which
     # bends the quantiles; irate is the per-interval bucket delta every other source uses)
     by_le = f"sum by(le, {', '.join(GROUP_LABELS)})"
-    for key, family in LATENCY.items():
-        names = (family, *old_of.get(family, []), *(f for f, k in LATENCY_FALLBACK.items() if k == key))
+    for key, families in LATENCY.items():
+        names = (*(n for family in families for n in (family, *old_of.get(family, []))),
+                 *(f for f, k in LATENCY_FALLBACK.items() if k == key))
         for q in QUANTILES:
             out[column(key, q)] = " or ".join(f"histogram_quantile({q}, {by_le} (irate({name}_bucket[{w}])))"
                                               for name in names)

@@ -3,8 +3,9 @@ registration, ready.
 
 A 397B model takes 5-20 minutes to load, compile and capture CUDA graphs; while it does, an endpoint
 has no stats lines and that is not a fault. The stage vocabulary and the lines that evidence each stage
-are data (``catalog/startup.toml``, with sample lines the format tests run); this module turns a
-matching line into a :class:`StageMark`. Building an endpoint's timeline from the marks is the run
+are data (``catalog/startup.toml``, with sample lines the format tests run; each engine adapter adds its
+lines for the stages in its ``ADAPTER.catalogs["startup"]``); this module turns a matching line into a
+:class:`StageMark`. Building an endpoint's timeline from the marks is the run
 model's job (:mod:`rules.startup`).
 """
 
@@ -13,9 +14,11 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
+from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from . import engines
 from .formats import declare, record_parser
 from .records import Header, StageMark
 
@@ -34,17 +37,30 @@ class Stage:
     order: int
 
 
-def _load() -> tuple[tuple[Stage, ...], list[tuple[str, str, dict[str, Any]]]]:
-    with CATALOG_PATH.open("rb") as fh:
-        data = tomllib.load(fh)
-    stages, lines = [], []
-    for i, entry in enumerate(data["stage"]):
-        stages.append(Stage(entry["name"], entry["label"], entry.get("short", entry["label"]), i))
-        for j, line in enumerate(entry.get("line", [])):
-            if line["mark"] not in MARKS:
-                raise ValueError(f"stage {entry['name']!r}: unknown mark {line['mark']!r}")
-            lines.append((entry["name"], f"stage-{entry['name']}-{j}", line))
-    return tuple(stages), lines
+def _read(path: Traversable) -> list[dict[str, Any]]:
+    with path.open("rb") as fh:
+        return tomllib.load(fh)["stage"]
+
+
+def _load() -> tuple[tuple[Stage, ...], list[tuple[str, str, dict[str, Any], str | None]]]:
+    """Core's stages, each with its lines: core's first, then every adapter's (registry order)."""
+    core = _read(CATALOG_PATH)
+    stages = tuple(Stage(e["name"], e["label"], e.get("short", e["label"]), i) for i, e in enumerate(core))
+    sources: list[tuple[str | None, list[dict[str, Any]]]] = [(None, core)]
+    sources += [(a.name, _read(path)) for a, path in engines.catalog_files("startup")]
+    unknown = {e["name"] for _, entries in sources for e in entries} - {s.name for s in stages}
+    if unknown:
+        raise ValueError(f"startup catalogs: unknown stages {sorted(unknown)}")
+    lines = []
+    for stage in stages:
+        for engine, entries in sources:
+            prefix = f"{engine}-stage" if engine else "stage"
+            for entry in (e for e in entries if e["name"] == stage.name):
+                for j, line in enumerate(entry.get("line", [])):
+                    if line["mark"] not in MARKS:
+                        raise ValueError(f"stage {stage.name!r}: unknown mark {line['mark']!r}")
+                    lines.append((stage.name, f"{prefix}-{stage.name}-{j}", line, engine))
+    return stages, lines
 
 
 STAGES, _LINES = _load()
@@ -66,7 +82,8 @@ def _parser(stage: str, mark: str):
     return parse
 
 
-for _stage, _name, _line in _LINES:
+# Declared without an engine tag, as the fault causes are (parsers.faults): "torch.compile" names a stage too.
+for _stage, _name, _line, _ in _LINES:
     _fmt = declare(_name, "record", _line["pattern"], samples=_line["samples"], emits="stage",
                    triggers=tuple(_line["triggers"]), doc=f"startup stage {_stage}: {_line['mark']}")
     record_parser(_fmt)(_parser(_stage, _line["mark"]))

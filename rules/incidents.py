@@ -12,6 +12,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from statistics import median
 
+from diag.parsers import engines
 from diag.parsers.faults import CAUSES, CUT, TAXONOMY, UNCLASSIFIED
 from diag.parsers.records import Fault
 
@@ -24,26 +25,20 @@ from .templating import _finding, _loc
 # ---------------------------------------------------------------- fault incidents (E001, E004)
 
 _EPOCH = datetime.min.replace(tzinfo=UTC)
-# The taxonomy (parsers/catalog/faults.toml) is the one source of causes: its order is the rank.
+# The taxonomy (parsers/catalog/faults.toml and each engine's) is the one source of causes: its order is the rank.
 CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death), UNCLASSIFIED.name, CUT.name,
               *(c.name for c in TAXONOMY if c.death))
 DEATH = frozenset(c.name for c in TAXONOMY if c.death)
 FATAL = frozenset(c.name for c in TAXONOMY if c.fatal)
 CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}
 STARTUP_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "startup")
-RUNTIME_MARKERS = ("EngineDeadError", "output_handler", "execute_model", "RPC call", "serving_", "completion",
-                   "generate", "step", "process_input", "run_busy_loop", "get_output", "sample_tokens",
-                   "update_from_output", "synchronize_input_prep",
-                   "event_loop", "run_batch")   # SGLang's scheduler: run_event_loop, event_loop_overlap, run_batch
-STARTUP_MARKERS = ("load_model", "determine_num_available_blocks", "profile_run", "initialize_kv_caches",
-                   "from_vllm_config", "__init__", "wait_for_engine_startup", "run_engine_core", "init_device",
-                   "initialization failed", "failed to start", "launch_core_engines", "make_async_mp_client",
-                   "capture_model", "capture_end")
-
-
-# an engine's serving loop: an exception escaping it ends the engine (vLLM V1's EngineCore busy loop and the
-# workers' execute_model it waits on; SGLang's scheduler event loop), whatever the exception's type
-SERVING_LOOP_MARKERS = ("execute_model", "run_busy_loop", "event_loop", "run_batch")
+# Words in a traceback's frames or a fault's text that place it: serving code, start-up code, and an engine's
+# serving loop (an exception escaping it ends the engine, whatever its type). Core's are generic; each engine
+# adds its own function names (``ADAPTER.frames``).
+RUNTIME_MARKERS = ("serving_", "completion", "generate", "step", *engines.frames("runtime"))
+STARTUP_MARKERS = ("load_model", "__init__", "initialization failed", "failed to start", "capture_end",
+                   *engines.frames("startup"))
+SERVING_LOOP_MARKERS = engines.frames("serving_loop")
 
 
 def _serving_loop_frames(fault: Fault) -> bool:

@@ -1,14 +1,14 @@
 """The runtime catalog as a Prometheus rule file: the same thresholds, windows and texts, evaluated by
 Prometheus (or Thanos/Mimir rulers) on the fleet instead of by diag on one run.
 
-Where series belong. Every vLLM series gets ``diag_role`` and ``diag_worker`` from the one label
+Where series belong. Every engine series gets ``diag_role`` and ``diag_worker`` from the one label
 mapping (:func:`parsers.prom_vocab.series_endpoint`: ``ROLE_LABELS``, ``INDEX_LABELS``; ``diag_worker``
 is the ``instance`` when no index label has a number). An engine is (``dynamo_namespace``,
 ``diag_role``, ``diag_worker``, ``engine``), an endpoint the same without ``engine``, a role without
 ``diag_worker``, a run the ``dynamo_namespace`` (one deployment).
 
 Recording rules hold the shared expressions, built from :data:`parsers.prom_vocab.FIELDS` (the metrics
-every other source reads, the renamed vLLM names through ``or``): per engine gauges, and counters as
+every other source reads, the renamed names through ``or``): per engine gauges, and counters as
 ``irate`` (the increase between the last two samples: the same per-interval rate diag computes between
 successive scrapes; Prometheus handles counter resets), then per endpoint and per role. Each alerting
 rule is one catalog rule whose template has a PromQL form, with its ``for``/``keep_firing_for``, labels
@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from diag.parsers import engines
 from diag.parsers.prom_vocab import (
     ALIASES,
     BACKEND,
@@ -37,6 +38,7 @@ from diag.parsers.prom_vocab import (
     FIELDS,
     INDEX_LABELS,
     KV_SIGNALS,
+    PRESENCE,
     REQUEST_COUNTS,
     ROLE_ALIASES,
     ROLE_LABELS,
@@ -50,7 +52,8 @@ from .catalog import Rule
 from .verdict_catalog import verdict_catalog
 
 RUN_WINDOW = "15m"          # "the run" on a server that never ends
-STATS_INTERVAL_S = 10.0     # vLLM's stats interval: one bucket of diag's windows
+# the engines' periodic stats interval (vLLM's 10 s): one bucket of diag's windows
+STATS_INTERVAL_S = next((a.stats_cadence_s for a in engines.adapters() if a.stats_cadence_s), 10.0)
 IRATE_WINDOW = "1m"         # how far back irate looks for its last two samples
 
 GROUPS = ["diag-recording", "diag-alerts"]   # the rule groups, in evaluation order
@@ -67,8 +70,9 @@ _SERVING = "|".join(w for w in ROLE_WORDS if w != "frontend")
 _ROLE_FROM = [*((label, role, alias) for label, aliases in ROLE_ALIASES.items() for alias, role in aliases.items()),
               *((label, "$1", f".*?({_SERVING}).*") for label in reversed(ROLE_LABELS))]
 _WORKER_FROM = [("instance", "$1", "(.+)")] + [(label, "$1", WORKER_NUMBER) for label in reversed(INDEX_LABELS)]
-# a few series per target say whether it is prefill: its scrape's ``up``, vLLM's running gauge, a Dynamo worker's requests
-_PRESENCE = "up|vllm:num_requests_running|dynamo_component_requests_total"
+# a few series per target say whether it is prefill: its scrape's ``up``, an engine's presence gauge, a Dynamo
+# worker's requests
+_PRESENCE = "|".join(("up", *PRESENCE, "dynamo_component_requests_total"))
 WITH_PREFILL = (f"group by({RUN}) ("
                 + " or ".join(f'{{__name__=~"{_PRESENCE}", {label}=~".*prefill.*"}}' for label in ROLE_LABELS) + ")")
 
@@ -126,10 +130,10 @@ def _request_increase(members: tuple[str, ...]) -> str:
                                                    for m in members])
 
 
-# the counters behind the presence rules' signals (vllm-formats.md §3.2; overlapping NIXL counters and
-# Mooncake's in parsers.prom_vocab.KV_SIGNALS)
+# the counters behind the presence rules' signals (the engines' preemption counters; overlapping KV-connector
+# counters in parsers.prom_vocab.KV_SIGNALS)
 SIGNALS: dict[str, tuple[str, ...]] = {
-    "preemptions": ("vllm:num_preemptions",),
+    "preemptions": tuple(metric for metric, _ in FIELDS["preempt"][1]),
     **{signal: tuple(m for group in groups for m in group) for signal, groups in KV_SIGNALS.items()},
 }
 SIGNAL_EXPR: dict[str, str] = {
@@ -214,7 +218,7 @@ def _expr(rule: Rule) -> str | None:
     if rule.template == "absence":
         roles = "|".join(p.get("roles", ("prefill", "decode", "agg")))
         return (f'diag:up:target{{diag_role=~"{roles}"}} == 1 unless on(job, instance) '
-                f"max by(job, instance) (present_over_time(vllm:num_requests_running[{IRATE_WINDOW}]))")
+                f"max by(job, instance) ({' or '.join(f'present_over_time({m}[{IRATE_WINDOW}])' for m in PRESENCE)})")
     if rule.template == "stall_vs_median":
         median = f"quantile_over_time(0.5, diag:vllm_busy_tokens:engine_irate[{RUN_WINDOW}])"
         return (f"(diag:vllm_tokens:engine_irate < {p['stall_frac']} * ({median} >= {p['min_median']})"

@@ -17,17 +17,22 @@ from typing import Any
 
 import yaml
 
-from diag.parsers.prom_vocab import KV_SIGNALS
+from diag.parsers.prom_vocab import FIELDS, KV_SIGNALS
 
 from .catalog import Rule
 from .examples import DEFAULTS, SERIES, example_findings, series_length, value_at
 from .promrules import GROUPS, STATS_INTERVAL_S, expressible
 
-GAUGES = {"running": ("vllm:num_requests_running", 1.0), "waiting": ("vllm:num_requests_waiting", 1.0),
-          "kv_usage": ("vllm:kv_cache_usage_perc", 0.01)}
-COUNTERS = {"prompt_tps": ("vllm:prompt_tokens", STATS_INTERVAL_S),
-            "gen_tps": ("vllm:generation_tokens", STATS_INTERVAL_S),
-            "preemptions": ("vllm:num_preemptions", 1.0)}
+
+def _metric(field: str) -> str:
+    """The series an example's engine exports for a stats field: the field's first source (the first engine's)."""
+    return FIELDS[field][1][0][0]
+
+
+# example key -> (metric, scale from the example's unit)
+GAUGES = {"running": (_metric("running"), 1.0), "waiting": (_metric("waiting"), 1.0), "kv_usage": (_metric("kv"), 0.01)}
+COUNTERS = {"prompt_tps": (_metric("prompt_all"), STATS_INTERVAL_S), "gen_tps": (_metric("gen"), STATS_INTERVAL_S),
+            "preemptions": (_metric("preempt"), 1.0)}
 EXPIRY_COUNTED = ("expired", "force_freed")   # the P side's expired-request counter; reads are D-side lines
 _ENDPOINT = re.compile(r"^(?P<role>[a-z]+)-w(?P<idx>\d+)$")
 

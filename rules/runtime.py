@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from diag.parsers import engines
 from diag.parsers.faults import TAXONOMY
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
@@ -319,7 +320,7 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
 # ---------------------------------------------------------------- presence of records (K002, E002, E003)
 
 # a connector failing or its thread dying, a block-size mismatch or a transport (NIXL/UCX, Mooncake) error breaks
-# KV transfer: E002. The taxonomy's classes say which causes these are (parsers/catalog/faults.toml).
+# KV transfer: E002. The taxonomy's classes say which causes these are (parsers.faults).
 KV_FAULTS = frozenset(c.name for c in TAXONOMY if c.cls in ("kv_connector", "transport"))
 
 
@@ -373,13 +374,8 @@ _LABELS = {"stats": "preemptions (stats lines)", "v0-swap": "swap preemptions (V
            "v0-recompute": "recompute preemptions (V0 warnings)", "metrics_failed_transfers":
            "failed transfers (KV Transfer metrics)", "kv_load_failure": "requests failed to load their KV",
            "expired": "leases expired", "invalid": "invalid (expired) block reads", "force_freed": "force-freed requests",
-           "declined": "declined expired reads", "kv_connector": "KV connector crash(es)",
-           "kv_block_size": "block-size mismatch(es)", "transport": "transport (NIXL/UCX) error(s)",
-           "kv_load_recovered": "requests recomputed after a KV load failure",
-           "grammar": "structured-output (grammar/FSM) rejection(s)",
-           "sglang_kv_transfer": "SGLang KV transfer failure(s)", "mooncake_transfer": "Mooncake transfer error(s)",
-           "ascend_mooncake_transfer": "vllm-ascend Mooncake transfer failure(s)",
-           "v0_kv_receive": "KV receive failure(s) (request recomputed)"}
+           "declined": "declined expired reads", "kv_load_recovered": "requests recomputed after a KV load failure",
+           **{c.name: c.label for c in TAXONOMY if c.label}}   # fault causes: the taxonomy's labels
 
 
 @template("presence")
@@ -435,14 +431,8 @@ def absence(rule: Rule, run: Run) -> list[Finding]:
         if since is not None and run.end is not None and \
                 (run.end - since).total_seconds() < rule.params.get("grace_s", 30):
             continue  # the benchmark just started: the first 10 s stats line is not due yet
-        facts = ep.facts
-        cause, why = "unknown", "no stats lines and no reason printed (idle endpoint, or logging above INFO)"
-        if facts.get("stats_disabled") == "api_server_count" or (facts.get("api_server_count") or 0) > 1:
-            cause = "api_server_count"
-            why = (f"more than one API server (api_server_count={facts.get('api_server_count', '>1')}) "
-                   "disables vLLM's stats logging")
-        elif facts.get("stats_disabled") == "disable_log_stats":
-            cause, why = "disable_log_stats", "stats logging is disabled (--disable-log-stats)"
+        cause, why = next((said for a in engines.adapters() if a.why_no_stats and (said := a.why_no_stats(ep.facts))),
+                          ("unknown", "no stats lines and no reason printed (idle endpoint, or logging above INFO)"))
         where = ep.fact_lines.get("stats_disabled") or ep.fact_lines.get("api_server_count")
         also = f"; Prometheus has {prom} samples for it" if prom else ""
         out.append(_finding(rule, f"{ep.id} has no stats lines: {why}{also}", endpoint=ep.id,

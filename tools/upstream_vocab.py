@@ -19,7 +19,7 @@ review the new snapshot (a changed wording shows as an entry moved to ``absent``
 
     python tools/upstream_vocab.py --call-sites [--wheels DIR]
 
-writes ``parsers/catalog/call_sites.toml`` from the vLLM releases of :data:`CALL_SITE_PINS`: every
+writes ``engines/vllm/catalog/call_sites.toml`` (the vLLM adapter's call-site catalog) from the vLLM releases of :data:`CALL_SITE_PINS`: every
 logging call that logs a traceback in the modules of the VOCAB entries logged with one (``core.py``,
 ``multiproc_executor.py``), as the log prefix shows it (``core.py:1330``), with its message and releases.
 diag names a traceback cut before its exception line by that call site (``parsers/callsites.py``).
@@ -309,7 +309,7 @@ def snapshot(package: str, version: str, wheel: Path) -> dict[str, Any]:
 # release pins (ai-dynamo 1.0: 0.16.0, 1.1: 0.19.0, 1.4: 0.26.0, 1.5: 0.28.0, 1.6: 0.31.0), plus 0.30 and 0.34.
 CALL_SITE_PINS = ("vllm==0.16.0", "vllm==0.19.0", "vllm==0.26.0", "vllm==0.28.0", "vllm==0.30.0", "vllm==0.31.0",
                   "vllm==0.33.0", "vllm==0.34.0")
-CALL_SITES = ROOT / "parsers" / "catalog" / "call_sites.toml"
+CALL_SITES = ROOT / "engines" / "vllm" / "catalog" / "call_sites.toml"
 
 
 def _site_basenames() -> set[str]:
@@ -354,7 +354,7 @@ def _toml_str(text: str) -> str:
 
 
 def write_call_sites(wheels: Path, out: Path = CALL_SITES) -> int:
-    """The call-site table (``parsers/catalog/call_sites.toml``): per ``file:line``, the message logged there
+    """The call-site table (``engines/vllm/catalog/call_sites.toml``): per ``file:line``, the message logged there
     and the releases it is logged in. diag names a traceback cut before its exception line by its call site."""
     table: dict[tuple[str, str], list[str]] = {}
     versions = []

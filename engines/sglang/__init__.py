@@ -33,4 +33,8 @@ ADAPTER = EngineAdapter(
     rule_catalogs=("catalog/config.toml",),
     checks_module="diag.engines.sglang.checks",
     flag_names=known_flags,
+    frames={  # the scheduler: run_event_loop, event_loop_overlap, run_batch
+        "runtime": ("event_loop", "run_batch"),
+        "serving_loop": ("event_loop", "run_batch"),
+    },
 )

@@ -8,6 +8,7 @@ from .flags import classify, known_flags
 from .heads import PLAIN_HEAD, TZ_PROBE
 from .kv import KV_COLUMNS
 from .recipe import engine_gpus, parse_build, read_recipe
+from .silence import why_no_stats
 from .startup import role_from_kv_role
 from .stats import V1_COLUMNS
 
@@ -68,4 +69,15 @@ ADAPTER = EngineAdapter(
     # by construction, not by configuration (srtctl's launcher gives each process its own)
     per_process_flags=frozenset({"data_parallel_address", "data_parallel_start_rank", "device_ids",
                                  "data_parallel_rpc_port", "data_parallel_size_local"}),
+    catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml", "call_sites": "catalog/call_sites.toml"},
+    frames={  # V1's EngineCore busy loop, the workers' execute_model it waits on, the engine's construction
+        "runtime": ("EngineDeadError", "output_handler", "execute_model", "RPC call", "process_input", "run_busy_loop",
+                    "get_output", "sample_tokens", "update_from_output", "synchronize_input_prep"),
+        "startup": ("determine_num_available_blocks", "profile_run", "initialize_kv_caches", "from_vllm_config",
+                    "wait_for_engine_startup", "run_engine_core", "init_device", "launch_core_engines",
+                    "make_async_mp_client", "capture_model"),
+        "serving_loop": ("execute_model", "run_busy_loop"),
+    },
+    metrics_module="diag.engines.vllm.metrics",
+    why_no_stats=why_no_stats,
 )
