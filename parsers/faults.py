@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import engines
 from .formats import declare, record_parser
 from .records import Fault, Header
 
@@ -33,22 +34,34 @@ class Cause:
     pattern: str | None = None
     exceptions: tuple[str, ...] = ()
     samples: tuple[str, ...] = ()
+    engine: str | None = None        # the engine adapter whose catalog holds it (None: core's)
+
+
+def _catalogs() -> list[tuple[str | None, dict]]:
+    """Core's taxonomy, then each engine's (``adapter.catalog_file("faults")``), in registry order."""
+    with TAXONOMY_PATH.open("rb") as fh:
+        out: list[tuple[str | None, dict]] = [(None, tomllib.load(fh))]
+    for adapter in engines.adapters():
+        catalog = adapter.catalog_file("faults")
+        if catalog is not None:
+            with catalog.open("rb") as fh:
+                out.append((adapter.name, tomllib.load(fh)))
+    return out
+
+
+def _cause(entry: dict, engine: str | None) -> Cause:
+    cause = Cause(entry["name"], entry["class"], entry["text"], bool(entry.get("fatal", False)),
+                  bool(entry.get("death", False)), entry.get("phase", "any"), tuple(entry.get("triggers", ())),
+                  entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]), engine)
+    if len(cause.samples) < 2:
+        raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
+    if cause.pattern is None and not cause.exceptions:
+        raise ValueError(f"fault cause {cause.name!r} has neither a pattern nor exception names")
+    return cause
 
 
 def _load_taxonomy() -> tuple[Cause, ...]:
-    with TAXONOMY_PATH.open("rb") as fh:
-        data = tomllib.load(fh)
-    out = []
-    for entry in data["cause"]:
-        cause = Cause(entry["name"], entry["class"], entry["text"], bool(entry.get("fatal", False)),
-                      bool(entry.get("death", False)), entry.get("phase", "any"), tuple(entry.get("triggers", ())),
-                      entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]))
-        if len(cause.samples) < 2:
-            raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
-        if cause.pattern is None and not cause.exceptions:
-            raise ValueError(f"fault cause {cause.name!r} has neither a pattern nor exception names")
-        out.append(cause)
-    return tuple(out)
+    return tuple(_cause(entry, engine) for engine, data in _catalogs() for entry in data["cause"])
 
 
 TAXONOMY: tuple[Cause, ...] = _load_taxonomy()
@@ -64,8 +77,9 @@ _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptio
 _FAULT_FORMATS = []
 for _c in TAXONOMY:
     if _c.pattern is not None:
-        _FAULT_FORMATS.append((_c.name, declare(f"fault-{_c.name}", "record", _c.pattern, samples=list(_c.samples),
-                                                emits="fault", triggers=_c.triggers)))
+        _name = f"{_c.engine}-fault-{_c.name.removeprefix(_c.engine + '_')}" if _c.engine else f"fault-{_c.name}"
+        _FAULT_FORMATS.append((_c.name, declare(_name, "record", _c.pattern, samples=list(_c.samples),
+                                                emits="fault", triggers=_c.triggers, engine=_c.engine)))
 
 # An exception line at the end of a traceback: "pkg.mod.SomeError: message".
 EXCEPTION = declare(

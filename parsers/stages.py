@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import engines
 from .formats import declare, record_parser
 from .records import Header, StageMark
 
@@ -35,15 +36,29 @@ class Stage:
 
 
 def _load() -> tuple[tuple[Stage, ...], list[tuple[str, str, dict[str, Any]]]]:
+    """Core's stages and their lines, then each engine's lines (``[[line]]`` with a core ``stage``), in
+    registry order, named ``<engine>-stage-<stage>-<j>``."""
     with CATALOG_PATH.open("rb") as fh:
         data = tomllib.load(fh)
     stages, lines = [], []
     for i, entry in enumerate(data["stage"]):
         stages.append(Stage(entry["name"], entry["label"], entry.get("short", entry["label"]), i))
         for j, line in enumerate(entry.get("line", [])):
-            if line["mark"] not in MARKS:
-                raise ValueError(f"stage {entry['name']!r}: unknown mark {line['mark']!r}")
             lines.append((entry["name"], f"stage-{entry['name']}-{j}", line))
+    names = {s.name for s in stages}
+    for adapter in engines.adapters():
+        catalog = adapter.catalog_file("startup")
+        if catalog is None:
+            continue
+        with catalog.open("rb") as fh:
+            own = tomllib.load(fh)
+        for j, line in enumerate(own.get("line", [])):
+            if line["stage"] not in names:
+                raise ValueError(f"{adapter.name} startup catalog: unknown stage {line['stage']!r}")
+            lines.append((line["stage"], f"{adapter.name}-stage-{line['stage']}-{j}", {**line, "engine": adapter.name}))
+    for stage, name, line in lines:
+        if line["mark"] not in MARKS:
+            raise ValueError(f"{name}: unknown mark {line['mark']!r}")
     return tuple(stages), lines
 
 
@@ -68,5 +83,6 @@ def _parser(stage: str, mark: str):
 
 for _stage, _name, _line in _LINES:
     _fmt = declare(_name, "record", _line["pattern"], samples=_line["samples"], emits="stage",
-                   triggers=tuple(_line["triggers"]), doc=f"startup stage {_stage}: {_line['mark']}")
+                   triggers=tuple(_line["triggers"]), doc=f"startup stage {_stage}: {_line['mark']}",
+                   engine=_line.get("engine"))
     record_parser(_fmt)(_parser(_stage, _line["mark"]))
