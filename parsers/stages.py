@@ -56,7 +56,7 @@ def _load() -> tuple[tuple[Stage, ...], list[tuple[str, str, dict[str, Any]]]]:
             if line["stage"] not in names:
                 raise ValueError(f"{adapter.name} startup catalog: unknown stage {line['stage']!r}")
             lines.append((line["stage"], f"{adapter.name}-stage-{line['stage']}-{j}", {**line, "engine": adapter.name}))
-    for stage, name, line in lines:
+    for _, name, line in lines:
         if line["mark"] not in MARKS:
             raise ValueError(f"{name}: unknown mark {line['mark']!r}")
     return tuple(stages), lines
