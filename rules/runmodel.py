@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from diag.parsers import engines
 from diag.parsers.callsites import name_cut, release
 from diag.parsers.columns import KV_VALUE_KEYS
 from diag.parsers.ingest import ParsedLog
@@ -73,6 +74,12 @@ class Endpoint:
     def engines(self) -> list[str]:
         seen = set(self.stats["engine"].unique().to_list()) if self.stats.height else set()
         return sorted(seen | self.dp_ranks, key=lambda e: (len(e), e))
+
+    @property
+    def per_batch_stats(self) -> bool:
+        """Its engine logs stats per batch (every N steps), not on a clock (the adapter's cadence)."""
+        return any((a := engines.by_stats_variant(v)) is not None and a.stats_cadence_s is None
+                   for v in self.variants)
 
     @property
     def samples(self) -> int:

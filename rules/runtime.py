@@ -27,7 +27,7 @@ from .finding import Finding
 from .present import number
 from .runmodel import Endpoint, Run
 from .templating import Template, _finding, _loc, empty_logs, log_empty
-from .windows import bucketed, windows
+from .windows import bucketed, engine_rows, windows
 
 TEMPLATES: dict[str, Template] = {
     "fault_incident": incidents.fault_incident,
@@ -199,7 +199,7 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
             continue  # no request served yet: nothing can have stalled
         col = "prompt_tps" if ep.role == "prefill" else "gen_tps"
         for eng in ep.engines:
-            df = ep.stats.filter((pl.col("engine") == eng) & pl.col("running").is_not_null()).sort("ts")
+            df = engine_rows(ep.stats, eng, float(p["batch_interval_s"]) if ep.per_batch_stats else None)
             busy = df.filter(pl.col("running") > 0)
             if busy.height < p["min_intervals"]:
                 continue

@@ -19,6 +19,7 @@ ADAPTER = EngineAdapter(
     catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml"},
     metric_prefixes=("sglang:",),
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
+    stats_variants=("sglang-prefill", "sglang-decode"),
     knobs={
         "prefill_token_budget": "chunked-prefill-size",
         "max_running_requests": "max-running-requests",

@@ -118,8 +118,9 @@ def _record(m: re.Match[str], line: int, hdr: Header, variant: str, kw: dict[str
     counts = {col: int(v) for key, col in _COUNTS.items() if (v := f.get(key)) is not None and v.isdigit()}
     graph = next((v for k, v in f.items() if k.endswith(" graph") and v in ("True", "False")), None)
     queue = f.get("#queue-req")
-    prompt = _num(f.get("input throughput (token/s)")) if variant == "sglang-prefill" else 0.0
-    gen = _num(f.get("gen throughput (token/s)")) if variant == "sglang-decode" else 0.0
+    # a prefill line says nothing of generation, a decode line nothing of prompt throughput
+    prompt = _num(f.get("input throughput (token/s)")) if variant == "sglang-prefill" else None
+    gen = _num(f.get("gen throughput (token/s)")) if variant == "sglang-decode" else None
     return StatsSample(
         line, variant=variant, engine=dp_rank(hdr.source), prompt_tps=prompt, gen_tps=gen,
         running=int(f["#running-req"]), waiting=int(queue) if queue and queue.isdigit() else None,
