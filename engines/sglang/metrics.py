@@ -10,12 +10,9 @@ Gauges are fractions where core's are (``token_usage`` 0..1 like ``vllm:kv_cache
 
 from __future__ import annotations
 
-# old name -> current name: 0.4.6 spelled the prefill inflight queue "infight" (collector.py:231), and named
-# the prefill bootstrap queue "prealloc" (collector.py:224)
+# old name -> current name: 0.4.6 spelled the prefill inflight queue "infight" (collector.py:231)
 ALIASES: dict[str, str] = {
     "sglang:num_prefill_infight_queue_reqs": "sglang:num_prefill_inflight_queue_reqs",
-    "sglang:num_prefill_prealloc_queue_reqs": "sglang:num_prefill_bootstrap_queue_reqs",
-    "sglang:avg_request_queue_latency": "sglang:queue_time_seconds",
 }
 
 # stats field -> (kind, sources in priority order: (metric, required (label, value) or None)), as core's FIELDS.
