@@ -375,7 +375,7 @@ _LABELS = {"stats": "preemptions (stats lines)", "v0-swap": "swap preemptions (V
            "expired": "leases expired", "invalid": "invalid (expired) block reads", "force_freed": "force-freed requests",
            "declined": "declined expired reads", "kv_connector": "KV connector crash(es)",
            "kv_block_size": "block-size mismatch(es)", "transport": "transport (NIXL/UCX) error(s)",
-           "kv_load_recovered": "requests recomputed after a KV load failure",
+           "kv_load_recovered": "requests recomputed after a KV load failure", "v0-retract": "retraction warnings",
            "grammar": "structured-output (grammar/FSM) rejection(s)",
            "sglang_kv_transfer": "SGLang KV transfer failure(s)", "mooncake_transfer": "Mooncake transfer error(s)",
            "ascend_mooncake_transfer": "vllm-ascend Mooncake transfer failure(s)",
