@@ -76,6 +76,7 @@ class EngineAdapter:
     format_modules: tuple[str, ...] = ()        # modules declaring its line formats (imported on load)
     metric_prefixes: tuple[str, ...] = ()       # its Prometheus names start with these
     stats_cadence_s: float | None = None        # its periodic stats interval; None: a line per N batches
+    stats_variants: tuple[str, ...] = ()        # StatsSample.variant values its stats lines parse as
     knobs: Mapping[str, str] = field(default_factory=dict)        # KNOBS key -> its flag (kebab)
     catalogs: Mapping[str, str] = field(default_factory=dict)     # faults|startup|call_sites|config -> file
     rule_catalogs: tuple[str, ...] = ()         # its rules' TOML files (package-relative), merged with core's

@@ -88,6 +88,14 @@ def engine_of(text: str) -> str | None:
     return a.name if a is not None else None
 
 
+def by_stats_variant(variant: str) -> EngineAdapter | None:
+    """The engine whose stats lines parse as ``variant`` (a StatsSample.variant value)."""
+    for a in adapters():
+        if variant in a.stats_variants:
+            return a
+    return None
+
+
 def from_text(text: str) -> EngineAdapter | None:
     """The engine a log's text shows: the launch module on a command line, else the evidence literals
     only that engine writes; None when no engine or more than one answers."""

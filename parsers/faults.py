@@ -69,7 +69,13 @@ def _load_taxonomy() -> tuple[Cause, ...]:
     return tuple(sorted(causes, key=lambda c: c.rank))
 
 
+# The fault classes rules read (a cause of any catalog, core's or an engine's, is one of them).
+CLASSES = ("oom", "cuda", "collective", "transport", "kv_connector", "kv_capacity", "timeout", "death", "config",
+           "grammar")
+
 TAXONOMY: tuple[Cause, ...] = _load_taxonomy()
+if _unknown := sorted({f"{c.name}: {c.cls}" for c in TAXONOMY if c.cls not in CLASSES}):
+    raise ValueError(f"fault causes of an unknown class: {', '.join(_unknown)}")
 # An exception that matches no cause: DIAG-E005 names it.
 UNCLASSIFIED = Cause("exception", "unknown", "an unclassified exception", samples=("", ""), exceptions=("*",))
 # A traceback whose exception line never came (the excerpt or the log ends inside it): its frames
@@ -84,8 +90,9 @@ _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptio
 _FAULT_FORMATS = []
 for _c in TAXONOMY:
     if _c.pattern is not None:
-        _FAULT_FORMATS.append((_c.name, declare(f"fault-{_c.name}", "record", _c.pattern, samples=list(_c.samples),
-                                                emits="fault", triggers=_c.triggers)))
+        _name = f"{_c.engine}-fault-{_c.name.removeprefix(_c.engine + '_')}" if _c.engine else f"fault-{_c.name}"
+        _FAULT_FORMATS.append((_c.name, declare(_name, "record", _c.pattern, samples=list(_c.samples),
+                                                emits="fault", triggers=_c.triggers, engine=_c.engine)))
 
 # An exception line at the end of a traceback: "pkg.mod.SomeError: message".
 EXCEPTION = declare(

@@ -71,9 +71,9 @@ def record_parser(fmt: LineFormat) -> Callable[[Callable[..., Any]], Callable[..
 
 
 def formats(kind: str | None = None) -> list[LineFormat]:
-    """The declared formats of ``kind`` (all kinds: None), the engine adapters' included (loading them
-    declares theirs)."""
-    from . import engines
+    """The declared formats of ``kind``, every registered engine's included (loading the engines
+    imports their format modules, once)."""
+    from . import engines  # the registry imports adapters, which declare through this module
 
     engines.adapters()
     return [f for f in REGISTRY.values() if kind is None or f.kind == kind]

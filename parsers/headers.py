@@ -41,25 +41,13 @@ DYNAMO_JSONL = declare(
     doc="JSON-lines records: Dynamo's tracing (time, level, target) and vLLM's JSON formatter (asctime or "
         "created, levelname, filename:lineno or name)",
 )
-SGLANG = declare(
-    "sglang-record", "header",
-    r"^\[(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<src>(?: [A-Z]+\d+)*)\] (?P<msg>.*)$",
-    samples=[
-        "[2025-11-04 05:31:43 DP0 TP0 EP0] Prefill batch, #new-seq: 18, #new-token: 16384, #cached-token: 0, "
-        "token usage: 0.00, #running-req: 0, #queue-req: 0, #prealloc-req: 0, #inflight-req: 0, input throughput (token/s): 0.00",
-        "[2026-07-21 08:04:41 TP0 EP0] Load weight end. type=DeepseekV3ForCausalLM, avail mem=23.12 GB",
-    ],
-    emits="sglang",
-)
 PYTHON_LOGGING = declare(
     "python-logging-record", "header",
     r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,\d+)? \[(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] "
     r"(?P<src>[A-Za-z_]\w*(?:\.\w+)+): (?P<msg>.*)$",
-    samples=[  # https://github.com/sgl-project/sglang-omni/pull/712
-        "2026-06-07 10:59:31,843 [INFO] sglang.srt.managers.scheduler_metrics_mixin: Prefill batch, #new-seq: 1, "
-        "#new-token: 1, #cached-token: 7, token usage: 0.00, #running-req: 0, #queue-req: 0,",
-        "2026-06-07 10:59:32,140 [INFO] sglang.srt.managers.scheduler_metrics_mixin: Decode batch, #running-req: 1, "
-        "#token: 40, token usage: 0.00, cuda graph: True, gen throughput (token/s): 83.17, #queue-req: 0,",
+    samples=[  # sglang/srt/entrypoints/http_server.py:425 and :2520 (0.5.23) under a logging config
+        "2026-06-07 10:59:31,843 [INFO] sglang.srt.entrypoints.http_server: Warmup ended",
+        "2026-06-07 10:59:32,140 [INFO] sglang.srt.entrypoints.http_server: End of disaggregation warmup",
     ],
     emits="python",
     doc="an engine under Python logging with its logger's dotted name ('%(asctime)s [%(levelname)s] %(name)s: "
@@ -133,8 +121,6 @@ def _ucx_head(m: re.Match[str], text: str) -> Header:
 
 _HEADS: dict[LineFormat, tuple[str, int, str, Callable[[re.Match[str], str], Header | None]]] = {
     DYNAMO_JSONL: ("{", 10, "", _jsonl_head),
-    SGLANG: ("[", 30, "", lambda m, t: Header("sglang", None, iso=m["iso"], source=m["src"].strip() or None,
-                                              msg=m["msg"])),
     UCX: ("[", 31, "", _ucx_head),
     DYNAMO: (DIGITS, 40, "", lambda m, t: Header("dynamo", LEVEL_ALIASES.get(m["level"], m["level"]), iso=m["iso"],
                                                  source=m["src"], msg=m["msg"])),

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import engines, faults, stages, startup, stats  # noqa: F401  (register their formats)
+from . import engines, faults, stages, startup  # noqa: F401  (register their formats)
 from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats

@@ -74,6 +74,20 @@ class StatsSample(Record):
     prompt_all_tps: float | None = field(default=None, metadata=column(
         "tok/s", "prompt tokens of every source (computed, prefix-cache hit, KV received by transfer) where the "
         "engine does not split them (Prometheus vllm:prompt_tokens)", run=True))
+    # P/D queues and batch facts an engine logs per batch (SGLang's batch lines), in the neutral model's names
+    new_tokens: int | None = field(default=None, metadata=column("tokens", "prompt tokens newly computed in the batch"))
+    cached_tokens: int | None = field(default=None, metadata=column("tokens", "prompt tokens taken from the prefix cache"))
+    bootstrap_req: int | None = field(default=None, metadata=column(
+        "requests", "prefill: requests waiting for their decode peer's handshake", run=True))
+    inflight_req: int | None = field(default=None, metadata=column(
+        "requests", "prefill: requests computed whose KV is being sent", run=True))
+    prealloc_req: int | None = field(default=None, metadata=column(
+        "requests", "decode: requests waiting for KV memory before their transfer", run=True))
+    transfer_req: int | None = field(default=None, metadata=column(
+        "requests", "decode: requests whose KV is being received", run=True))
+    retracted_req: int | None = field(default=None, metadata=column(
+        "requests", "decode: requests retracted for KV memory, waiting to resume", run=True))
+    cuda_graph: bool | None = field(default=None, metadata=column("", "the batch ran as a captured (CUDA) graph"))
     latency: dict[str, float] | None = field(  # one run-model column per quantile: parsers.histogram.COLUMNS
         default=None, metadata=column("s", "per-interval latency quantiles from Prometheus histograms", run=True))
 

@@ -82,8 +82,8 @@ def _parser(stage: str, mark: str):
     return parse
 
 
-# Declared without an engine tag, as the fault causes are (parsers.faults): "torch.compile" names a stage too.
-for _stage, _name, _line, _ in _LINES:
+for _stage, _name, _line, _engine in _LINES:
     _fmt = declare(_name, "record", _line["pattern"], samples=_line["samples"], emits="stage",
-                   triggers=tuple(_line["triggers"]), doc=f"startup stage {_stage}: {_line['mark']}")
+                   triggers=tuple(_line["triggers"]), doc=f"startup stage {_stage}: {_line['mark']}",
+                   engine=_engine)
     record_parser(_fmt)(_parser(_stage, _line["mark"]))

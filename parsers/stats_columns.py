@@ -21,7 +21,8 @@ __all__ = ["BASE_FIELDS", "LATENCY_COLUMNS", "RECORD_COLUMNS", "RUN_METRICS", "R
            "StatsColumn"]
 
 TS = pl.Datetime("us", "UTC")
-_DTYPES: dict[str, pl.DataType] = {"int": pl.Int64(), "float": pl.Float64(), "str": pl.Utf8(), "datetime": TS}
+_DTYPES: dict[str, pl.DataType] = {"int": pl.Int64(), "float": pl.Float64(), "str": pl.Utf8(), "datetime": TS,
+                                   "bool": pl.Boolean()}
 
 
 @dataclass(frozen=True)

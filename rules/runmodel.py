@@ -76,6 +76,12 @@ class Endpoint:
         return sorted(seen | self.dp_ranks, key=lambda e: (len(e), e))
 
     @property
+    def per_batch_stats(self) -> bool:
+        """Its engine logs stats per batch (every N steps), not on a clock (the adapter's cadence)."""
+        return any((a := engines.by_stats_variant(v)) is not None and a.stats_cadence_s is None
+                   for v in self.variants)
+
+    @property
     def samples(self) -> int:
         return self.stats.height
 

@@ -28,7 +28,7 @@ from .finding import Finding
 from .present import number
 from .runmodel import Endpoint, Run
 from .templating import Template, _finding, _loc, empty_logs, log_empty
-from .windows import bucketed, windows
+from .windows import bucketed, engine_rows, windows
 
 TEMPLATES: dict[str, Template] = {
     "fault_incident": incidents.fault_incident,
@@ -200,7 +200,7 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
             continue  # no request served yet: nothing can have stalled
         col = "prompt_tps" if ep.role == "prefill" else "gen_tps"
         for eng in ep.engines:
-            df = ep.stats.filter((pl.col("engine") == eng) & pl.col("running").is_not_null()).sort("ts")
+            df = engine_rows(ep.stats, eng, float(p["batch_interval_s"]) if ep.per_batch_stats else None)
             busy = df.filter(pl.col("running") > 0)
             if busy.height < p["min_intervals"]:
                 continue
@@ -374,7 +374,7 @@ _LABELS = {"stats": "preemptions (stats lines)", "v0-swap": "swap preemptions (V
            "v0-recompute": "recompute preemptions (V0 warnings)", "metrics_failed_transfers":
            "failed transfers (KV Transfer metrics)", "kv_load_failure": "requests failed to load their KV",
            "expired": "leases expired", "invalid": "invalid (expired) block reads", "force_freed": "force-freed requests",
-           "declined": "declined expired reads", "kv_load_recovered": "requests recomputed after a KV load failure",
+           "declined": "declined expired reads", "kv_load_recovered": "requests recomputed after a KV load failure", "v0-retract": "retraction warnings",
            **{c.name: c.label for c in TAXONOMY if c.label}}   # fault causes: the taxonomy's labels
 
 

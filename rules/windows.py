@@ -31,6 +31,20 @@ def bucketed(frame: pl.DataFrame, interval_s: float) -> pl.DataFrame:
         bucket=pl.col("ts").dt.truncate(f"{int(interval_s)}s"))
 
 
+def engine_rows(stats: pl.DataFrame, engine: str, fold_s: float | None = None) -> pl.DataFrame:
+    """One engine's stats rows with requests known, in time order. ``fold_s``: rows an engine logs per batch
+    (every N steps, no clock) folded into clock intervals of that length (per interval its first row's time
+    and place, the most requests running, the mean throughputs), so a ramp-up of a few seconds is a few
+    seconds, not a run of lines."""
+    df = stats.filter((pl.col("engine") == engine) & pl.col("running").is_not_null()).sort("ts")
+    if fold_s is None:
+        return df
+    return (bucketed(df, fold_s).group_by("bucket", maintain_order=True)
+            .agg(pl.col("ts").first(), pl.col("file").first(), pl.col("line").first(), pl.col("running").max(),
+                 pl.col("prompt_tps").mean(), pl.col("gen_tps").mean())
+            .drop("bucket"))
+
+
 def windows(ts: list[datetime], cond: list[bool], *, for_s: float, interval_s: float,
             keep_firing_for_s: float = 0.0, gap_tolerance: int = 1) -> list[Window]:
     """Runs of ``cond`` over sorted bucket times that last at least ``for_s``."""

@@ -44,7 +44,7 @@ def test_a_second_engine_s_causes_merge_by_rank(tmp_path: Path, monkeypatch: pyt
     _with_engine(monkeypatch, "faults", catalog)
     names = [c.name for c in faults._load_taxonomy()]
     assert names.index("host_oom") < names.index("early") < names.index("no_kv_memory")   # rank 10, after core's
-    assert names.index("engine_dead") < names.index("late") < names.index("sglang_kv_transfer")   # 60, after vLLM's
+    assert names.index("engine_dead") < names.index("late") < names.index("mooncake_transfer")   # 60, after vLLM's
     assert faults._load_taxonomy()[names.index("late")].engine == "sglang"
 
 

@@ -12,10 +12,16 @@ ADAPTER = EngineAdapter(
     backend_types=("sglang",),
     config_key="sglang_config",
     launch_modules=("dynamo.sglang", "sglang.launch_server", "sglang serve"),
-    evidence=("Prefill batch", "Decode batch", "The server is fired up and ready to roll!"),
+    # literals only SGLang's logs write: its batch lines, its ready line, its start-up and death wordings, the
+    # launch's argument dump (0.4.6 entrypoints/engine.py:123 f"{server_args=}"; 0.5.23 engine.py:311 a dict)
+    evidence=("Prefill batch", "Decode batch", "The server is fired up and ready to roll!", "server_args=ServerArgs(",
+              "server_args={'", "Load weight begin. avail mem=", "Scheduler hit an exception"),
     header_classes=("sglang",),
+    format_modules=("diag.engines.sglang.heads", "diag.engines.sglang.stats"),
+    catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml"},
     metric_prefixes=("sglang:",),
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
+    stats_variants=("sglang-prefill", "sglang-decode"),
     knobs={
         "prefill_token_budget": "chunked-prefill-size",
         "running_cap": "max-running-requests",
