@@ -54,6 +54,7 @@ class EngineAdapter:
     rule_catalogs: tuple[str, ...] = ()         # its rules' TOML files (package-relative), merged with core's
     checks_module: str | None = None            # its recipe checks (module registering them), imported with the rules
     flag_names: Callable[[], frozenset[str]] | None = None        # the flags its pinned releases accept
+    launcher_flags: tuple[str, ...] = ()        # flags srtctl passes to its workers by itself (snake_case): not drift
     extra: Mapping[str, Any] = field(default_factory=dict)        # adapter-specific hooks, by name
 
     def knob(self, key: str) -> str | None:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from diag.parsers import engines
 from diag.parsers.flags import normalize_flag
 from diag.parsers.recipe import EnvVar, Flag, Recipe, Role, VllmBuild
 from diag.parsers.recipe_yaml import SourceMark
@@ -50,7 +51,8 @@ class Ran:
 
 def managed() -> tuple[frozenset[str], frozenset[str]]:
     data = _data("launch.toml")
-    return frozenset(data["managed_flags"]), frozenset(data["managed_env"])
+    launcher = {f for a in engines.adapters() for f in a.launcher_flags}
+    return frozenset(data["managed_flags"]) | launcher, frozenset(data["managed_env"])
 
 
 def what_ran(run: Run) -> dict[str, Ran]:

@@ -14,6 +14,9 @@ ADAPTER = EngineAdapter(
     header_classes=("sglang",),
     metric_prefixes=("sglang:",),
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
+    # srtctl backends/sglang.py build_worker_command: always --model-path, --nccl-port (from the system port),
+    # --dump-config-to, and the prefill bootstrap port (again after the recipe's own)
+    launcher_flags=("model_path", "nccl_port", "dump_config_to", "disaggregation_bootstrap_port"),
     knobs={
         "prefill_token_budget": "chunked-prefill-size",
         "max_running_requests": "max-running-requests",
