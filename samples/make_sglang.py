@@ -20,7 +20,7 @@ import json
 import math
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import make_samples as ms
@@ -572,8 +572,9 @@ def build_run(sc: SScn, seed: int, out: Path) -> None:
     for p in procs:
         ep = eps.setdefault(f"{p.role}-w{p.idx}", {"id": f"{p.role}-w{p.idx}", "role": p.role, "engines": 0,
                                                    "stats_samples": 0, "files": []})
-        ep["engines"] += len(p.engines)
-        ep["stats_samples"] += sum(len(v) for v in ctxs[p.key].log.stats.values())
+        stats = ctxs[p.key].log.stats
+        ep["engines"] += sum(1 for v in stats.values() if v)   # engines diag can see: those with batch lines
+        ep["stats_samples"] += sum(len(v) for v in stats.values())
         ep["files"].append(f"logs/{p.file}")
     manifest = {"scenario": sc.name, "job_id": str(sc.job), "engine": "sglang", "sglang_version": VERSION,
                 "start": sc.start.isoformat(),
