@@ -1058,7 +1058,12 @@ backend:
     decode:
 {yaml_block(recipe_flags(sc, "decode", 8), 6)}
 
-benchmark:
+{benchmark_yaml(sc)}"""
+
+
+def benchmark_yaml(sc: Scn) -> str:
+    """The recipe's sa-bench block (the runs' ISL/OSL, concurrencies and prompt multiplier)."""
+    return f"""benchmark:
   type: "sa-bench"
   isl: {ISL}
   osl: {OSL}

@@ -166,13 +166,10 @@ def decode_line(f: dict) -> str:
 
 def parsed(role: str, f: dict) -> dict:
     """What a batch line holds in diag's stats fields (the MANIFEST's first / last record)."""
-    if role == "prefill":
-        return {"prompt_tps": round(f["tput"], 2), "gen_tps": 0.0, "running": f["run"], "waiting": f["queue"],
-                "preemptions": None, "kv_usage": round(f["usage"], 2) * 100, "prefix_hit": None,
-                "ext_hit": None, "md": None}
-    return {"prompt_tps": 0.0, "gen_tps": round(f["gen"], 2), "running": f["run"], "waiting": f["queue"],
-            "preemptions": None, "kv_usage": round(f["usage"], 2) * 100, "prefix_hit": None, "ext_hit": None,
-            "md": None}
+    pre = role == "prefill"
+    return {"prompt_tps": round(f["tput"], 2) if pre else 0.0, "gen_tps": 0.0 if pre else round(f["gen"], 2),
+            "running": f["run"], "waiting": f["queue"], "preemptions": None, "kv_usage": round(f["usage"], 2) * 100,
+            "prefix_hit": None, "ext_hit": None, "md": None}
 
 
 # ------------------------------ one worker file
@@ -509,16 +506,7 @@ backend:
     decode:
 {yaml_flags(flags("decode", sc), 6)}
 
-benchmark:
-  type: "sa-bench"
-  isl: {ISL}
-  osl: {OSL}
-  concurrencies: "{'x'.join(map(str, sc.concs))}"
-  req_rate: "inf"
-  random_range_ratio: 0.8
-  num_prompts_mult: {sc.mult}
-  num_warmup_mult: 1
-"""
+{ms.benchmark_yaml(sc)}"""
 
 
 def job_json(sc: SScn) -> dict:
