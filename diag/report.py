@@ -26,7 +26,8 @@ from diag.rules.runmodel import Endpoint, Run
 from diag.rules.templating import log_empty
 from diag.rules.verdict import Verdict, Verdicts, limiting_endpoints
 from diag.rules.verdict_catalog import verdict_catalog
-from diag.rules.verdict_figures import active_window, in_window, known_sum
+from diag.rules.verdict_figures import active_window, default_interval_s, in_window, known_sum
+from diag.rules.windows import per_engine
 
 from .throughput import throughput_text, tokens_per_gpu
 
@@ -112,8 +113,7 @@ def _r(x: float | None, nd: int = 1) -> float | None:
 
 def _per_interval(ep: Endpoint, col: str) -> pl.Series:
     """The endpoint's total of ``col`` per stats interval (engines summed)."""
-    return (ep.stats.filter(pl.col("ts").is_not_null())
-            .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col(col).sum()).sort("ts")[col])
+    return per_engine(ep.stats, default_interval_s()).group_by("bucket").agg(pl.col(col).sum()).sort("bucket")[col]
 
 
 def _engine_means(s: pl.DataFrame) -> pl.DataFrame:
@@ -132,8 +132,8 @@ def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, An
     if not s.height:
         return {}
     means = _engine_means(s)
-    totals = (s.filter(pl.col("waiting").is_not_null())    # a max: order-free
-              .group_by(pl.col("ts").dt.truncate("10s")).agg(pl.col("waiting").sum()))
+    totals = (per_engine(s.filter(pl.col("waiting").is_not_null()), default_interval_s())    # a max: order-free
+              .group_by("bucket").agg(pl.col("waiting").sum()))
     return {"prompt_tps_mean": known_sum(means["prompt_tps"]), "gen_tps_mean": known_sum(means["gen_tps"]),
             "running_mean": known_sum(means["running"]), "waiting_mean": known_sum(means["waiting"]),
             "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max(),

@@ -27,6 +27,7 @@ from diag.rules.present import milliseconds, number
 from diag.rules.runmodel import Endpoint
 from diag.rules.verdict import Verdict
 from diag.rules.verdict_catalog import verdict_catalog
+from diag.rules.windows import per_engine
 
 from .report import Report, facts_of
 from .sla import Judgement, Request, Sla, judge
@@ -361,9 +362,9 @@ SERIES = (("prompt_tps", "sum"), ("gen_tps", "sum"), ("running", "sum"), ("waiti
 
 def endpoint_series(ep: Endpoint) -> pl.DataFrame:
     """Per 10 s interval: prompt/gen tok/s, running, waiting (engines summed) and KV % (engines averaged)."""
-    stats = ep.stats.filter(pl.col("ts").is_not_null())
     aggs = [getattr(pl.col(c), how)().alias(c) for c, how in SERIES]
-    return stats.group_by(pl.col("ts").dt.truncate("10s")).agg(aggs).sort("ts")
+    return (per_engine(ep.stats, 10).group_by("bucket").agg(aggs).sort("bucket")
+            .rename({"bucket": "ts"}))
 
 
 # ------------------------------------------------------------------ run vs run

@@ -50,10 +50,11 @@ class Ran:
 
 
 def managed() -> tuple[frozenset[str], frozenset[str]]:
-    """The flags and variables srtctl's launcher sets itself: its own names and every engine's."""
+    """The flags and variables srtctl's launcher sets itself: its own names and every engine's (its launch data,
+    and the flags srtctl passes its workers by itself)."""
     tables = [_data("launch.toml"), *(a.launch() for a in engines.adapters())]
-    return (frozenset().union(*(t.get("managed_flags", ()) for t in tables)),
-            frozenset().union(*(t.get("managed_env", ()) for t in tables)))
+    flags = frozenset().union(*(t.get("managed_flags", ()) for t in tables), *(a.launcher_flags for a in engines.adapters()))
+    return flags, frozenset().union(*(t.get("managed_env", ()) for t in tables))
 
 
 def what_ran(run: Run) -> dict[str, Ran]:

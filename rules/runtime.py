@@ -28,7 +28,7 @@ from .finding import Finding
 from .present import number
 from .runmodel import Endpoint, Run
 from .templating import Template, _finding, _loc, empty_logs, log_empty
-from .windows import bucketed, engine_rows, windows
+from .windows import bucketed, engine_rows, per_engine, windows
 
 TEMPLATES: dict[str, Template] = {
     "fault_incident": incidents.fault_incident,
@@ -57,7 +57,7 @@ def role_series(run: Run, role: str, interval_s: float) -> pl.DataFrame:
     frames = [e.stats for e in run.endpoints.values() if e.role == role and e.stats.height and e.startup.serving]
     if not frames:
         return pl.DataFrame()
-    df = bucketed(pl.concat(frames), interval_s)
+    df = per_engine(pl.concat(frames), interval_s)
     return (df.group_by("bucket").agg(
         engines=pl.len(), waiting=pl.col("waiting").mean(), running=pl.col("running").mean(),
         waiting_sum=pl.col("waiting").sum(), kv=pl.col("kv_usage").mean(),
@@ -279,7 +279,7 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
     for ep in run.endpoints.values():
         if not ep.stats.height:
             continue
-        df = (bucketed(ep.stats, iv).group_by("bucket")
+        df = (per_engine(ep.stats, iv).group_by("bucket")
               .agg(kv=pl.col("kv_usage").max(), waiting=pl.col("waiting").sum(),
                    preempt=pl.col("preemptions").fill_null(0).sum(),
                    prompt=pl.col("prompt_tps").fill_null(0).sum()).sort("bucket"))

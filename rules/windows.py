@@ -45,6 +45,19 @@ def engine_rows(stats: pl.DataFrame, engine: str, fold_s: float | None = None) -
             .drop("bucket"))
 
 
+def per_engine(frame: pl.DataFrame, interval_s: float) -> pl.DataFrame:
+    """One row per bucket and engine (``bucket``, ``file``, ``engine``). An engine that logs more often than the
+    interval (a line every few batches, not on a clock) keeps its last state of the bucket (gauges), its mean rate
+    (``*_tps``) and its summed preemptions, so sums over engines count each engine once; an engine with one line
+    in the bucket keeps that line's values."""
+    cols = [c for c in frame.columns if c not in ("ts", "file", "engine", "line")]
+    agg = [pl.col(c).mean() if c.endswith("_tps") else
+           pl.when(pl.col(c).is_null().all()).then(None).otherwise(pl.col(c).sum()).alias(c) if c == "preemptions"
+           else pl.col(c).last() for c in cols]
+    return (bucketed(frame, interval_s).sort("ts", maintain_order=True).group_by("bucket", "file", "engine", maintain_order=True)
+            .agg(pl.col("ts").last(), *agg))
+
+
 def windows(ts: list[datetime], cond: list[bool], *, for_s: float, interval_s: float,
             keep_firing_for_s: float = 0.0, gap_tolerance: int = 1) -> list[Window]:
     """Runs of ``cond`` over sorted bucket times that last at least ``for_s``."""

@@ -1058,7 +1058,12 @@ backend:
     decode:
 {yaml_block(recipe_flags(sc, "decode", 8), 6)}
 
-benchmark:
+{benchmark_yaml(sc)}"""
+
+
+def benchmark_yaml(sc: Scn) -> str:
+    """The recipe's sa-bench block (the runs' ISL/OSL, concurrencies and prompt multiplier)."""
+    return f"""benchmark:
   type: "sa-bench"
   isl: {ISL}
   osl: {OSL}
@@ -1133,8 +1138,11 @@ def bench_block(r: dict) -> list[str]:
     return [*out, "=" * 50]
 
 
-def benchmark_files(sc: Scn, tl: Timeline, rng: random.Random, out: Path) -> list[str]:
-    """benchmark.out, the per-concurrency results and (for finished runs) benchmark-rollup.json."""
+def benchmark_files(sc: Scn, tl: Timeline, rng: random.Random, out: Path,
+                    gpus: tuple[int, int] | None = None) -> list[str]:
+    """benchmark.out, the per-concurrency results and (for finished runs) benchmark-rollup.json; ``gpus``:
+    (prefill, decode) GPUs in the results' names (default: sc.pw DEP2 prefill workers, one DEP8 decode)."""
+    ctx, gen = gpus or (2 * sc.pw, 8)
     lines, results = [], []
     head = ["Traffic request rate: inf", "Burstiness factor: 1.0 (Poisson process)"]
     for seg in tl.segs:
@@ -1158,7 +1166,7 @@ def benchmark_files(sc: Scn, tl: Timeline, rng: random.Random, out: Path) -> lis
         results.append(r)
         lines += [*bench_block(r), unix_date(seg.t1), "Completed benchmark with concurrency: "
                                                       f"{seg.conc}", "-" * 41]
-        name = f"results_concurrency_{seg.conc}_gpus_{2 * sc.pw + 8}_ctx_{2 * sc.pw}_gen_8.json"
+        name = f"results_concurrency_{seg.conc}_gpus_{ctx + gen}_ctx_{ctx}_gen_{gen}.json"
         write(out / "logs" / f"sa-bench_isl_{ISL}_osl_{OSL}" / name, json.dumps(r) + "\n")
     write(out / "logs" / "benchmark.out", "\n".join(lines) + "\n")
     if not tl.crash:
@@ -1338,6 +1346,8 @@ def generate(out: Path) -> None:
         build_run(sc, 1000 + 17 * i, out)
     build_slurm(out)
     derived.generate(out / "runs", {sc.name: sc.job for sc in SCENARIOS})
+    import make_sglang  # samples/make_sglang.py: the SGLang P/D runs (it imports this module's helpers)
+    make_sglang.generate(out)
 
 
 def main() -> None:

@@ -22,6 +22,9 @@ ADAPTER = EngineAdapter(
     metric_prefixes=("sglang:",),
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
     stats_variants=("sglang-prefill", "sglang-decode"),
+    # srtctl backends/sglang.py build_worker_command: always --model-path, --nccl-port (from the system port),
+    # --dump-config-to, and the prefill bootstrap port (again after the recipe's own)
+    launcher_flags=("model_path", "nccl_port", "dump_config_to", "disaggregation_bootstrap_port"),
     knobs={
         "prefill_token_budget": "chunked-prefill-size",
         "running_cap": "max-running-requests",
