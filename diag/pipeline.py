@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from diag.parsers import engines
 from diag.parsers.ingest import ParsedLog
 from diag.rules.advice import RunConfig, check_fixes
 from diag.rules.assemble import assemble
@@ -88,7 +89,14 @@ def analyze(run: Run, settings: Settings, now: datetime | None, finished: bool =
     (:meth:`Pipeline.consume`); the verdict rests on those alone.
 
     Advice: every fix and experiment is checked against the recipe and what ran (one
-    :class:`RunConfig`), and a finding a verdict rests on takes that verdict's advice as its fix."""
+    :class:`RunConfig`), and a finding a verdict rests on takes that verdict's advice as its fix. Texts name
+    the knobs as the run's engine spells them."""
+    with engines.using(run.engine.name):
+        return _analyze(run, settings, now, finished, shown)
+
+
+def _analyze(run: Run, settings: Settings, now: datetime | None, finished: bool,
+             shown: Callable[[Finding], bool] | None) -> Report:
     config = RunConfig.of_run(run)
     findings = check_fixes(judge(run, settings, shown=shown), config, run)
     verdicts = run_verdicts(run, findings, now, finished, config=config)

@@ -91,6 +91,9 @@ class EngineAdapter:
     # DIAG-C013: GPUs one worker's engine needs (a recipe.Role): (GPUs or None, the product spelled out, why
     # ranks that leave some of the worker's GPUs idle may be refused, or None when the engine just idles them)
     engine_gpus: Callable[[Any], tuple[int | None, str, str | None]] | None = None
+    # how many engines (DP ranks) share one value of a knob, from a role's flags (snake_case -> value): a
+    # server-wide budget split between ranks (1, or no hook: the value is each engine's own)
+    knob_share: Callable[[str, Mapping[str, Any]], int] | None = None
     launcher_flags: tuple[str, ...] = ()        # flags srtctl passes to its workers by itself (snake_case): not drift
     extra: Mapping[str, Any] = field(default_factory=dict)        # adapter-specific hooks, by name
     # How core's line machinery reads its logs (all optional; an engine without them takes the general path):

@@ -9,6 +9,9 @@ to import is skipped and named by :func:`load_errors`.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from importlib.abc import Traversable
 from importlib.metadata import entry_points
@@ -19,6 +22,7 @@ from .engine import EngineAdapter
 BUNDLED = ("diag.engines.vllm", "diag.engines.sglang")
 GROUP = "diag.engines"
 _ERRORS: list[str] = []
+_CURRENT: ContextVar[str | None] = ContextVar("diag_engine", default=None)
 
 
 @cache
@@ -128,3 +132,19 @@ def frames(kind: str) -> tuple[str, ...]:
 def metrics() -> tuple[tuple[EngineAdapter, ModuleType], ...]:
     """Every adapter's Prometheus vocabulary module (:mod:`diag.parsers.prom_vocab` documents its shape)."""
     return tuple((a, importlib.import_module(a.metrics_module)) for a in adapters() if a.metrics_module)
+
+
+def current() -> EngineAdapter:
+    """The engine whose run (or recipe) is being judged (:func:`using`), else the default engine: the one
+    catalog texts spell their knobs for."""
+    return get(_CURRENT.get()) or default()
+
+
+@contextmanager
+def using(name: str | None) -> Iterator[EngineAdapter]:
+    """Judge as engine ``name`` within the block (catalog and verdict texts name its knobs)."""
+    token = _CURRENT.set(name)
+    try:
+        yield current()
+    finally:
+        _CURRENT.reset(token)

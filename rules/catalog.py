@@ -122,8 +122,8 @@ def health_of(rule: Rule, severity: str) -> str | None:
 @cache
 def catalog() -> dict[str, Rule]:
     """All rules of every catalog file, core's and each engine adapter's, by code, in code order, their
-    texts naming knobs as the default engine does."""
-    return engine_catalog(engines.default().name)
+    texts naming knobs as the engine being judged spells them (:func:`diag.parsers.engines.using`)."""
+    return engine_catalog(engines.current().name)
 
 
 @cache

@@ -32,6 +32,7 @@ DEATH = frozenset(c.name for c in TAXONOMY if c.death)
 FATAL = frozenset(c.name for c in TAXONOMY if c.fatal)
 CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}
 STARTUP_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "startup")
+RUNTIME_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "runtime")   # only a serving engine meets them
 # Words in a traceback's frames or a fault's text that place it: serving code, start-up code, and an engine's
 # serving loop (an exception escaping it ends the engine, whatever its type). Core's are generic; each engine
 # adds its own function names (``ADAPTER.frames``).
@@ -66,7 +67,7 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     orchestrator's readiness time. Nothing says it served: startup."""
     if any(f.cause in STARTUP_CAUSES for _, _, f in group):
         return "startup"
-    if served_before(run, group):
+    if any(f.cause in RUNTIME_CAUSES for _, _, f in group) or served_before(run, group):
         return "runtime"
     texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
     if any(m in t for t in texts for m in RUNTIME_MARKERS):
@@ -163,8 +164,13 @@ def uncaught_exception(rule: Rule, run: Run) -> list[Finding]:
         if fatal_phase(run, group, ready) is not None:
             continue  # E001/E004 name it as the root cause
         seen: dict[tuple[str, str], list[tuple[str, Fault]]] = {}
+        said = {(file, f.line) for _, file, f in group if not f.exception and f.cause in CAUSES
+                and CAUSES[f.cause].cls not in classes}
         for eid, file, f in group:
             cls = CAUSES[f.cause].cls if f.cause in CAUSES else "unknown"
+            if f.exception and f.traceback_line is not None and any(
+                    (file, f.traceback_line - d) in said for d in (0, 1, 2)):
+                continue   # the traceback of an error line a cause explains ends in that error's exception
             if cls in classes and (f.exception or f.cause == UNCLASSIFIED.name):
                 seen.setdefault((eid, f.exception or f.message), []).append((file, f))
         for (eid, text), hits in seen.items():

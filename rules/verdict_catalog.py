@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any
 
 from diag.parsers import engines
-from diag.parsers.engine import render_all
+from diag.parsers.engine import EngineAdapter, render_all
 
 from .advice import Note, RunConfig, changes_of, check, holds, notes_text, run_context
 from .effective import what_ran
@@ -71,11 +71,17 @@ class VerdictCatalog:
         return next(c for c in self.classes if c.name == name)
 
 
-@cache
 def verdict_catalog() -> VerdictCatalog:
-    """The verdict vocabulary, its thresholds and experiments (``rules/catalog/verdicts.toml``)."""
+    """The verdict vocabulary, its thresholds and experiments (``rules/catalog/verdicts.toml``), its texts
+    naming knobs as the engine being judged spells them (:func:`diag.parsers.engines.using`)."""
+    return engine_verdict_catalog(engines.current().name)
+
+
+@cache
+def engine_verdict_catalog(engine: str) -> VerdictCatalog:
+    """:func:`verdict_catalog` with the knob placeholders as ``engine`` spells them."""
     text = resources.files("diag.rules").joinpath("catalog", "verdicts.toml").read_text(encoding="utf-8")
-    data = render_all(tomllib.loads(text), engines.default())   # knob placeholders as the default engine spells them
+    data = render_all(tomllib.loads(text), engines.get(engine))
     classes = tuple(VerdictClass(c["name"], c["summary"].strip(), c.get("outcome", ""), c.get("side"),
                                  tuple(c.get("findings", ())), tuple(c.get("limiters", ())),
                                  tuple(c.get("examples", ())))
@@ -121,6 +127,20 @@ def _num(v: Any) -> float | None:
         return None
 
 
+def _share(ran: Mapping[str, Any], role: str, engine: EngineAdapter, knob: str) -> int:
+    """How many engines of ``role`` share one value of ``knob`` (the engine splits some budgets between ranks)."""
+    r = ran.get(role)
+    if engine.knob_share is None or r is None:
+        return 1
+    return engine.knob_share(knob, {k: v[0] for k, v in r.flags.items()})
+
+
+def _per_engine(ran: Mapping[str, Any], role: str, engine: EngineAdapter, knob: str) -> float | None:
+    """A knob's value that ran on ``role``, per engine."""
+    v = _num(_flag(ran, role, engine.knob_key(knob)))
+    return None if v is None else v / _share(ran, role, engine, knob)
+
+
 def capacity(run: Run) -> dict[str, Any]:
     """What the sides can hold, from the startup facts and the flags that ran."""
     ran = what_ran(run)
@@ -141,10 +161,11 @@ def capacity(run: Run) -> dict[str, Any]:
         "decode_engines": run.engine_count(dec_role), "decode_dp": dp or None,
         "decode_capacity": _r(sum(per_engine), 0) if per_engine else None,
         "decode_capacity_per_engine": _r(min(per_engine), 2) if per_engine else None,
-        "batch_cap": _num(_flag(ran, dec_role, engine.knob_key("running_cap"))),
+        "batch_cap": _per_engine(ran, dec_role, engine, "running_cap"),
         "batch_knob": engine.knob_text("running_cap"),   # how the texts name the batch cap
         "capture_size": _num(_flag(ran, dec_role, engine.knob_key("cuda_graph_max_batch"))),
         "prefill_mbt": _num(_flag(ran, "prefill", engine.knob_key("prefill_token_budget"))),
+        "prefill_share": _share(ran, "prefill", engine, "prefill_token_budget"),
     }
 
 
@@ -158,7 +179,9 @@ def _context(v_cls: str, fig: Mapping[str, Any], cap: Mapping[str, Any], concurr
 
     isl, n = cap.get("isl"), cap.get("prefill_workers") or 0
     put("isl", isl)
-    put("two_isl", 2 * isl if isl else None)
+    share = int(cap.get("prefill_share") or 1)   # ranks one prefill budget is split between
+    put("two_isl", 2 * isl * share if isl else None)
+    put("per_rank", f" per rank x {share} ranks" if share > 1 else "")
     put("prefill_mbt", int(cap["prefill_mbt"]) if cap.get("prefill_mbt") else None)
     if n:
         put("prefill_workers", n)

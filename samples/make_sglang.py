@@ -235,9 +235,13 @@ def startup(c: Ctx, dies: bool) -> None:
         c.S(at(0.56 + 0.01 * (e % 4)), f"Memory pool end. avail mem={rng.uniform(22, 26):.2f} GB", e)
     lead = p.engines[0]
     if lead == 0:   # the TP0 rank only
+        # one DP rank's budgets: dp attention divides the server-wide ones by the DP size
+        # (0.5.23 arg_groups/parallel_hook.py:326-332, model_executor/model_runner.py:558-565)
+        ranks = 4 if p.role == "prefill" else 8
+        fl = flags(p.role, c.sc)
         c.S(at(0.58), f"max_total_num_tokens={tokens}, chunked_prefill_size="
-            f"{16384 if p.role == 'prefill' else 4096}, max_prefill_tokens=16384, max_running_requests="
-            f"{4096 if p.role == 'decode' else 512}, context_len=9236, available_gpu_mem={rng.uniform(22, 26):.2f} GB",
+            f"{fl['chunked-prefill-size'] // ranks}, max_prefill_tokens=16384, max_running_requests="
+            f"{fl['max-running-requests'] // ranks}, context_len=9236, available_gpu_mem={rng.uniform(22, 26):.2f} GB",
             lead)
     if p.role == "decode":
         for e in p.engines:
@@ -361,16 +365,16 @@ def flags(role: str, sc: SScn) -> dict:
          "quantization": "modelopt_fp4", "kv-cache-dtype": "fp8_e4m3",
          "tensor-parallel-size": 4 if role == "prefill" else 8, "data-parallel-size": 4 if role == "prefill" else 8,
          "expert-parallel-size": 4 if role == "prefill" else 8, "enable-dp-attention": True,
-         "enable-dp-lm-head": True, "moe-dense-tp-size": 1, "mamba-scheduler-strategy": "no_buffer",
+         "enable-dp-lm-head": True, "moe-dense-tp-size": 1,
          "mamba-ssm-dtype": "bfloat16", "disaggregation-mode": role, "disable-radix-cache": True,
          "disaggregation-bootstrap-port": 31000, "disaggregation-transfer-backend": "nixl",
          "mem-fraction-static": 0.15 if role == "decode" and sc.kind == "startup-failure" else 0.8,
          "max-running-requests": 512 if role == "prefill" else 4096,
-         "chunked-prefill-size": 16384 if role == "prefill" else 4096, "watchdog-timeout": 1000000,
+         "chunked-prefill-size": 32768 if role == "prefill" else 4096, "watchdog-timeout": 1000000,
          "page-size": 64, "attention-backend": "trtllm_mha", "moe-runner-backend": "flashinfer_trtllm",
          "context-length": 9236, "stream-interval": 50}
     if role == "decode":
-        f |= {"prefill-round-robin-balance": True, "decode-log-interval": LOG_INTERVAL, "cuda-graph-max-bs": 512}
+        f |= {"decode-log-interval": LOG_INTERVAL, "cuda-graph-max-bs-decode": 512}
     return f
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from diag.parsers.engine import EngineAdapter
 
 from .flags import known_flags
+from .knobs import knob_share
 
 ADAPTER = EngineAdapter(
     name="sglang",
@@ -17,11 +18,13 @@ ADAPTER = EngineAdapter(
     evidence=("Prefill batch", "Decode batch", "The server is fired up and ready to roll!", "server_args=ServerArgs(",
               "server_args={'", "Load weight begin. avail mem=", "Scheduler hit an exception"),
     header_classes=("sglang",),
-    format_modules=("diag.engines.sglang.heads", "diag.engines.sglang.stats"),
+    format_modules=("diag.engines.sglang.heads", "diag.engines.sglang.stats", "diag.engines.sglang.startup"),
     catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml"},
     metric_prefixes=("sglang:",),
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
     stats_variants=("sglang-prefill", "sglang-decode"),
+    knob_share=knob_share,
+    engine_proc=r"DP(\d+)\b",   # a line's rank tags ("DP3 TP3 EP3"): its DP rank is the engine
     # srtctl backends/sglang.py build_worker_command: always --model-path, --nccl-port (from the system port),
     # --dump-config-to, and the prefill bootstrap port (again after the recipe's own)
     launcher_flags=("model_path", "nccl_port", "dump_config_to", "disaggregation_bootstrap_port"),
@@ -38,6 +41,8 @@ ADAPTER = EngineAdapter(
         "stream_chunk": "stream-interval",
         "pd_role": "disaggregation-mode",
         "transfer_backend": "disaggregation-transfer-backend",
+        "ssm_cache_dtype": "mamba-ssm-dtype",
+        "max_context_len": "context-length",
     },
     rule_catalogs=("catalog/config.toml",),
     checks_module="diag.engines.sglang.checks",

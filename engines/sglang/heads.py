@@ -33,7 +33,9 @@ SGLANG = declare(
 
 @record_parser(SGLANG)
 def _head(m: re.Match[str], text: str) -> Header:
-    return Header("sglang", None, iso=m["iso"], source=m["src"].strip() or None, msg=m["msg"])
+    tags = m["src"].strip() or None
+    # the rank tags name the scheduler process, as vLLM's (EngineCore_DP3 pid=N) prefix does (ADAPTER.engine_proc)
+    return Header("sglang", None, iso=m["iso"], source=tags, msg=m["msg"], proc=tags)
 
 
 _DP = re.compile(r"(?<![\w])DP(\d+)\b")
