@@ -15,6 +15,7 @@ import polars as pl
 
 from diag.parsers.engine import EngineAdapter
 from diag.parsers.histogram import KEYS, QUANTILES, column
+from diag.parsers.records import Preemption
 from diag.parsers.stages import STAGES
 from diag.rules.catalog import HEALTH_STATES, catalog, health_of
 from diag.rules.engine import fold_cascades
@@ -116,6 +117,18 @@ def _per_interval(ep: Endpoint, col: str) -> pl.Series:
     return per_engine(ep.stats, default_interval_s()).group_by("bucket").agg(pl.col(col).sum()).sort("bucket")[col]
 
 
+def _bucket_totals(s: pl.DataFrame, col: str, carry: bool) -> pl.DataFrame:
+    """``col`` summed over the engines per stats interval (``bucket``). ``carry``: an engine that logs per
+    batch, not on a clock, may write no line in an interval; its last state stands until its next line."""
+    pe = per_engine(s, default_interval_s())
+    if not carry or not pe.height:
+        return pe.group_by("bucket").agg(pl.col(col).sum())   # a max: order-free
+    wide = (pe.with_columns(pl.concat_str("file", pl.lit("#"), pl.col("engine").cast(pl.Utf8)).alias("key"))
+            .pivot(on="key", index="bucket", values=col, aggregate_function="last").sort("bucket"))
+    held = wide.select(pl.exclude("bucket").forward_fill())
+    return pl.DataFrame({"bucket": wide["bucket"], col: held.sum_horizontal()})
+
+
 def _engine_means(s: pl.DataFrame) -> pl.DataFrame:
     """Each engine's means over the samples ``s`` (sorted by engine: the float sums are the same every run),
     its sample count and preemptions."""
@@ -132,12 +145,17 @@ def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, An
     if not s.height:
         return {}
     means = _engine_means(s)
-    totals = (per_engine(s.filter(pl.col("waiting").is_not_null()), default_interval_s())    # a max: order-free
-              .group_by("bucket").agg(pl.col("waiting").sum()))
+    totals = _bucket_totals(s.filter(pl.col("waiting").is_not_null()), "waiting", ep.per_batch_stats)
     return {"prompt_tps_mean": known_sum(means["prompt_tps"]), "gen_tps_mean": known_sum(means["gen_tps"]),
             "running_mean": known_sum(means["running"]), "waiting_mean": known_sum(means["waiting"]),
             "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max(),
-            "preemptions": int(s["preemptions"].fill_null(0).sum()), "window_samples": s.height}
+            "preemptions": int(s["preemptions"].fill_null(0).sum()) + _preemption_lines(ep, start, end),
+            "window_samples": s.height}
+
+
+def _preemption_lines(ep: Endpoint, start: datetime, end: datetime) -> int:
+    """Preemptions logged as lines of their own (an SGLang retraction, a V0 preemption warning) in a window."""
+    return sum(1 for _, r in ep.of(Preemption) if r.ts is not None and start <= r.ts <= end)
 
 
 def engine_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, EngineFigures]:

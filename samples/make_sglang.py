@@ -55,10 +55,11 @@ SCENARIOS = [
          expect={"findings": [], "verdict": {"class": "healthy", "limiter": None}}),
     SScn("sglang-prefill-bound", 5150102, ms._t(2026, 12, 3, 13, 40, 52), 22, "prefill-bound", (1024, 2048), 2,
          {1024: (18.4, 47, 60, 0), 2048: (18.4, 47, 180, 0)},
-         expect={"findings": ["DIAG-B001"], "verdict": {"class": "prefill-bound", "limiter": None}}),
+         expect={"findings": ["DIAG-B001", "DIAG-K003"], "verdict": {"class": "prefill-bound", "limiter": None}}),
     SScn("sglang-kv-capacity", 5150103, ms._t(2026, 12, 4, 8, 5, 30), 23, "kv-capacity", (1024, 4096), 1,
          {1024: (14.0, 128, 3, 0), 4096: (13.0, 176, 3, 300)},
-         expect={"findings": ["DIAG-K001"], "verdict": {"class": "decode-bound", "limiter": "kv-capacity"}}),
+         expect={"findings": ["DIAG-K001", "DIAG-K002", "DIAG-K003"],
+                 "verdict": {"class": "decode-bound", "limiter": "kv-capacity"}}),
     SScn("sglang-transfer-failure", 5150104, ms._t(2026, 12, 4, 15, 22, 17), 24, "transfer-failure", (512, 1024),
          2, {512: (9.6, 56, 1, 6), 1024: (11.8, 104, 2, 14)},
          expect={"findings": ["DIAG-E002"],
@@ -167,8 +168,8 @@ def decode_line(f: dict) -> str:
 def parsed(role: str, f: dict) -> dict:
     """What a batch line holds in diag's stats fields (the MANIFEST's first / last record)."""
     pre = role == "prefill"
-    return {"prompt_tps": round(f["tput"], 2) if pre else 0.0, "gen_tps": 0.0 if pre else round(f["gen"], 2),
-            "running": f["run"], "waiting": f["queue"], "preemptions": None, "kv_usage": round(f["usage"], 2) * 100,
+    return {"prompt_tps": round(f["tput"], 2) if pre else None, "gen_tps": None if pre else round(f["gen"], 2),
+            "running": f["run"], "waiting": f["queue"], "preemptions": None, "kv_usage": round(round(f["usage"], 2) * 100, 6),
             "prefix_hit": None, "ext_hit": None, "md": None}
 
 
@@ -565,7 +566,7 @@ def build_run(sc: SScn, seed: int, out: Path) -> None:
         ep = eps.setdefault(f"{p.role}-w{p.idx}", {"id": f"{p.role}-w{p.idx}", "role": p.role, "engines": 0,
                                                    "stats_samples": 0, "files": []})
         stats = ctxs[p.key].log.stats
-        ep["engines"] += sum(1 for v in stats.values() if v)   # engines diag can see: those with batch lines
+        ep["engines"] += len(p.engines)   # every rank's lines carry its DP tag: diag sees each engine
         ep["stats_samples"] += sum(len(v) for v in stats.values())
         ep["files"].append(f"logs/{p.file}")
     manifest = {"scenario": sc.name, "job_id": str(sc.job), "engine": "sglang", "sglang_version": VERSION,

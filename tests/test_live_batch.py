@@ -43,8 +43,7 @@ def _write_sides(cut: Cutter, sides: list[tuple[Path, Path]], t: datetime) -> No
 # Known misses (issue 34, strict: they fail the suite once fixed, then drop the line): sglang-kv-capacity's false
 # DIAG-B004 on thinned prefill batch lines (3 lines are ~12 s, the stall cadence fix) is reopened as it grows;
 # sglang-startup-failure opens DIAG-S001 live on endpoints still starting before decode's scheduler exception.
-LIVE_MISSES = {"sglang-kv-capacity": "false DIAG-B004 reopened (stall cadence)",
-               "sglang-startup-failure": "DIAG-S001 opened live before the start-up failure"}
+LIVE_MISSES: dict[str, str] = {}   # run -> why live differs from batch (a strict xfail: it shows when fixed)
 
 
 @pytest.mark.parametrize("run", [pytest.param(r, marks=pytest.mark.xfail(reason=LIVE_MISSES[r], strict=True))

@@ -77,6 +77,10 @@ def test_expected_findings(loaded) -> None:
     for code in expect["findings"]:
         assert code in codes, f"{run_dir.name}: {code} missing, got {sorted(codes)}"
     name = run_dir.name
+    if name.startswith("sglang-"):   # every warning and error, exactly, and the verdict
+        assert {f.code for f in findings if f.severity in ("warning", "error")} == set(expect["findings"]), name
+        verdict = report_of(run_dir).verdict
+        assert verdict is not None and {"class": verdict.cls, "limiter": verdict.limiter} == expect["verdict"], name
     if name == "healthy":
         assert not [f for f in findings if f.severity in ("warning", "error")], [f.message for f in findings]
     if name == "prefill-bound":
