@@ -6,6 +6,7 @@ from diag.parsers.engine import EngineAdapter
 
 from .flags import known_flags
 from .knobs import knob_share
+from .recipe import parse_build
 
 ADAPTER = EngineAdapter(
     name="sglang",
@@ -24,6 +25,7 @@ ADAPTER = EngineAdapter(
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
     stats_variants=("sglang-prefill", "sglang-decode"),
     knob_share=knob_share,
+    recipe_build=parse_build,
     engine_proc=r"DP(\d+)\b",   # a line's rank tags ("DP3 TP3 EP3"): its DP rank is the engine
     # srtctl backends/sglang.py build_worker_command: always --model-path, --nccl-port (from the system port),
     # --dump-config-to, and the prefill bootstrap port (again after the recipe's own)
