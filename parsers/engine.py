@@ -78,7 +78,8 @@ class EngineAdapter:
     stats_cadence_s: float | None = None        # its periodic stats interval; None: a line per N batches
     stats_variants: tuple[str, ...] = ()        # StatsSample.variant values its stats lines parse as
     knobs: Mapping[str, str] = field(default_factory=dict)        # KNOBS key -> its flag (kebab)
-    catalogs: Mapping[str, str] = field(default_factory=dict)     # faults|startup|call_sites|config -> file
+    catalogs: Mapping[str, str] = field(default_factory=dict)     # faults|startup|call_sites|config -> file;
+                                                # srtctl_fields: its backends' sections of srtctl's recipe schema
     rule_catalogs: tuple[str, ...] = ()         # its rules' TOML files (package-relative), merged with core's
     checks_module: str | None = None            # its recipe checks (module registering them), imported with the rules
     flag_names: Callable[[], frozenset[str]] | None = None        # the flags its pinned releases accept
@@ -95,6 +96,9 @@ class EngineAdapter:
     # server-wide budget split between ranks (1, or no hook: the value is each engine's own)
     knob_share: Callable[[str, Mapping[str, Any]], int] | None = None
     launcher_flags: tuple[str, ...] = ()        # flags srtctl passes to its workers by itself (snake_case): not drift
+    # DIAG-C017: its numeric flags the checks read (snake_case -> lowest value), typed in its recipe config
+    # beside core's engine-neutral ones (diag.parsers.recipe_schema.INT_FLAGS)
+    integer_flags: Mapping[str, int] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)        # adapter-specific hooks, by name
     # How core's line machinery reads its logs (all optional; an engine without them takes the general path):
     columns: tuple[ColumnSpec, ...] = ()        # records the bulk path extracts in polars (and the fast path)

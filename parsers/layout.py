@@ -98,15 +98,14 @@ def classify_path(path: Path | str) -> FileInfo:
 _DISAGG_MODE = re.compile(
     r"""(?:--disaggregation[-_]mode[= ]|disaggregation_mode['"]?\s*[:=]\s*)['"<]?(?:\w+\.)?"""
     r"""(?P<m>prefill|decode|agg\w*|encode)\b""", re.I)
-_PREFILL_FLAG = re.compile(r"--is-prefill-worker\b")
 
 
 def role_from_content(head_text: str) -> str | None:
     """Role of a worker log from its first lines, for files whose name carries none.
 
     An engine's own evidence decides first (its adapter's ``role_from_text``: vLLM's one-sided
-    ``kv_role``); otherwise the ``--disaggregation-mode prefill|decode`` flag (or Dynamo's old
-    ``--is-prefill-worker``) decides; otherwise None.
+    ``kv_role`` or Dynamo's old prefill flag); otherwise the ``--disaggregation-mode prefill|decode`` flag
+    decides; otherwise None.
     """
     from . import engines
 
@@ -121,8 +120,6 @@ def role_from_content(head_text: str) -> str | None:
             return val
         if val.startswith("agg"):
             return "agg"
-    if _PREFILL_FLAG.search(head_text):
-        return "prefill"
     return None
 
 

@@ -184,11 +184,11 @@ _FORMATS: tuple[tuple[LineFormat, _Builder], ...] = (
         ("Env: ",), doc="full worker environment, K=V pairs sorted by key, values unquoted"),
      _env),
     (_d("srtctl-command", r"Command: (?P<argv>.*)$",
-        [_H + "Command: python3 -m dynamo.vllm --model /model --served-model-name qwen --disaggregation-mode "
-              "prefill --kv-transfer-config '{\"kv_connector\": \"NixlConnector\"}'",
-         _H2 + "Command: bash /srtctl-benchmarks/sa-bench/bench.sh http://localhost:8000 "
-         "1024 1024 8192 inf"],
-        ("Command: ",)),
+        samples=[_H + "Command: python3 -m dynamo.vllm --model /model --served-model-name qwen --disaggregation-mode "
+                      "prefill --kv-transfer-config '{\"kv_connector\": \"NixlConnector\"}'",
+                 _H2 + "Command: bash /srtctl-benchmarks/sa-bench/bench.sh http://localhost:8000 "
+                 "1024 1024 8192 inf"],
+        triggers=("Command: ",)),
      _command),
     (_d("srtctl-log-path", r"Log: (?P<path>\S.*?)\s*$",
         [_H + "Log: /home/u/srt-slurm/outputs/1543570/logs/theia0045_prefill_w0.out",

@@ -14,6 +14,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from importlib.abc import Traversable
 from typing import Any
 
 from diag.parsers import engines
@@ -132,18 +133,34 @@ def engine_catalog(engine: str | None) -> dict[str, Rule]:
     (None, or an engine not registered: the knobs' neutral descriptions)."""
     adapter = engines.get(engine)
     rules: dict[str, Rule] = {}
-    core = sorted(resources.files("diag.rules").joinpath("catalog").iterdir(), key=lambda r: r.name)
-    owned = [a.resource(rel) for a in engines.adapters() for rel in a.rule_catalogs]
-    for res in [*core, *owned]:
-        if not res.name.endswith(".toml"):
-            continue
-        data = tomllib.loads(res.read_text(encoding="utf-8"))
+    for res, data in _catalog_files():
         for entry in data.get("rule", []):
             rule = _load_rule(render_all(entry, adapter), res.name)
             if rule.code in rules:
                 raise CatalogError(f"{res.name}: duplicate rule code {rule.code}")
             rules[rule.code] = rule
     return dict(sorted(rules.items()))
+
+
+def _catalog_files() -> list[tuple[Traversable, dict[str, Any]]]:
+    """Every rule catalog, core's (by name) then each engine adapter's, with its parsed TOML."""
+    core = sorted(resources.files("diag.rules").joinpath("catalog").iterdir(), key=lambda r: r.name)
+    owned = [a.resource(rel) for a in engines.adapters() for rel in a.rule_catalogs]
+    return [(res, tomllib.loads(res.read_text(encoding="utf-8"))) for res in [*core, *owned]
+            if res.name.endswith(".toml")]
+
+
+@cache
+def bases() -> dict[str, str]:
+    """The base recipes (YAML text) the config rules' examples mutate (``base = ...``): every rule catalog's
+    ``[bases]``, core's and each engine adapter's, by name."""
+    out: dict[str, str] = {}
+    for res, data in _catalog_files():
+        for name, text in data.get("bases", {}).items():
+            if name in out:
+                raise CatalogError(f"{res.name}: duplicate base recipe {name!r}")
+            out[name] = text
+    return out
 
 
 def get(code: str) -> Rule:

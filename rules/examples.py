@@ -15,9 +15,7 @@ orchestrator launched its workers with), ``recipe_base`` (a base recipe of the c
 
 from __future__ import annotations
 
-import tomllib
 from datetime import UTC, datetime, timedelta
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,7 @@ from diag.parsers.records import (
 )
 
 from .assemble import Side, assemble
-from .catalog import Rule
+from .catalog import Rule, bases
 from .finding import Finding
 from .judge import judge
 from .runmodel import Run
@@ -174,6 +172,5 @@ def _bench(b: dict[str, Any]) -> BenchResult:
 
 
 def _recipe_jobs(base: str) -> tuple[Recipe, ...]:
-    """A run's recipe from one of the config catalog's base recipes (``[bases]`` in config.toml)."""
-    text = resources.files("diag.rules").joinpath("catalog", "config.toml").read_text(encoding="utf-8")
-    return (build_recipe(load_yaml(tomllib.loads(text)["bases"][base]), "config.yaml"),)
+    """A run's recipe from one of the config catalogs' base recipes (``[bases]``, :func:`.catalog.bases`)."""
+    return (build_recipe(load_yaml(bases()[base]), "config.yaml"),)

@@ -22,7 +22,6 @@ from .recipe_support import (
     finding,
     flag_mark,
     set_env,
-    truthy,
     where,
 )
 
@@ -67,30 +66,22 @@ def _positive(*values: int | None) -> bool:
 def _engine_gpus(recipe: Recipe, role: Role) -> tuple[int | None, str, str | None]:
     """GPUs one worker's engine needs, the product spelled out, and why ranks that leave some of the
     worker's GPUs idle may be refused (None: the engine just idles them). The adapter's ``engine_gpus``
-    answers; SGLang's and TRT-LLM's maths stay here until their adapters carry it."""
+    answers; TRT-LLM's maths (no adapter yet) read its own config keys here."""
     adapter = engines.get(recipe.backend)
     if adapter is not None and adapter.engine_gpus is not None:
         return adapter.engine_gpus(role)
+    if recipe.backend != "trtllm":
+        return None, "", None
 
-    def num(*names: str) -> int | None:
-        f = role.flag(*names)
+    def num(name: str) -> int | None:
+        f = role.flag(name)
         return 1 if f is None else as_int(f.value)
 
-    if recipe.backend == "sglang":
-        tp, pp = num("tp-size", "tensor-parallel-size", "tp"), num("pp-size", "pipeline-parallel-size")
-        dp = 1 if truthy(role.value("enable-dp-attention")) else num("dp-size", "data-parallel-size", "dp")
-        if not _positive(tp, pp, dp):
-            return None, "", None
-        assert tp and pp and dp
-        return tp * pp * dp, f"tp{tp}xpp{pp}" + (f"xdp{dp}" if dp > 1 else ""), None
-    if recipe.backend == "trtllm":
-        tp, pp = num("tensor_parallel_size"), num("pipeline_parallel_size")
-        cp = num("context_parallel_size")
-        if not _positive(tp, pp, cp):
-            return None, "", None
-        assert tp and pp and cp
-        return tp * pp * cp, f"tensor_parallel_size {tp} x pipeline_parallel_size {pp}", None
-    return None, "", None
+    tp, pp, cp = num("tensor_parallel_size"), num("pipeline_parallel_size"), num("context_parallel_size")
+    if not _positive(tp, pp, cp):
+        return None, "", None
+    assert tp and pp and cp
+    return tp * pp * cp, f"tensor_parallel_size {tp} x pipeline_parallel_size {pp}", None
 
 
 def _tensor_parallel() -> tuple[str, ...]:

@@ -4,9 +4,7 @@ catalog's examples, and the command line (formats, exit codes, parse errors)."""
 from __future__ import annotations
 
 import json
-import tomllib
 from collections import Counter
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ from typer.testing import CliRunner
 from diag.check_cmd import check, check_file
 from diag.parsers.recipe import build_recipe
 from diag.parsers.recipe_yaml import YMap, load_yaml
-from diag.rules.catalog import by_scope, catalog
+from diag.rules.catalog import bases, by_scope, catalog
 from diag.rules.recipe_checks import run_checks
 
 Q = "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB200__8k1k__vllm__disagg__"
@@ -241,13 +239,8 @@ def test_sweep_points_with_different_numbers_group_into_one_finding(real_finding
 
 # --- the catalog's own examples -----------------------------------------------------------------------------
 
-def _bases() -> dict[str, str]:
-    text = resources.files("rules").joinpath("catalog", "config.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)["bases"]
-
-
 def _example(ex: dict[str, Any]) -> Any:
-    doc = load_yaml(_bases()[ex["base"]])
+    doc = load_yaml(bases()[ex["base"]])
     for dotted in ex.get("delete", []):
         *parents, last = dotted.split(".")
         node = doc
@@ -275,7 +268,7 @@ def test_config_catalog_is_complete() -> None:
 
 
 def test_bases_are_clean() -> None:
-    for name in _bases():
+    for name in bases():
         found = [f for f in run_checks(_example({"base": name})) if f.severity != "info"]
         assert not found, (name, [f.message for f in found])
 

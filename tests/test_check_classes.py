@@ -151,6 +151,23 @@ def test_c017_backend_keys_are_those_of_the_backend_type(tmp_path: Path) -> None
         f.message for f in check_file(tmp_path / "r.yaml") if f.code == "DIAG-C017")
 
 
+def test_each_engine_types_its_own_numeric_flags_and_owns_its_backend_fields() -> None:
+    """A config block's integer flags are core's and its engine adapter's (integer_flags); srtctl's backend
+    fields of an engine come from its adapter's data, merged with core's."""
+    from diag.parsers.recipe_schema import srtctl_fields, validate
+    from diag.parsers.recipe_yaml import load_yaml
+
+    def typed(engine: str, flags: str) -> list[str]:
+        doc = load_yaml(f"model: {{path: /m}}\nbackend:\n  type: {engine}\n  {engine}_config:\n    decode: {{{flags}}}\n")
+        return sorted(str(v.path[-1]) for v in validate(doc) if v.severity == "error")
+
+    assert typed("vllm", "max-num-seqs: many, stream-interval: x, dp-size: y") == ["max-num-seqs", "stream-interval"]
+    assert typed("sglang", "dp-size: eight, max-num-seqs: many, tp-size: '4'") == ["dp-size"]
+    backends = srtctl_fields()["backend"]
+    assert {"vllm", "sglang", "trtllm", "mocker"} <= set(backends) and "vllm_config" in backends["vllm"]
+    assert srtctl_fields()["backend_sections"]["sglang.sglang_config"] == ["aggregated", "decode", "prefill"]
+
+
 def test_srtctl_field_lists_name_their_source_and_every_real_recipe_fits_them(real_recipes: Path) -> None:
     """The field lists come from srt-slurm's schema (tools/srtctl_fields.py); no real recipe trips them."""
     from diag.parsers.recipe import load_recipes

@@ -6,7 +6,7 @@ from diag.parsers.engine import EngineAdapter
 
 from .flags import known_flags
 from .knobs import knob_share
-from .recipe import parse_build
+from .recipe import engine_gpus, parse_build
 
 ADAPTER = EngineAdapter(
     name="sglang",
@@ -20,16 +20,20 @@ ADAPTER = EngineAdapter(
               "server_args={'", "Load weight begin. avail mem=", "Scheduler hit an exception"),
     header_classes=("sglang",),
     format_modules=("diag.engines.sglang.heads", "diag.engines.sglang.stats", "diag.engines.sglang.startup"),
-    catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml"},
+    catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml",
+              "srtctl_fields": "data/srtctl_fields.toml"},
     metric_prefixes=("sglang:",),
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
     stats_variants=("sglang-prefill", "sglang-decode"),
     knob_share=knob_share,
     recipe_build=parse_build,
+    engine_gpus=engine_gpus,
     engine_proc=r"DP(\d+)\b",   # a line's rank tags ("DP3 TP3 EP3"): its DP rank is the engine
     # srtctl backends/sglang.py build_worker_command: always --model-path, --nccl-port (from the system port),
-    # --dump-config-to, and the prefill bootstrap port (again after the recipe's own)
-    launcher_flags=("model_path", "nccl_port", "dump_config_to", "disaggregation_bootstrap_port"),
+    # --dump-config-to, the prefill bootstrap port (again after the recipe's own), and on a multi-node worker
+    # --dist-init-addr (the leader's address)
+    launcher_flags=("model_path", "nccl_port", "dump_config_to", "disaggregation_bootstrap_port", "dist_init_addr"),
+    integer_flags=dict.fromkeys(("tp_size", "dp_size", "pp_size", "ep_size"), 1),
     knobs={
         "prefill_token_budget": "chunked-prefill-size",
         "running_cap": "max-running-requests",

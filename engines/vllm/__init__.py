@@ -9,7 +9,7 @@ from .heads import PLAIN_HEAD, TZ_PROBE
 from .kv import KV_COLUMNS
 from .recipe import engine_gpus, parse_build, read_recipe
 from .silence import why_no_stats
-from .startup import role_from_kv_role
+from .startup import role_from_head
 from .stats import V1_COLUMNS
 
 ADAPTER = EngineAdapter(
@@ -50,11 +50,13 @@ ADAPTER = EngineAdapter(
     plain_head=PLAIN_HEAD,
     connector_paths=("kv_transfer", "kv_connector"),   # vllm/distributed/kv_transfer/kv_connector/...
     tz_probe=TZ_PROBE,
-    role_from_text=role_from_kv_role,
+    role_from_text=role_from_head,
     classify_flag=classify,
     recipe_build=parse_build,
     read_recipe=read_recipe,
     engine_gpus=engine_gpus,
+    integer_flags=dict.fromkeys(("prefill_context_parallel_size", "max_num_batched_tokens", "max_num_seqs",
+                                 "max_cudagraph_capture_size", "api_server_count", "block_size"), 1),
     hooks_module="diag.engines.vllm.knowledge",
     launch_data="data/launch.toml",
     fact_flags={"api_server_count": "api_server_count", "async_scheduling": "async_scheduling"},
@@ -69,7 +71,8 @@ ADAPTER = EngineAdapter(
     # by construction, not by configuration (srtctl's launcher gives each process its own)
     per_process_flags=frozenset({"data_parallel_address", "data_parallel_start_rank", "device_ids",
                                  "data_parallel_rpc_port", "data_parallel_size_local"}),
-    catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml", "call_sites": "catalog/call_sites.toml"},
+    catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml", "call_sites": "catalog/call_sites.toml",
+              "srtctl_fields": "data/srtctl_fields.toml"},
     frames={  # V1's EngineCore busy loop, the workers' execute_model it waits on, the engine's construction
         "runtime": ("EngineDeadError", "output_handler", "execute_model", "RPC call", "process_input", "run_busy_loop",
                     "get_output", "sample_tokens", "update_from_output", "synchronize_input_prep"),

@@ -215,10 +215,13 @@ def _stats_off(m: re.Match[str], line: int, hdr: Header, **kw: object) -> Startu
 
 
 _KV_ROLE = re.compile(r"""kv_role['"]?\s*[:=]\s*['"]?(?P<r>kv_producer|kv_consumer|kv_both)""")
+_PREFILL_FLAG = re.compile(r"--is-prefill-worker\b")   # dynamo.vllm's prefill flag before --disaggregation-mode
 
 
-def role_from_kv_role(head_text: str) -> str | None:
+def role_from_head(head_text: str) -> str | None:
     """A worker's role from the ``kv_role`` its KV-transfer config printed, when that is one-sided
-    (``kv_producer`` → prefill, ``kv_consumer`` → decode; ``kv_both`` or none: None)."""
+    (``kv_producer`` → prefill, ``kv_consumer`` → decode; ``kv_both`` or none: None), else from Dynamo's
+    old ``--is-prefill-worker`` flag on its command line."""
     kv = _KV_ROLE.search(head_text)
-    return {"kv_producer": "prefill", "kv_consumer": "decode"}.get(kv["r"]) if kv else None
+    role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get(kv["r"]) if kv else None
+    return role or ("prefill" if _PREFILL_FLAG.search(head_text) else None)
