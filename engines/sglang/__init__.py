@@ -6,6 +6,7 @@ from diag.parsers.engine import EngineAdapter
 
 from .flags import known_flags
 from .knobs import knob_share
+from .phrases import PHRASES
 
 ADAPTER = EngineAdapter(
     name="sglang",
@@ -47,6 +48,7 @@ ADAPTER = EngineAdapter(
     rule_catalogs=("catalog/config.toml",),
     checks_module="diag.engines.sglang.checks",
     flag_names=known_flags,
+    phrases=PHRASES,
     frames={  # the scheduler: run_event_loop, event_loop_overlap, run_batch
         "runtime": ("event_loop", "run_batch"),
         "serving_loop": ("event_loop", "run_batch"),
