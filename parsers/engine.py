@@ -43,6 +43,22 @@ KNOBS: dict[str, str] = {
     "dp_hybrid_lb": "data-parallel hybrid load balancing",
 }
 
+# What an engine's own lines say, as rule texts quote them: ``{says.<name>}`` renders as the adapter's phrase
+# (``phrases``, which may name knobs), else this neutral text ("": a remark only some engines need).
+SAYS: dict[str, str] = {
+    "capacity_line": "its KV capacity",                       # the start-up line of its KV capacity (DIAG-K003)
+    "stats_lines": "Engines print periodic stats lines unless their stats logging is off ({knob.stats_off});\n"
+                   "an idle engine may print none.",          # its stats lines and what silences them (DIAG-L001)
+    "death_echoes": "the engine's dead-process errors",       # the errors an engine's death fans out into
+    "context_too_long": "a context length the KV cache cannot hold",  # its start-up refusal of the context length
+    "kv_load_failures": "failed KV loads",                    # its logged failures of a KV load on decode
+    "args_dump": "argument dump",                             # its start-up dump of the arguments it ran with
+    "kv_expiry_note": "",                                     # a caveat on its KV lease expiry errors (DIAG-K004)
+    "invalid_blocks_caveat": "",                              # the same caveat, appended to a finding
+    "metrics_failed_transfers": "failed transfers (KV transfer metric lines)",    # finding labels of counts
+    "kv_load_recovered": "requests recomputed after a failed KV load",
+}
+
 
 @dataclass(frozen=True)
 class ColumnSpec:
@@ -124,6 +140,10 @@ class EngineAdapter:
     metrics_module: str | None = None
     # DIAG-L001: why an endpoint that served logged no stats lines, from its facts: (cause, why) or None
     why_no_stats: Callable[[Mapping[str, Any]], tuple[str, str] | None] | None = None
+    # DIAG-L001: its startup facts (after core's stats_disabled) whose line the finding points at, the first printed
+    stats_facts: tuple[str, ...] = ()
+    phrases: Mapping[str, str] = field(default_factory=dict)     # SAYS key -> how its own lines say it
+    fact_keys: tuple[str, ...] = ()             # the startup fact keys only it reports (core's: records.STARTUP_KEYS)
 
     def knob(self, key: str) -> str | None:
         """The engine's flag for a neutral knob (None: the engine has no such knob)."""
@@ -139,6 +159,13 @@ class EngineAdapter:
         """The engine's flag for a neutral knob as recipes and what ran key it (snake_case)."""
         flag = self.knob(key)
         return None if flag is None else flag.replace("-", "_")
+
+    def says(self, key: str) -> str:
+        """How rule texts quote this engine's lines for ``key`` (a :data:`SAYS` key): its phrase, else the
+        neutral text."""
+        if key not in SAYS:
+            raise KeyError(f"unknown phrase {key!r}")
+        return self.phrases.get(key, SAYS[key])
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """One of the adapter's hook functions (None: it has none of that name)."""
@@ -185,12 +212,28 @@ def render_knobs(text: str, adapter: EngineAdapter | None) -> str:
     return _KNOB.sub(one, text) if "{knob" in text else text
 
 
+_SAYS = re.compile(r"\{says\.(\w+)\}")
+
+
+def render_says(text: str, adapter: EngineAdapter | None) -> str:
+    """``{says.<name>}`` placeholders in a catalog text as ``adapter``'s phrase (:meth:`EngineAdapter.says`),
+    the neutral text of :data:`SAYS` where there is no engine."""
+    if "{says" not in text:
+        return text
+    return _SAYS.sub(lambda m: adapter.says(m.group(1)) if adapter is not None else SAYS[m.group(1)], text)
+
+
+def render_text(text: str, adapter: EngineAdapter | None) -> str:
+    """A catalog text as ``adapter`` says it: its phrases, then every knob (a phrase may name knobs)."""
+    return render_knobs(render_says(text, adapter), adapter)
+
+
 def render_all(value: Any, adapter: EngineAdapter | None) -> Any:
-    """:func:`render_knobs` over every string (keys too) of a catalog entry."""
+    """:func:`render_text` over every string (keys too) of a catalog entry."""
     if isinstance(value, str):
-        return render_knobs(value, adapter)
+        return render_text(value, adapter)
     if isinstance(value, dict):
-        return {render_knobs(k, adapter): render_all(v, adapter) for k, v in value.items()}
+        return {render_text(k, adapter): render_all(v, adapter) for k, v in value.items()}
     if isinstance(value, list):
         return [render_all(v, adapter) for v in value]
     return value

@@ -52,7 +52,7 @@ class StatsSample(Record):
 
     variant: str = field(metadata=column("", "v1 | v0 | rust | sglang-prefill | sglang-decode | prom"))
     engine: int | None = field(default=None, metadata=column("", 'DP rank from "Engine NNN:" / "DPk"'))
-    n_aggregated: int | None = field(default=None, metadata=column("", '"N Engines Aggregated:"'))
+    n_aggregated: int | None = field(default=None, metadata=column("", "engines one aggregated line sums"))
     prompt_tps: float | None = field(default=None, metadata=column(
         "tok/s", "prompt tokens the engine computed over the interval (not prefix-cache hits or KV received by transfer)",
         run=True))
@@ -142,7 +142,8 @@ class KVLoadFailure(Record):
 
 @dataclass(slots=True)
 class StartupFact(Record):
-    """A fact printed at startup: key is one of STARTUP_KEYS."""
+    """A fact printed at startup: key is one of STARTUP_KEYS, or of the keys only its engine reports (its
+    adapter's ``fact_keys``)."""
 
     key: str
     value: Any
@@ -152,8 +153,7 @@ class StartupFact(Record):
 
 STARTUP_KEYS = (
     "version", "model", "non_default_args", "architecture", "kv_memory_gib", "kv_cache_tokens",
-    "max_concurrency", "async_scheduling", "api_server_count", "stats_disabled", "dp_rank",
-    "max_model_len", "kv_role", "ssm_conv_layout", "engine_config", "serving",
+    "max_concurrency", "stats_disabled", "dp_rank", "kv_role", "engine_config", "serving",
 )
 
 

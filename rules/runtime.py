@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from diag.parsers import engines
+from diag.parsers.engine import SAYS
 from diag.parsers.faults import TAXONOMY
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
@@ -379,10 +380,9 @@ def _when(item: Any) -> tuple[datetime | None, int | None]:
 
 
 _LABELS = {"stats": "preemptions (stats lines)", "v0-swap": "swap preemptions (V0 warnings)",
-           "v0-recompute": "recompute preemptions (V0 warnings)", "metrics_failed_transfers":
-           "failed transfers (KV Transfer metrics)", "kv_load_failure": "requests failed to load their KV",
+           "v0-recompute": "recompute preemptions (V0 warnings)", "kv_load_failure": "requests failed to load their KV",
            "expired": "leases expired", "invalid": "invalid (expired) block reads", "force_freed": "force-freed requests",
-           "declined": "declined expired reads", "kv_load_recovered": "requests recomputed after a KV load failure", "v0-retract": "retraction warnings",
+           "declined": "declined expired reads", "v0-retract": "retraction warnings",
            **{c.name: c.label for c in TAXONOMY if c.label}}   # fault causes: the taxonomy's labels
 
 
@@ -397,12 +397,13 @@ def presence(rule: Rule, run: Run) -> list[Finding]:
             continue
         stamps = [t for t in (_when(i)[0] for _, i in items) if t is not None]
         file, first = items[0]
-        what = ", ".join(f"{number(n)} {_LABELS.get(k, k.replace('_', ' '))}" for k, n in counts.most_common())
+        what = ", ".join(f"{number(n)} {run.engine.says(k) if k in SAYS else _LABELS.get(k, k.replace('_', ' '))}"
+                         for k, n in counts.most_common())   # a count's label: as the run's engine says it
         msg = f"{ep.id}: {what}"
         ev: dict[str, Any] = {"counts": dict(counts), "total": total}
         if p["signal"] == "kv_expiry" and run.async_scheduling(ep) and counts.get("invalid"):
-            msg += " (async scheduling is on: on builds without PR #25808 'invalid KV blocks' can be a false alarm)"
-            ev["async_scheduling"] = True
+            msg += run.engine.says("invalid_blocks_caveat")
+            ev[run.engine.knob_key("scheduling_overlap") or "scheduling_overlap"] = True
         if p["signal"] == "kv_failures":
             peers = sorted({dict(i.context).get("remote_host", "") for _, i in items
                             if isinstance(i, NixlFailure) and i.context} - {""})
@@ -441,7 +442,8 @@ def absence(rule: Rule, run: Run) -> list[Finding]:
             continue  # the benchmark just started: the first 10 s stats line is not due yet
         cause, why = next((said for a in engines.adapters() if a.why_no_stats and (said := a.why_no_stats(ep.facts))),
                           ("unknown", "no stats lines and no reason printed (idle endpoint, or logging above INFO)"))
-        where = ep.fact_lines.get("stats_disabled") or ep.fact_lines.get("api_server_count")
+        where = next((ep.fact_lines[k] for k in ("stats_disabled", *(f for a in engines.adapters() for f in a.stats_facts))
+                      if k in ep.fact_lines), None)
         also = f"; Prometheus has {prom} samples for it" if prom else ""
         out.append(_finding(rule, f"{ep.id} has no stats lines: {why}{also}", endpoint=ep.id,
                             location=_loc(*where) if where else _loc(ep.files[0] if ep.files else None, None),

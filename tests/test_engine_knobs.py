@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from diag.parsers import engines
-from diag.parsers.engine import KNOBS, render_knobs
+from diag.parsers.engine import KNOBS, SAYS, render_knobs, render_text
 from diag.parsers.recipe import Recipe
 from diag.rules import knowledge
 from diag.rules.catalog import catalog, engine_catalog
@@ -26,8 +26,22 @@ def test_a_knob_renders_as_each_engine_spells_it() -> None:
     assert render_knobs(TEXT, None) == f"raise {KNOBS['prefill_token_budget']}; facts {KNOBS['api_servers']}"
 
 
+def test_a_phrase_renders_as_each_engine_says_it_else_neutrally() -> None:
+    """``{says.X}`` quotes the engine's own line (phrases may name knobs), else a neutral text."""
+    vllm, sglang = engines.get("vllm"), engines.get("sglang")
+    assert vllm is not None and sglang is not None
+    text = "prints {says.capacity_line}; {says.stats_lines}"
+    assert render_text(text, vllm).startswith('prints "Maximum concurrency for L tokens per request: Mx"; vLLM prints')
+    assert "AsyncLLM created with api_server_count more than 1" in render_text(text, vllm)
+    assert render_text(text, sglang).startswith('prints "max_total_num_tokens=T, ..., context_len=L" (T / L); SGLang')
+    assert render_text(text, None) == f"prints {SAYS['capacity_line']}; " + render_knobs(SAYS["stats_lines"], None)
+    assert sglang.says("context_too_long") == SAYS["context_too_long"] and sglang.says("kv_expiry_note") == ""
+    for a in engines.adapters():
+        assert set(a.phrases) <= set(SAYS), a.name
+
+
 def test_every_catalog_text_renders_without_a_placeholder_left() -> None:
-    placeholder = re.compile(r"\{knob")
+    placeholder = re.compile(r"\{(knob|says)")
     for engine in (*engines.names(), None):
         for rule in engine_catalog(engine).values():
             assert not placeholder.search(repr(rule)), (engine, rule.code)
@@ -57,3 +71,22 @@ def test_vllm_knowledge_answers_through_its_adapter() -> None:
     assert vllm.launch()["defaults"]["stream_interval"] == 1
     assert "45357" in knowledge.fixes()          # forwarded for the modules that still import it from rules
     assert engine_index("EngineCore_DP3") == "3" and engine_index("APIServer") is None
+
+
+def test_every_startup_fact_is_cores_or_its_engines() -> None:
+    """A start-up fact a format's sample parses to is keyed by core's neutral keys or its engine's own."""
+    import diag.parsers.ingest  # noqa: F401  (imports every format module)
+    from diag.parsers.formats import REGISTRY
+    from diag.parsers.records import STARTUP_KEYS, StartupFact
+
+    from helpers import parse_text
+
+    seen: set[str] = set()
+    for fmt in REGISTRY.values():
+        own = adapter.fact_keys if (adapter := engines.get(fmt.engine)) is not None else ()
+        for sample in fmt.samples:
+            for r in parse_text(sample):
+                if isinstance(r, StartupFact):
+                    assert r.key in (*STARTUP_KEYS, *own), (fmt.name, r.key)
+                    seen.add(r.key)
+    assert {"api_server_count", "max_concurrency"} <= seen

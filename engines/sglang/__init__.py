@@ -6,6 +6,7 @@ from diag.parsers.engine import EngineAdapter
 
 from .flags import known_flags
 from .knobs import knob_share
+from .phrases import PHRASES
 from .recipe import engine_gpus, parse_build
 
 ADAPTER = EngineAdapter(
@@ -53,6 +54,7 @@ ADAPTER = EngineAdapter(
     rule_catalogs=("catalog/config.toml",),
     checks_module="diag.engines.sglang.checks",
     flag_names=known_flags,
+    phrases=PHRASES,
     frames={  # the scheduler: run_event_loop, event_loop_overlap, run_batch
         "runtime": ("event_loop", "run_batch"),
         "serving_loop": ("event_loop", "run_batch"),

@@ -7,8 +7,9 @@ from diag.parsers.engine import EngineAdapter
 from .flags import classify, known_flags
 from .heads import PLAIN_HEAD, TZ_PROBE
 from .kv import KV_COLUMNS
+from .phrases import PHRASES
 from .recipe import engine_gpus, parse_build, read_recipe
-from .silence import why_no_stats
+from .silence import STATS_FACTS, why_no_stats
 from .startup import role_from_head
 from .stats import V1_COLUMNS
 
@@ -83,4 +84,7 @@ ADAPTER = EngineAdapter(
     },
     metrics_module="diag.engines.vllm.metrics",
     why_no_stats=why_no_stats,
+    stats_facts=STATS_FACTS,
+    phrases=PHRASES,
+    fact_keys=("async_scheduling", "api_server_count", "max_model_len", "ssm_conv_layout"),
 )

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# DIAG-L001 points at the API-server count's line where no stats_disabled fact was printed
+STATS_FACTS = ("api_server_count",)
+
 
 def why_no_stats(facts: Mapping[str, Any]) -> tuple[str, str] | None:
     """(cause, why): more than one API server turns the stats lines off, and so does --disable-log-stats;
