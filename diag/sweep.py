@@ -385,7 +385,8 @@ def effective_config(report: Report, topology: str) -> dict[str, Any]:
         ep = eps[0]
         flags = ep.launch[0].get("flags", {}) if ep.launch else {}
         for k, v in sorted(flags.items()):
-            if k not in run.engine.per_process_flags:   # they differ between its processes by construction
+            # per-process flags differ between its processes by construction; srtctl passes its launcher's own
+            if k not in run.engine.per_process_flags and k not in run.engine.launcher_flags:
                 out[f"{role}.flag.{k}"] = v
         for k, v in sorted(facts_of(ep, run.engine).items()):
             if k != "launch":

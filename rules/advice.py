@@ -223,10 +223,13 @@ def fix_text(actions: Sequence[str], notes: Sequence[str]) -> str | None:
 
 
 # ------------------------------------------------------------------ proposals from the catalogs
-def holds(cond: str | None, run: Run) -> bool:
-    """A catalog condition on the run (``when``): ``hybrid`` (a hybrid Mamba/attention model)."""
+def holds(cond: str | None, run: Run, concurrency: int | None = None) -> bool:
+    """A catalog condition on the run (``when``): ``hybrid`` (a hybrid Mamba/attention model), ``unmeasured``
+    (judged at no benchmark point, and no point has a result: the run never got to measure)."""
     if cond is None:
         return True
+    if cond == "unmeasured":
+        return concurrency is None and not run.benchmark
     if cond == "hybrid":
         names = [run.recipe.model_path if run.recipe else None, run.job.model_path if run.job else None]
         names += [str(ep.facts.get("architecture") or "") for ep in run.endpoints.values()]

@@ -32,8 +32,15 @@ def informative(cells: Iterable[str]) -> bool:
 
 def shown(x: Any) -> str:
     """A value of any type as prose shows it: an integer or a float in the number style, as precise as it
-    is (``16,384``, ``0.95``, ``1,234.5``), anything else as ``str`` gives it (a bool stays ``True``)."""
-    return f"{x:,}" if isinstance(x, int | float) and not isinstance(x, bool) else str(x)
+    is (``16,384``, ``0.95``, ``1,234.5``), a mapping or a list with its numbers alike (``{tokens: 9,216}``,
+    ``[31,000, 31,000]``), anything else as ``str`` gives it (a bool stays ``True``)."""
+    if isinstance(x, int | float) and not isinstance(x, bool):
+        return f"{x:,}"
+    if isinstance(x, Mapping):
+        return "{" + ", ".join(f"{k}: {shown(v)}" for k, v in x.items()) + "}"
+    if isinstance(x, list | tuple):
+        return "[" + ", ".join(shown(v) for v in x) + "]"
+    return str(x)
 
 
 class _Prose(string.Formatter):

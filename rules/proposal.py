@@ -15,7 +15,7 @@ from typing import Any
 KINDS = ("flag", "env", "resource", "benchmark")
 RELATIONS = ("=", ">=", "<=")
 TARGETS = ("value", "at_least", "at_most")   # a catalog `set`'s value keys, in RELATIONS order
-CONDITIONS = ("hybrid",)                     # what a catalog entry's `when` may name
+CONDITIONS = ("hybrid", "unmeasured")       # what a catalog entry's `when` may name
 _SET_KEYS = frozenset((*KINDS, *TARGETS, "role", "roles", "accepts"))
 ENTRY_KEYS = frozenset(("text", "set", "basis", "lead", "tail", "when"))   # a rule's [[rule.advice]]
 

@@ -228,7 +228,7 @@ def experiments(cls: str, limiter: str | None, run: Run, fig: Mapping[str, Any],
     notes: list[Note] = []
     for e in verdict_catalog().experiments:
         if e.cls != cls or (e.limiter is not None and e.limiter != limiter) or e.config in linked \
-                or not holds(e.when, run):
+                or not holds(e.when, run, concurrency):
             continue
         try:
             proposal = Proposal(changes=changes_of(e.set, ctx, None), basis=e.basis, id=e.id)

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from diag.parsers import engines
-from diag.parsers.records import BenchResult
+from diag.parsers.records import BenchResult, Preemption
 
 from .runmodel import Endpoint, Run
 from .verdict_catalog import DECODING, _r, verdict_catalog
@@ -133,6 +133,10 @@ def figures(run: Run, start: datetime, end: datetime, cap: Mapping[str, Any]) ->
     pre = _side(_role_stats(run, "prefill", start, end), kv)
     role, dec = next(((role, f) for role in DECODING if (f := _side(_role_stats(run, role, start, end), kv))),
                      ("decode", {}))
+    for side, fig in ((role, dec), ("prefill", pre)):
+        if fig:   # preemptions logged as lines of their own (an SGLang retraction, a V0 warning) count too
+            fig["preemptions"] += sum(1 for ep in run.endpoints.values() if ep.role == side
+                                      for _, r in ep.of(Preemption) if r.ts is not None and start <= r.ts <= end)
     util = None
     if dec:
         parts = [dec["kv"]["mean"] / 100.0] if dec["kv"]["mean"] is not None else []

@@ -33,6 +33,5 @@ LIMITS = declare(
 def _limits(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StartupFact:
     tokens, context = int(m["tok"]), int(m["ctx"])
     return StartupFact(line, key="max_concurrency",
-                       value={"tokens_per_request": context, "concurrency": round(tokens / context, 2) if context else None,
-                              "kv_cache_tokens": tokens, "max_running_requests": int(m["mrr"])},
+                       value={"tokens_per_request": context, "concurrency": round(tokens / context, 2) if context else None},
                        **kw)  # type: ignore[arg-type]
