@@ -377,7 +377,7 @@ def effective_config(report: Report, topology: str) -> dict[str, Any]:
         out[f"gpus.{k}"] = v
     if run.recipe is not None:
         out["benchmark.isl"], out["benchmark.osl"] = run.recipe.benchmark.isl, run.recipe.benchmark.osl
-        out["benchmark.concurrencies"] = "x".join(map(str, run.recipe.benchmark.concurrencies))
+        out["benchmark.concurrencies"] = list(run.recipe.benchmark.concurrencies)
     for role in ("prefill", "decode", "agg"):
         eps = sorted((e for e in run.endpoints.values() if e.role == role), key=lambda e: e.id)
         if not eps:

@@ -120,7 +120,6 @@ def health_of(rule: Rule, severity: str) -> str | None:
     return rule.health or {"error": "CRIT", "warning": "WARN"}.get(severity)
 
 
-@cache
 def catalog() -> dict[str, Rule]:
     """All rules of every catalog file, core's and each engine adapter's, by code, in code order, their
     texts naming knobs as the engine being judged spells them (:func:`diag.parsers.engines.using`)."""

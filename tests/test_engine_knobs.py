@@ -90,3 +90,18 @@ def test_every_startup_fact_is_cores_or_its_engines() -> None:
                     assert r.key in (*STARTUP_KEYS, *own), (fmt.name, r.key)
                     seen.add(r.key)
     assert {"api_server_count", "max_concurrency"} <= seen
+
+
+def test_one_process_judges_each_run_in_its_own_engines_words() -> None:
+    """A vLLM run, then an SGLang run, then the vLLM run again in one process (the TUI, MCP and the index
+    do this): each run's texts name its own engine's knobs, nothing cached from the run before."""
+    from conftest import ROOT
+    from loading import report_of
+
+    def fixes(run: str) -> str:
+        return " ".join(f.fix or "" for f in report_of(ROOT / "samples" / "runs" / run).findings)
+
+    before = fixes("kv-exhaustion")
+    sglang = fixes("sglang-kv-capacity")
+    assert "mem-fraction-static" in sglang and "gpu-memory-utilization" not in sglang
+    assert fixes("kv-exhaustion") == before and "mem-fraction-static" not in before

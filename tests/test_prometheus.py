@@ -171,18 +171,23 @@ def test_promql_side() -> None:
     q = server_queries(60)
     by = ("sum by(instance, engine, dp_rank, dynamo_component, worker_role, role, worker_type, job, worker_index, "
           "worker, dynamo_namespace)")
-    vllm = f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc)"
-    assert q["kv"] == f"{vllm} or (({by} (dynamo_component_gpu_cache_usage_percent)) unless on(instance) ({vllm}))"
+    # every engine's series in registry order (vLLM's, then SGLang's), Dynamo's only where none answers
+    engines = f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc) or {by} (sglang:token_usage)"
+    assert q["kv"] == f"{engines} or (({by} (dynamo_component_gpu_cache_usage_percent)) unless on(instance) ({engines}))"
     assert q["ttft_p90_s"].endswith("(irate(dynamo_frontend_time_to_first_token_seconds_bucket[60000ms])))")
-    assert q["gen"] == f"{by} (rate(vllm:generation_tokens_total[60000ms]))"
+    assert q["gen"] == (f"{by} (rate(vllm:generation_tokens_total[60000ms])) or "
+                        f'{by} (rate(sglang:realtime_tokens_total{{mode="decode"}}[60000ms])) or '
+                        f"{by} (rate(sglang:generation_tokens_total[60000ms]))")
     tag = 'label_replace({by} (rate(vllm:{m}[60000ms])), "diag_{t}", "{i}", "__name__", ".*")'
     nixl = (f'max without(diag_counter) ({tag.format(by=by, m="nixl_num_failed_transfers_total", t="counter", i=0)} or '
             f'{tag.format(by=by, m="nixl_num_failed_notifications_total", t="counter", i=1)})')
     assert q["kv_failures"].startswith(f'sum without(diag_group) (label_replace({nixl}, "diag_group", "0", "__name__"')
     assert q["kv_transfers"] == (f'sum without(diag_group) ({tag.format(by=by, m="nixl_xfer_time_seconds_count", t="group", i=0)}'
                                  f' or {tag.format(by=by, m="mooncake_xfer_time_seconds_count", t="group", i=1)})')
-    assert q["prompt"] == f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms]))'
-    assert q["prompt_all"] == f"{by} (rate(vllm:prompt_tokens_total[60000ms]))"
+    assert q["prompt"] == (f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms])) or '
+                           f'{by} (rate(sglang:realtime_tokens_total{{mode="prefill_compute"}}[60000ms]))')
+    assert q["prompt_all"] == (f"{by} (rate(vllm:prompt_tokens_total[60000ms])) or "
+                               f"{by} (rate(sglang:prompt_tokens_total[60000ms]))")
     assert choose_step(600, 15) == 15
     week = 7 * 86400
     step = choose_step(week, 15)

@@ -27,6 +27,9 @@ ADAPTER = EngineAdapter(
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
     stats_variants=("sglang-prefill", "sglang-decode"),
     knob_share=knob_share,
+    metrics_module="diag.engines.sglang.metrics",
+    # decode requests whose KV is being allocated or received from prefill (#prealloc-req, #transfer-req)
+    waiting_kv=(("prealloc_req", "transfer_req"),),
     recipe_build=parse_build,
     engine_gpus=engine_gpus,
     engine_proc=r"DP(\d+)\b",   # a line's rank tags ("DP3 TP3 EP3"): its DP rank is the engine

@@ -21,4 +21,6 @@ PHRASES: dict[str, str] = {
                              "false alarm)",
     "metrics_failed_transfers": "failed transfers (KV Transfer metrics)",
     "kv_load_recovered": "requests recomputed after a KV load failure",
+    "kv_path_checks": "the findings' evidence (NIXL/UCX errors, lease expiries), UCX_TLS / NIXL backend, and that "
+                      "prefill and decode block sizes match",
 }
