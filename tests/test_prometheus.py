@@ -401,3 +401,21 @@ def test_aiperf_backend_is_decode_only_beside_prefill() -> None:
     agg, _ = aiperf_jsonl([line("http://b:1/metrics", "backend"), line("http://c:1/metrics", "backend")])
     assert [(p.key, p.role, p.index) for p in pd] == [("http://a:1/metrics", "prefill", 0), ("http://b:1/metrics", "decode", 0)]
     assert [(p.key, p.role, p.index) for p in agg] == [("http://b:1/metrics", "agg", 0), ("http://c:1/metrics", "agg", 1)]
+
+
+def test_sglang_series_become_the_same_stats() -> None:
+    """An SGLang /metrics scrape (names of the 0.5.23 collector; the DP rank labels the engine) gives the run
+    model what a vLLM scrape gives: running, waiting, KV use, computed prompt and generated tokens as rates."""
+    def scrape(prompt: float, gen: float) -> str:
+        lab = 'tp_rank="0",pp_rank="0",dp_rank="{r}"'
+        return "".join(
+            f'sglang:num_running_reqs{{{lab.format(r=r)}}} {40 + r}\n'
+            f'sglang:num_queue_reqs{{{lab.format(r=r)}}} {r}\n'
+            f'sglang:token_usage{{{lab.format(r=r)}}} 0.5\n'
+            f'sglang:realtime_tokens_total{{{lab.format(r=r)},mode="prefill_compute"}} {prompt}\n'
+            f'sglang:realtime_tokens_total{{{lab.format(r=r)},mode="decode"}} {gen}\n' for r in (0, 1))
+    conv = StatsConverter()
+    conv.add(T0, parse_exposition(scrape(0, 0)), 1)
+    rows = conv.add(T0 + timedelta(seconds=10), parse_exposition(scrape(8000, 2000)), 2)
+    got = sorted((r.engine, r.running, r.waiting, r.kv_usage, r.prompt_tps, r.gen_tps) for r in rows)
+    assert got == [(0, 40, 0, 50.0, 800.0, 200.0), (1, 41, 1, 50.0, 800.0, 200.0)]
