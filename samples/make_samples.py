@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import derived  # samples/derived.py (this script's folder is on sys.path): runs derived from these
 import telemetry  # samples/telemetry.py: Tachometer and AIPerf captures of a run
@@ -310,8 +311,21 @@ def slurm_topology(sc: Scn) -> list[Proc]:
 
 
 def timeline(sc: Scn, procs: list[Proc], rng: random.Random) -> Timeline:
-    launch = sec(sc.start, 29)
-    ready = {p.key: sec(launch, (262 if p.role == "prefill" else 318) + rng.uniform(0, 25)) for p in procs}
+    tl = schedule(sc, procs, rng, launch_s=29, ready_s={"prefill": 262, "decode": 318}, jitter_s=25)
+    if sc.kind == "engine-crash":
+        last = tl.segs[-1]
+        tl.crash = sec(last.t0, 0.41 * (last.t1 - last.t0).total_seconds())
+        last.t1 = tl.crash
+        tl.bench_end, tl.end = sec(tl.crash, 35), sec(tl.crash, 38)
+    return tl
+
+
+def schedule(sc: Any, procs: list[Proc], rng: random.Random, *, launch_s: float, ready_s: dict[str, float],
+             jitter_s: float) -> Timeline:
+    """A run's clock: the launch, each worker ready (its role's start-up time plus jitter), the health poll
+    that sees them all, then each concurrency's warm-up and measured segment (``sc.rates``, ``sc.mult``)."""
+    launch = sec(sc.start, launch_s)
+    ready = {p.key: sec(launch, ready_s[p.role] + rng.uniform(0, jitter_s)) for p in procs}
     wait = (max(ready.values()) - launch).total_seconds()
     healthy = sec(launch, 3 + 10 * math.ceil((wait - 3) / 10))   # the 10 s health poll that sees everyone
     t, segs = sec(healthy, 2), []
@@ -321,13 +335,7 @@ def timeline(sc: Scn, procs: list[Proc], rng: random.Random) -> Timeline:
             dur = c * (1 if warm else sc.mult) / rate
             segs.append(Seg(c, warm, t, sec(t, dur), rate, drun, pw, dw))
             t = sec(t, dur + (4 if warm else 7))
-    tl = Timeline(launch, ready, healthy, segs, t, sec(t, 2))
-    if sc.kind == "engine-crash":
-        last = segs[-1]
-        tl.crash = sec(last.t0, 0.41 * (last.t1 - last.t0).total_seconds())
-        last.t1 = tl.crash
-        tl.bench_end, tl.end = sec(tl.crash, 35), sec(tl.crash, 38)
-    return tl
+    return Timeline(launch, ready, healthy, segs, t, sec(t, 2))
 
 
 def seg_at(tl: Timeline, t: datetime) -> Seg | None:

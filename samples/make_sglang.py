@@ -17,7 +17,6 @@ the step time and stops when there is no batch.
 from __future__ import annotations
 
 import json
-import math
 import random
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -92,18 +91,8 @@ def topology(sc: SScn) -> list[Proc]:
 
 
 def timeline(sc: SScn, procs: list[Proc], rng: random.Random) -> Timeline:
-    launch = sec(sc.start, 31)
-    ready = {p.key: sec(launch, (236 if p.role == "prefill" else 297) + rng.uniform(0, 20)) for p in procs}
-    wait = (max(ready.values()) - launch).total_seconds()
-    healthy = sec(launch, 3 + 10 * math.ceil((wait - 3) / 10))
-    t, segs = sec(healthy, 2), []
-    for c in sc.concs:
-        rate, drun, pq, dq = sc.rates[c]
-        for warm in (True, False):
-            dur = c * (1 if warm else sc.mult) / rate
-            segs.append(Seg(c, warm, t, sec(t, dur), rate, drun, pq, dq))
-            t = sec(t, dur + (4 if warm else 7))
-    tl = Timeline(launch, ready, healthy, segs, t, sec(t, 2))
+    tl = ms.schedule(sc, procs, rng, launch_s=31, ready_s={"prefill": 236, "decode": 297}, jitter_s=20)
+    launch = tl.launch
     if sc.kind == "startup-failure":   # decode's second node dies allocating its KV pool; nothing is served
         tl.crash = sec(launch, 168 + rng.uniform(0, 6))
         tl.segs, tl.bench_end, tl.end = [], sec(tl.crash, 9), sec(tl.crash, 12)
