@@ -57,6 +57,8 @@ SAYS: dict[str, str] = {
     "invalid_blocks_caveat": "",                              # the same caveat, appended to a finding
     "metrics_failed_transfers": "failed transfers (KV transfer metric lines)",    # finding labels of counts
     "kv_load_recovered": "requests recomputed after a failed KV load",
+    "stats_name": "stats lines",                              # what its periodic stats lines are called
+    "build_name": "engine build",                             # what its build is called
     # what to check first on a broken KV path (the transfer-bound verdict's experiment)
     "kv_path_checks": "the findings' evidence, the KV-transfer backend, and that prefill and decode agree on the "
                       "KV cache's layout",

@@ -16,6 +16,8 @@ PHRASES: dict[str, str] = {
     "kv_load_failures": '"Decode transfer failed for request" errors',
     # entrypoints/engine.py: the launch's argument dump (0.4.6 f"{server_args=}", 0.5.23 a dict)
     "args_dump": "`server_args=` dump",
+    "stats_name": "SGLang batch lines",
+    "build_name": "SGLang build",
     # disaggregation/common/conn.py:1320-1335: prefill and decode must agree on page size and KV dtype (DIAG-C018)
     "kv_path_checks": "the findings' evidence (each KVTransferError's reason, transfer time-outs), the transfer "
                       "backend (disaggregation-transfer-backend, its NIXL/Mooncake logs), and that prefill and decode "

@@ -21,6 +21,8 @@ PHRASES: dict[str, str] = {
                              "false alarm)",
     "metrics_failed_transfers": "failed transfers (KV Transfer metrics)",
     "kv_load_recovered": "requests recomputed after a KV load failure",
+    "stats_name": "vLLM stats lines",
+    "build_name": "vLLM build",
     "kv_path_checks": "the findings' evidence (NIXL/UCX errors, lease expiries), UCX_TLS / NIXL backend, and that "
                       "prefill and decode block sizes match",
 }
