@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "samples" / "runs"
 # Samples that between them hold every kind of run: a bottleneck, a crash and its fan-out, transfer
-# failures, a start-up stall, a run with no stats lines, a sweep and Prometheus-only data.
+# failures, a start-up stall, a run with no stats lines, a sweep and Prometheus-only data; and each engine's.
 BASES = ("prefill-bound", "engine-crash", "nixl-failures", "startup-stuck", "startup-stall", "stats-missing",
-         "stats-missing-dynamo", "kv-exhaustion", "sweep-4xdep2", "block-size-crash")
+         "stats-missing-dynamo", "kv-exhaustion", "sweep-4xdep2", "block-size-crash", "sglang-transfer-failure",
+         "sglang-kv-capacity", "sglang-startup-failure")
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
