@@ -168,3 +168,28 @@ def test_vllm_fast_paths_are_adapter_data() -> None:
     assert adapter.role_from_text is not None
     assert adapter.role_from_text("KVTransferConfig(kv_connector='NixlConnector', kv_role='kv_producer')") == "prefill"
     assert adapter.role_from_text("'kv_role': 'kv_both'") is None
+
+
+# ---------------------------------------------------------------- which engine a run used
+@pytest.mark.parametrize(("run", "engine"), [("sglang-kv-capacity", "sglang"), ("kv-exhaustion", "vllm")])
+def test_a_run_without_its_recipe_is_told_by_its_logs(tmp_path: Path, run: str, engine: str) -> None:
+    """The recipe's backend.type decides; without the recipe, the worker logs' own lines do (batch and
+    live read the same head)."""
+    import shutil
+
+    from conftest import ROOT
+
+    from diag.pipeline import Pipeline
+    from diag.rules.settings import Settings
+    from diag.sources import FollowSource
+
+    src = ROOT / "samples" / "runs" / run
+    assert report_of(src).run.engine_name == engine and report_of(src).run.engine_by == "recipe"
+    bare = tmp_path / run
+    shutil.copytree(src / "logs", bare / "logs")
+    batch = report_of(bare).run
+    assert (batch.engine_name, batch.engine_by, batch.engine.name) == (engine, "logs", engine)
+    pipeline = Pipeline(FollowSource([str(bare)]), Settings())
+    pipeline.step()
+    live = pipeline.finish().report
+    assert live is not None and (live.run.engine_name, live.run.engine_by) == (engine, "logs")
