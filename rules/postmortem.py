@@ -22,12 +22,13 @@ from .catalog import OWNERS, catalog
 from .engine import cause_key
 from .finding import Finding
 from .incidents import DEATH
-from .present import clock
+from .present import clock, number
 from .runmodel import Run
 from .verdict import Verdict
 
 KINDS = ("stage", "startup", "ready", "benchmark", "error", "death", "failure", "teardown")  # at one time, this order
-SHOWN = ("warning", "error")      # the severities a postmortem sets aside (info findings are no evidence)
+SHOWN = ("warning", "error")
+BENCH_LOG = "benchmark.out"      # the result source whose lines a benchmark point's location counts      # the severities a postmortem sets aside (info findings are no evidence)
 _EPOCH = datetime.min.replace(tzinfo=UTC)
 
 
@@ -178,7 +179,8 @@ def _lifecycle_events(run: Run) -> list[Event]:
         spec = table.get(ev.event)
         if spec is None:
             continue
-        words = spec["text"].format_map(_Fields(ev.fields))
+        words = spec["text"].format_map(_Fields((k, number(v) if isinstance(v, int) and not isinstance(v, bool)
+                                                 else v) for k, v in ev.fields))
         out.append(Event(ev.ts, spec["kind"], words, _at(file, ev.line)))
     return out
 
@@ -210,9 +212,10 @@ def _endpoint_events(run: Run) -> list[Event]:
 
 def _benchmark_events(run: Run) -> list[Event]:
     out = []
+    bench_log = next((s.path for s in run.sources if s.path.endswith(BENCH_LOG)), None)
     for b in run.benchmark:
-        at = _at("benchmark.out", b.line) if b.line else None
-        label = f"benchmark point C={b.concurrency}" if b.concurrency else "benchmark point"
+        at = _at(bench_log, b.line) if b.line and b.source == BENCH_LOG else None
+        label = f"benchmark point C={number(b.concurrency)}" if b.concurrency else "benchmark point"
         if b.started is not None:
             out.append(Event(b.started, "benchmark", f"{label} started", at))
         if b.ended is not None or not b.complete:
