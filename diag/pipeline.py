@@ -31,6 +31,7 @@ from diag.rules.endpoints import FrameCache
 from diag.rules.engine import diff, same
 from diag.rules.finding import Finding
 from diag.rules.judge import RUNTIME_SCOPES, judge
+from diag.rules.postmortem import postmortem, timeline
 from diag.rules.runmodel import Run, latest
 from diag.rules.settings import Settings
 from diag.rules.verdict import run_verdicts, with_verdict_advice
@@ -105,9 +106,10 @@ def _analyze(run: Run, settings: Settings, now: datetime | None, finished: bool,
     summaries = tuple(endpoint_summary(run, ep, findings, now, verdicts=verdicts, stale_at=stale_at)
                       for ep in run.endpoints.values())
     tp = throughput(run, verdicts.run, window_dict(verdicts))
+    pm = postmortem(run, findings, verdicts.run)
     return Report(run, tuple(findings), summaries, tuple(header_lines(run, tp)), topology(run), stage(run),
                     balance(verdicts), tokens_per_gpu(run), now, settings.fail_on, verdicts,
-                    run_phase(verdicts, now), tp)
+                    run_phase(verdicts, now), tp, pm, timeline(run, pm))
 
 
 def settled(f: Finding, run: Run, now: datetime | None, settings: Settings) -> bool:

@@ -22,6 +22,7 @@ from diag.rules.engine import fold_cascades
 from diag.rules.engine import key as finding_key
 from diag.rules.finding import Finding
 from diag.rules.outcome import fails, worst_severity
+from diag.rules.postmortem import Event, Postmortem
 from diag.rules.present import duration, number
 from diag.rules.runmodel import Endpoint, Run
 from diag.rules.templating import log_empty
@@ -463,6 +464,8 @@ class Report:
     verdicts: Verdicts | None = None
     phase: str = "unknown"
     throughput: dict[str, Any] | None = None   # at the verdict's point: diag.throughput.throughput
+    postmortem: Postmortem | None = None       # a failed run's (rules.postmortem)
+    timeline: tuple[Event, ...] = ()           # the run's events in time order (rules.postmortem.timeline)
 
     @property
     def verdict(self) -> Verdict | None:

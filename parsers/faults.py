@@ -39,6 +39,7 @@ class Cause:
     rank: int = 50                   # priority band (see catalog/faults.toml)
     label: str | None = None         # a count of it in a finding ("transport (NIXL/UCX) error(s)")
     engine: str | None = None        # the adapter whose catalog declares it; None: core's
+    owner: str | None = None         # who owns the fix (rules/catalog/postmortem.toml); None: its class's owner
 
 
 def _read(path: Traversable, engine: str | None) -> list[Cause]:
@@ -49,7 +50,7 @@ def _read(path: Traversable, engine: str | None) -> list[Cause]:
         cause = Cause(entry["name"], entry["class"], entry["text"], bool(entry.get("fatal", False)),
                       bool(entry.get("death", False)), entry.get("phase", "any"), tuple(entry.get("triggers", ())),
                       entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]),
-                      int(entry["rank"]), entry.get("label"), engine)
+                      int(entry["rank"]), entry.get("label"), engine, entry.get("owner"))
         if len(cause.samples) < 2:
             raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
         if cause.pattern is None and not cause.exceptions:

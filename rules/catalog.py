@@ -46,6 +46,7 @@ class Rule:
     caused_by: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # config causes
     fix: str = ""                            # one line a finding prints as its fix, when it has no own fix
     advice: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)  # checked proposals (rules.advice)
+    owner: str | None = None                 # who owns the fix of a root cause it names (rules.postmortem)
 
     def with_params(self, overrides: dict[str, Any]) -> Rule:
         """A copy with thresholds overridden (``for``/``keep_firing_for`` included)."""
@@ -93,7 +94,7 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
         examples=tuple(entry.get("examples", ())), docs=entry.get("docs", ""),
         health=_health(entry, source), consequence_of=tuple(entry.get("consequence_of", ())),
         caused_by=tuple(entry.get("caused_by", ())), fix=entry.get("fix", "").strip(),
-        advice=tuple(entry.get("advice", ())),
+        advice=tuple(entry.get("advice", ())), owner=_owner(entry, source),
     )
 
 
@@ -102,6 +103,16 @@ def _load_rule(entry: dict[str, Any], source: str) -> Rule:
 HEALTH_STATES = ("DOWN", "CRIT", "LIMITS", "WARN", "STALE", "NO STATS", "READY", "OK")
 FINDING_HEALTH = ("DOWN", "CRIT", "WARN")
 NO_HEALTH = "none"   # a rule about what the recipe asks of the endpoint, not its state: colours nothing
+
+
+OWNERS = ("recipe", "engine", "infra", "benchmark", "unknown")   # who owns a root cause's fix
+
+
+def _owner(entry: dict[str, Any], source: str) -> str | None:
+    o = entry.get("owner")
+    if o is not None and o not in OWNERS:
+        raise CatalogError(f"{source}: rule {entry['code']} has unknown owner {o!r} (one of {', '.join(OWNERS)})")
+    return o
 
 
 def _health(entry: dict[str, Any], source: str) -> str | None:

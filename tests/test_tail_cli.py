@@ -35,7 +35,7 @@ def test_json_document(scenario: str) -> None:
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
     assert set(doc) == {"tool", "version", "schema", "root", "judged_at", "sources", "endpoints", "findings",
-                        "verdict", "benchmark", "summary"}
+                        "verdict", "benchmark", "summary", "postmortem", "timeline"}
     assert (doc["tool"], doc["schema"]) == ("diag", "diag-tail-1")
     man = json.loads((RUNS / scenario / "MANIFEST.json").read_text())
     want = {e["id"]: e for e in man["expect"]["endpoints"]}

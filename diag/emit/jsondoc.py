@@ -60,6 +60,8 @@ def report_dict(report: Report) -> dict[str, Any]:
             "end": run.clock.isoformat() if run.clock else None, "phase": report.phase, "balance": report.balance,
             "throughput": report.throughput, "findings": report.counts, "errors": list(run.errors),
         },
+        "postmortem": report.postmortem.to_dict() if report.postmortem is not None else None,
+        "timeline": [e.to_dict() for e in report.timeline],
     }
 
 

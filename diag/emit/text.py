@@ -239,6 +239,36 @@ def verdict_rows(report: Report) -> list[tuple[str, str | Text]]:
     return rows
 
 
+TIMELINE_SHOWN = ("ready", "benchmark", "error", "death", "failure", "teardown")  # kinds the short timeline shows
+
+
+def postmortem_rows(report: Report) -> list[tuple[str, str | Text]]:
+    """A failed run's postmortem in a few rows: when it failed, the root causes with their owners, the first
+    error, what was set aside, and a short timeline (the first event of each kind); none for a run that did
+    not fail."""
+    pm = report.postmortem
+    if pm is None:
+        return []
+    mark = next((e for e in pm.marked_by if e.ts == pm.failed_at), None)
+    rows: list[tuple[str, str | Text]] = [
+        ("failed at", f"{clock(pm.failed_at)}" + (f": {mark.text} ({mark.at})" if mark else ""))]
+    for r in pm.root_causes:
+        rows.append(("root cause", Text.assemble(f"{r.text} — owner ", (r.owner, "bold"), f": {r.why}")))
+    if pm.first_error is not None:
+        rows.append(("first error", f"{clock(pm.first_error.ts)} {pm.first_error.text.removeprefix('first error: ')}"
+                     f" ({pm.first_error.at})"))
+    if pm.consequences or pm.noise:
+        rows.append(("set aside", Text(f"{number(len(pm.consequences))} consequence(s) after the failure, "
+                                       f"{number(len(pm.noise))} warning(s) the run survived before it", style="dim")))
+    seen: set[str] = set()
+    picked = [e for e in report.timeline if e.ts is not None and e.kind in TIMELINE_SHOWN
+              and not (e.kind in seen or seen.add(e.kind))]
+    if picked:
+        rows.append(("timeline", "; ".join(f"{clock(e.ts)} {e.endpoint + ' ' if e.endpoint else ''}{e.text}"
+                                           for e in picked)))
+    return rows
+
+
 def finding_text(f: Finding) -> Group:
     """A runtime finding: code, severity, name and endpoint on one line; under it, indented, the message,
     its window, location, links, and the fix (or where to read about it)."""
@@ -264,7 +294,7 @@ def render_tail(report: Report, console: Console) -> None:
     width = console.width
     console.print(labelled(report.header))
     console.print()
-    verdict = verdict_rows(report)
+    verdict = verdict_rows(report) + postmortem_rows(report)
     if verdict:
         console.print(labelled(verdict))
         console.print()
