@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Protocol, TypeVar
 
+from . import archives
+
 StrPath = str | os.PathLike[str]
 Walk = Iterator[tuple[str, list[str], list[str]]]
 T = TypeVar("T")
@@ -71,7 +73,8 @@ _FILES: contextvars.ContextVar[Files | None] = contextvars.ContextVar("diag_inpu
 
 
 def _files() -> Files:
-    return _FILES.get() or _LOCAL
+    """The installed files, with archives read as directories in front of them (:mod:`diag.parsers.archives`)."""
+    return archives.over(_FILES.get() or _LOCAL)
 
 
 @contextlib.contextmanager
@@ -127,3 +130,8 @@ def resolve(path: StrPath) -> Path:
 def scannable(path: StrPath) -> StrPath | IO[bytes]:
     """``path`` for ``pl.scan_parquet``/``pl.read_parquet``: the path itself, or its bytes already read."""
     return _files().scannable(path)
+
+
+def tree(path: Path) -> Path:
+    """What a path named on the command line is read as: an archive's tree (``run.tar.gz!``), else itself."""
+    return archives.tree(path, _files())
