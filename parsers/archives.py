@@ -1,8 +1,8 @@
 """Runs packed as archives (``.tar.gz``/``.tgz``/``.tar``/``.zip``), read in place: never unpacked to disk.
 
 An archive named on the command line is read as a directory: ``run.tar.gz!`` is its tree, and
-``run.tar.gz!/logs/x_decode_w0.out`` one of its members. :func:`over` puts these virtual paths in front of
-the installed :class:`~diag.parsers.inputs.Files` (the operating system's, or MCP's confined ones), so
+``run.tar.gz!/logs/x_decode_w0.out`` one of its members. :class:`diag.parsers.inputs.ArchiveFiles` puts
+these virtual paths in front of the installed files (the operating system's, or MCP's confined ones), so
 discovery, classification, parsing, replay and the index read members through the same calls as files,
 and the archive itself is opened, bounded and counted as every input is.
 
@@ -24,20 +24,17 @@ import errno
 import gzip
 import io
 import lzma
+import math
 import os
 import stat
 import tarfile
 import threading
-import weakref
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .inputs import Files, StrPath, Walk
+from typing import IO
 
 SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 MARK = "!"                      # run.tar.gz! is the archive's tree
@@ -312,8 +309,8 @@ class _Window(io.RawIOBase):
         super().close()
 
 
-# ------------------------------------------------------------------ virtual paths over the installed files
-def split(path: StrPath) -> tuple[str, Parts] | None:
+# ------------------------------------------------------------------ virtual paths (diag.parsers.inputs)
+def split(path: str | os.PathLike[str]) -> tuple[str, Parts] | None:
     """``(archive file, member parts)`` of a path inside an archive (``x.tar.gz!/logs/a.out``), else None."""
     s = os.fspath(path)
     if MARK not in s:
@@ -325,138 +322,13 @@ def split(path: StrPath) -> tuple[str, Parts] | None:
     return None
 
 
-_DIR_MODE = stat.S_IFDIR | 0o555
-_FILE_MODE = stat.S_IFREG | 0o444
+DIR_MODE = stat.S_IFDIR | 0o555
+FILE_MODE = stat.S_IFREG | 0o444
 
 
-def _stat(mode: int, size: int, mtime: float, ino: int) -> os.stat_result:
-    ns = int(mtime * 1e9)
+def stat_result(mode: int, size: int, mtime: float, ino: int) -> os.stat_result:
+    """A member's (or folder's) stat, as an unpacked copy's would read."""
+    frac, whole = math.modf(mtime)   # the nanoseconds an unpacked copy gets (os.utime floors the fraction)
+    ns = int(whole) * 10**9 + math.floor(frac * 1e9)
     return os.stat_result((mode, ino, 0, 1, 0, 0, size, int(mtime), int(mtime), int(mtime),
                            mtime, mtime, mtime, ns, ns, ns))
-
-
-class ArchiveFiles:
-    """The installed files, with archives read as directories (see the module docstring)."""
-
-    def __init__(self, base: Files) -> None:
-        self.base = base
-        self.cache: dict[tuple[str, int, int], Archive] = {}
-
-    def archive(self, real: str) -> Archive:
-        st = self.base.stat(real)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.ENOTDIR, "not an archive file", real)
-        key = (str(self.base.resolve(real)), st.st_size, st.st_mtime_ns)
-        got = self.cache.get(key)
-        if got is None:
-            got = self.cache[key] = Archive(real, lambda: self.base.open(real)).list()
-        return got
-
-    def locate(self, path: StrPath) -> tuple[Archive, Parts, Member | None]:
-        """The archive holding ``path``, its parts there and its member (None: a folder); OSError if none."""
-        real, parts = split(path)  # type: ignore[misc]
-        arch = self.archive(real)
-        for k, p in enumerate(parts):
-            packed = (*parts[:k], p[:-1])
-            if p.endswith(MARK) and is_archive_name(p[:-1]) and packed in arch.files:
-                arch, parts = arch.nested_archive(packed), parts[k + 1:]
-                break
-        if parts in arch.files:
-            return arch, parts, arch.files[parts]
-        if parts in arch.dirs:
-            return arch, parts, None
-        raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
-
-    # ------------------------------------------------------------ diag.parsers.inputs.Files
-    def open(self, path: StrPath) -> IO[bytes]:
-        if split(path) is None:
-            return self.base.open(path)
-        arch, _, m = self.locate(path)
-        if m is None:
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
-        return arch.open(m)
-
-    def stat(self, path: StrPath, *, follow_symlinks: bool = True) -> os.stat_result:
-        if split(path) is None:
-            return self.base.stat(path, follow_symlinks=follow_symlinks)
-        m = self.locate(path)[2]
-        if m is not None:
-            return _stat(_FILE_MODE, m.size, m.mtime, m.ino)
-        return _stat(_DIR_MODE, 0, 0.0, 0)
-
-    def walk(self, top: StrPath) -> Walk:
-        if split(top) is None:
-            yield from self.base.walk(top)
-            return
-        try:
-            arch, parts, m = self.locate(top)
-        except OSError:
-            return
-        if m is None:
-            yield from self._walk(os.fspath(top), arch, parts)
-
-    def _walk(self, top: str, arch: Archive, parts: Parts) -> Walk:
-        dirnames, filenames = [], []
-        for name in sorted(arch.dirs.get(parts, ())):
-            here = (*parts, name)
-            if here in arch.dirs:
-                dirnames.append(name)
-            elif is_archive_name(name) and not arch.nested:
-                try:
-                    arch.nested_archive(here)
-                    dirnames.append(name + MARK)
-                except ArchiveRefused:
-                    filenames.append(name + MARK)   # looked at, it says why
-            else:
-                filenames.append(name)
-        yield top, dirnames, filenames
-        for d in dirnames:
-            sub = os.path.join(top, d)
-            if d.endswith(MARK) and (*parts, d[:-1]) in arch.files:
-                yield from self._walk(sub, arch.nested_archive((*parts, d[:-1])), ())
-            else:
-                yield from self._walk(sub, arch, (*parts, d))
-
-    def glob(self, pattern: str) -> list[str]:
-        return self.base.glob(pattern)
-
-    def resolve(self, path: StrPath) -> Path:
-        got = split(path)
-        if got is None:
-            return self.base.resolve(path)
-        real, parts = got
-        base = self.base.resolve(real)
-        return base.with_name(base.name + MARK).joinpath(*parts)
-
-    def scannable(self, path: StrPath) -> StrPath | IO[bytes]:
-        if split(path) is None:
-            return self.base.scannable(path)
-        with self.open(path) as fh:
-            return io.BytesIO(fh.read())
-
-
-_OVER: weakref.WeakKeyDictionary[object, ArchiveFiles] = weakref.WeakKeyDictionary()
-_OVER_LOCK = threading.Lock()
-
-
-def over(base: Files) -> ArchiveFiles:
-    """``base`` with archives read as directories: one per installed files, so its listings are kept as
-    long as they are (one MCP call's confined files, or the process's own)."""
-    with _OVER_LOCK:
-        got = _OVER.get(base)
-        if got is None:
-            got = _OVER[base] = ArchiveFiles(base)
-        return got
-
-
-def tree(path: Path, files: Files) -> Path:
-    """The tree of an archive named on the command line (``run.tar.gz`` -> ``run.tar.gz!``); other paths as given."""
-    if not is_archive_name(path.name):
-        return path
-    try:
-        if stat.S_ISREG(files.stat(path).st_mode):
-            return path.with_name(path.name + MARK)
-    except OSError:
-        pass
-    return path
-
