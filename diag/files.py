@@ -206,13 +206,17 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, FileInfo]], list[Skippe
             why = path_problem(p)
             if why is not None:
                 raise InputError(f"{p}: {why}")
+            p, named = inputs.tree(p), p   # an archive is read as the folder it packs
+            why = path_problem(p)
+            if why is not None:
+                raise InputError(f"{named}: {why}")
             candidates = list(_walk(p, skipped)) if is_dir(p) else [p]
             found = 0
             for f in candidates:
                 why = not_readable(f)
                 if why is not None:
                     if not is_dir(p) or classify(f).kind != "unknown" or rotated_of(f) or is_symlink(f) \
-                            or f.suffix in (".out", ".log", ".err"):
+                            or f.suffix in (".out", ".log", ".err") or f.name.endswith("!"):   # an archive refused
                         skipped.append(Skipped(f, why))
                     continue
                 rp = inputs.resolve(f)

@@ -22,6 +22,7 @@ from typing import IO
 
 import polars as pl
 
+from diag.parsers import inputs
 from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.engines import engine_of
 from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
@@ -133,7 +134,7 @@ class Follower:
             self.skipped.append(Skipped(path, why))
             return
         try:
-            st = path.stat()
+            st = inputs.stat(path)
             with open_log(path) as fh:
                 head = fh.read(65536).decode("utf-8", errors="replace")
                 packed = isinstance(fh, gzip.GzipFile)
@@ -158,7 +159,7 @@ class Follower:
                     f.log.records.extend(f.parser.feed(data))
         except (OSError, EOFError) as e:
             f.log.error = f"{path}: cannot read: {e}"
-        f.log.size = path.stat().st_size
+        f.log.size = inputs.stat(path).st_size
         f.log.counts = f.parser.counts
         f.sync()
 
@@ -196,7 +197,7 @@ class Follower:
             return self._read_visible_packed(key, f) if self.visible is not None else []
         path = Path(key)
         try:
-            st = path.stat()
+            st = inputs.stat(path)
         except FileNotFoundError:
             f.gone = True
             return []
@@ -217,7 +218,7 @@ class Follower:
             return recs
         held, recs = recs, []
         try:
-            with path.open("rb") as fh:
+            with inputs.open_input(path) as fh:
                 fh.seek(f.offset)
                 recs = self._take(f, fh, size)
         except OSError:

@@ -15,6 +15,7 @@ more (a batch read, a replay that reached its end); ``now()`` is its clock (None
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from diag.parsers import inputs
 from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.layout import FileInfo
@@ -216,12 +218,19 @@ class FollowSource(SourceBase):
         files, skipped = discover(self.paths)
         wanted = [(p, i) for p, i in files if i.kind in (*SIDE_KINDS, "prometheus-capture", "prometheus-text",
                                                                     "tachometer", "aiperf-metrics")]
-        sig = tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p, _ in wanted if p.exists()))
+        sig = tuple(sorted((str(p), st.st_size, st.st_mtime_ns) for p, _ in wanted if (st := _stat_of(p)) is not None))
         if sig != self._sig:
             self._sig = sig
             run = RunFiles(self.root, tuple(wanted), tuple(skipped))
             self._side = read_side(run.of(*SIDE_KINDS))
             self._metrics = _metric_logs(run)
+
+
+def _stat_of(path: Path) -> os.stat_result | None:
+    try:
+        return inputs.stat(path)
+    except OSError:
+        return None
 
 
 @dataclass

@@ -6,18 +6,29 @@ command reads installs other :class:`Files` for the length of a call with :func:
 (``diag mcp``: :class:`diag.confine.Confined`, only under its roots and within per-call limits); the
 pipeline is the same. The installed files live in a context variable: threads the pipeline starts run
 their work in a copy of the caller's context (:func:`in_context`), so they read through the same files.
+
+Whatever files are installed, :class:`ArchiveFiles` stands in front of them: a path inside an archive
+(``run.tar.gz!/logs/x.out``, :mod:`diag.parsers.archives`) is a member read in place, the archive itself
+opened through the installed files (confined and counted under ``diag mcp``); worker processes get it too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import functools
 import glob
+import io
 import os
+import stat as stat_module
+import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Protocol, TypeVar
+
+from . import archives
 
 StrPath = str | os.PathLike[str]
 Walk = Iterator[tuple[str, list[str], list[str]]]
@@ -66,12 +77,127 @@ class LocalFiles:
         return path
 
 
+class ArchiveFiles:
+    """The installed files, with archives read as directories (see the module docstring)."""
+
+    def __init__(self, base: Files) -> None:
+        self.base = base
+        self.cache: dict[tuple[str, int, int], archives.Archive] = {}
+
+    def archive(self, real: str) -> archives.Archive:
+        st = self.base.stat(real)
+        if not stat_module.S_ISREG(st.st_mode):
+            raise OSError(errno.ENOTDIR, "not an archive file", real)
+        key = (str(self.base.resolve(real)), st.st_size, st.st_mtime_ns)
+        got = self.cache.get(key)
+        if got is None:
+            got = self.cache[key] = archives.Archive(real, lambda: self.base.open(real)).list()
+        return got
+
+    def locate(self, path: StrPath) -> tuple[archives.Archive, archives.Parts, archives.Member | None]:
+        """The archive holding ``path``, its parts there and its member (None: a folder); OSError if none."""
+        real, parts = archives.split(path)  # type: ignore[misc]
+        arch = self.archive(real)
+        for k, p in enumerate(parts):
+            packed = (*parts[:k], p[:-1])
+            if p.endswith(archives.MARK) and archives.is_archive_name(p[:-1]) and packed in arch.files:
+                arch, parts = arch.nested_archive(packed), parts[k + 1:]
+                break
+        if parts in arch.files:
+            return arch, parts, arch.files[parts]
+        if parts in arch.dirs:
+            return arch, parts, None
+        raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+
+    # ------------------------------------------------------------ diag.parsers.inputs.Files
+    def open(self, path: StrPath) -> IO[bytes]:
+        if archives.split(path) is None:
+            return self.base.open(path)
+        arch, _, m = self.locate(path)
+        if m is None:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        return arch.open(m)
+
+    def stat(self, path: StrPath, *, follow_symlinks: bool = True) -> os.stat_result:
+        if archives.split(path) is None:
+            return self.base.stat(path, follow_symlinks=follow_symlinks)
+        m = self.locate(path)[2]
+        if m is not None:
+            return archives.stat_result(archives.FILE_MODE, m.size, m.mtime, m.ino)
+        return archives.stat_result(archives.DIR_MODE, 0, 0.0, 0)
+
+    def walk(self, top: StrPath) -> Walk:
+        if archives.split(top) is None:
+            yield from self.base.walk(top)
+            return
+        try:
+            arch, parts, m = self.locate(top)
+        except OSError:
+            return
+        if m is None:
+            yield from self._walk(os.fspath(top), arch, parts)
+
+    def _walk(self, top: str, arch: archives.Archive, parts: archives.Parts) -> Walk:
+        dirnames, filenames = [], []
+        for name in sorted(arch.dirs.get(parts, ())):
+            here = (*parts, name)
+            if here in arch.dirs:
+                dirnames.append(name)
+            elif archives.is_archive_name(name) and not arch.nested:
+                try:
+                    arch.nested_archive(here)
+                    dirnames.append(name + archives.MARK)
+                except archives.ArchiveRefused:
+                    filenames.append(name + archives.MARK)   # looked at, it says why
+            else:
+                filenames.append(name)
+        yield top, dirnames, filenames
+        for d in dirnames:
+            sub = os.path.join(top, d)
+            if d.endswith(archives.MARK) and (*parts, d[:-1]) in arch.files:
+                yield from self._walk(sub, arch.nested_archive((*parts, d[:-1])), ())
+            else:
+                yield from self._walk(sub, arch, (*parts, d))
+
+    def glob(self, pattern: str) -> list[str]:
+        return self.base.glob(pattern)
+
+    def resolve(self, path: StrPath) -> Path:
+        got = archives.split(path)
+        if got is None:
+            return self.base.resolve(path)
+        real, parts = got
+        base = self.base.resolve(real)
+        return base.with_name(base.name + archives.MARK).joinpath(*parts)
+
+    def scannable(self, path: StrPath) -> StrPath | IO[bytes]:
+        if archives.split(path) is None:
+            return self.base.scannable(path)
+        with self.open(path) as fh:
+            return io.BytesIO(fh.read())
+
+
+_OVER: weakref.WeakKeyDictionary[object, ArchiveFiles] = weakref.WeakKeyDictionary()
+_OVER_LOCK = threading.Lock()
+
+
+def over(base: Files) -> ArchiveFiles:
+    """``base`` with archives read as directories: one per installed files, so its listings are kept as
+    long as they are (one MCP call's confined files, or the process's own)."""
+    with _OVER_LOCK:
+        got = _OVER.get(base)
+        if got is None:
+            got = _OVER[base] = ArchiveFiles(base)
+        return got
+
+
 _LOCAL = LocalFiles()
 _FILES: contextvars.ContextVar[Files | None] = contextvars.ContextVar("diag_input_files", default=None)
 
 
 def _files() -> Files:
-    return _FILES.get() or _LOCAL
+    """The installed files, with archives read as directories in front of them (:mod:`diag.parsers.archives`)."""
+    return over(_FILES.get() or _LOCAL)
 
 
 @contextlib.contextmanager
@@ -127,3 +253,14 @@ def resolve(path: StrPath) -> Path:
 def scannable(path: StrPath) -> StrPath | IO[bytes]:
     """``path`` for ``pl.scan_parquet``/``pl.read_parquet``: the path itself, or its bytes already read."""
     return _files().scannable(path)
+
+
+def tree(path: Path) -> Path:
+    """What a path named on the command line is read as: an archive's tree (``run.tar.gz!``), else itself."""
+    if archives.is_archive_name(path.name):
+        try:
+            if stat_module.S_ISREG(_files().stat(path).st_mode):
+                return path.with_name(path.name + archives.MARK)
+        except OSError:
+            pass
+    return path

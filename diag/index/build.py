@@ -29,6 +29,7 @@ import polars as pl
 from diag import __version__
 from diag.emit import envelope
 from diag.files import LOG_KINDS, InputError, RunFiles, find_runs
+from diag.parsers import inputs
 from diag.refusal import refusal
 
 from .dataset import DATASET_SCHEMA, MANIFEST, SAVED, manifest_ok
@@ -46,19 +47,19 @@ def fingerprint(rf: RunFiles, settings: Settings) -> str:
     """The run's input fingerprint, judged with ``settings`` (see the module docstring)."""
     assert rf.root is not None
     h = hashlib.sha256(f"{DATASET_SCHEMA} {__version__} {settings.digest()}\n".encode())
-    for dirpath, dirnames, filenames in os.walk(rf.root):
+    for dirpath, dirnames, filenames in inputs.walk(rf.root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             path = Path(dirpath) / name
             try:
-                st = path.stat()
+                st = inputs.stat(path)
                 h.update(f"{path.relative_to(rf.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
             except OSError as e:
                 h.update(f"{path.relative_to(rf.root)}\0{e.errno}\n".encode())
     for path, _ in sorted(rf.of(*LOG_KINDS)):
         try:
-            with path.open("rb") as fh:
-                fh.seek(max(0, path.stat().st_size - TAIL_BYTES))
+            with inputs.open_input(path) as fh:
+                fh.seek(max(0, inputs.stat(path).st_size - TAIL_BYTES))
                 h.update(hashlib.sha256(fh.read()).digest())
         except OSError:
             h.update(b"unreadable")
