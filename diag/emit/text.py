@@ -210,10 +210,11 @@ def startup_table(summaries: Sequence[EndpointSummary], width: int) -> Group | N
 
 # ------------------------------------------------------------------ tail
 def labelled(rows: Sequence[tuple[str, str | Text]]) -> Table:
-    """Label / text rows; a long text wraps under itself (a hanging indent), not under the label."""
+    """Label / text rows; a long text wraps under itself (a hanging indent), not under the label, and a word
+    longer than the line (a path) folds whole onto the next lines instead of being cut."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True, min_width=10)
-    grid.add_column()
+    grid.add_column(overflow="fold")
     for k, v in rows:
         grid.add_row(k, v)
     return grid
