@@ -1,8 +1,8 @@
 """What diag knows about model families, GPUs and benchmarks (data in ``rules/data/models.toml``),
 and how versions are written.
 
-An engine's builds, fixes and behaviour changes are its adapter's (``hooks_module``); the names that
-lived here are looked up there until the modules importing them from here move (:func:`__getattr__`).
+An engine's builds, fixes and behaviour changes are its adapter's (``hooks_module``, e.g.
+``diag.engines.vllm.knowledge``).
 ``models.toml`` is meant to be extended by editing it; this module only loads and answers questions.
 """
 
@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
-
-from diag.parsers import engines
 
 Version = tuple[int, ...]
 
@@ -99,18 +97,3 @@ def benchmark_kinds() -> BenchmarkKinds:
     b = _data("models.toml").get("benchmarks", {})
     return BenchmarkKinds(*(frozenset(b.get(k, [])) for k in
                             ("latency", "text_only", "random_data", "random_datasets")))
-
-
-# --- documentation -----------------------------------------------------------------------------------
-
-
-# --- an engine's knowledge ------------------------------------------------------------------------
-
-def __getattr__(name: str) -> Any:
-    """Transitional: a name that moved to an engine adapter's knowledge (``fixes``, ``build_facts``, ...),
-    found by asking the registered adapters' hooks in order, for the modules that still import it from here."""
-    if not name.startswith("__"):
-        for adapter in engines.adapters():
-            if (found := adapter.hook(name)) is not None:
-                return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from diag.engines.vllm.flags import classify
+from diag.engines.vllm.knowledge import build_facts, fixes, nightly_fixes
 from diag.engines.vllm.recipe import parse_build
 from diag.parsers.flags import (
     FlagSyntaxError,
@@ -20,7 +21,7 @@ from diag.parsers.flags import (
 from diag.parsers.recipe import NotARecipe, RecipeError, build_recipe, load_recipes
 from diag.parsers.recipe_variants import expand_jobs
 from diag.parsers.recipe_yaml import MAX_ALIASES, deep_merge, load_yaml, mark_of
-from diag.rules.knowledge import build_facts, family_for, fixes, nightly_fixes, parse_version
+from diag.rules.knowledge import family_for, parse_version
 
 QWEN = "srt-slurm-recipes__recipes__multi-node__Qwen3.5__GB200__8k1k__vllm__disagg__4xdep2-1xdep8.yaml"
 

@@ -13,14 +13,7 @@ from collections.abc import Iterator
 from diag.parsers.recipe import Recipe, Role
 from diag.rules.catalog import Rule
 from diag.rules.finding import Finding
-from diag.rules.knowledge import (
-    behaviour_since,
-    benchmark_kinds,
-    default_max_num_batched_tokens,
-    fixes,
-    fmt_version,
-    gpu,
-)
+from diag.rules.knowledge import benchmark_kinds, fmt_version, gpu
 from diag.rules.present import number
 from diag.rules.recipe_support import (
     as_int,
@@ -40,6 +33,7 @@ from diag.rules.recipe_support import (
 
 from . import checks_more  # noqa: F401  (registers C010..C016)
 from .checks_support import facts, kv_consumer, vllm
+from .knowledge import behaviour_since, default_max_num_batched_tokens, fixes
 
 SSM_VAR = "VLLM_SSM_CONV_STATE_LAYOUT"
 

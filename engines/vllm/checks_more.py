@@ -9,7 +9,7 @@ from typing import Any
 from diag.parsers.recipe import Recipe, Role
 from diag.rules.catalog import Rule
 from diag.rules.finding import Finding
-from diag.rules.knowledge import behaviour_since, benchmark_kinds, fmt_version, gpu, parse_version
+from diag.rules.knowledge import benchmark_kinds, fmt_version, gpu, parse_version
 from diag.rules.present import number
 from diag.rules.recipe_support import (
     as_int,
@@ -27,6 +27,7 @@ from diag.rules.recipe_support import (
 
 from . import ADAPTER
 from .checks_support import facts, transports, vllm
+from .knowledge import behaviour_since
 
 
 @check("recipe.language_model_only")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from diag.parsers import engines
 from diag.parsers.recipe import Recipe, Role
-from diag.rules.knowledge import BuildFacts, build_facts, parse_version
+from diag.rules.knowledge import parse_version
 
 from . import ADAPTER
+from .knowledge import BuildFacts, build_facts
 
 
 def vllm(recipe: Recipe) -> bool:
