@@ -120,7 +120,6 @@ class EngineAdapter:
     # DIAG-C017: its numeric flags the checks read (snake_case -> lowest value), typed in its recipe config
     # beside core's engine-neutral ones (diag.parsers.recipe_schema.INT_FLAGS)
     integer_flags: Mapping[str, int] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)        # adapter-specific hooks, by name
     # How core's line machinery reads its logs (all optional; an engine without them takes the general path):
     columns: tuple[ColumnSpec, ...] = ()        # records the bulk path extracts in polars (and the fast path)
     plain_head: str | None = None               # its commonest record head, whole line: groups level, md,

@@ -193,3 +193,15 @@ def test_a_run_without_its_recipe_is_told_by_its_logs(tmp_path: Path, run: str, 
     pipeline.step()
     live = pipeline.finish().report
     assert live is not None and (live.run.engine_name, live.run.engine_by) == (engine, "logs")
+
+
+def test_a_plug_in_that_fails_to_import_is_skipped_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken engine package costs its own engine only: the others load, and load_errors names it."""
+    monkeypatch.setattr(engines, "BUNDLED", (*engines.BUNDLED, "diag.engines.no_such_engine"))
+    monkeypatch.setattr(engines, "_ERRORS", [])
+    engines.adapters.cache_clear()
+    try:
+        assert engines.names() == ("vllm", "sglang")
+        assert [e.split(":")[0] for e in engines.load_errors()] == ["diag.engines.no_such_engine"]
+    finally:
+        engines.adapters.cache_clear()
