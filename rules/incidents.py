@@ -153,6 +153,13 @@ def _readiness_stall(rule: Rule, run: Run) -> list[Finding]:
 
 # ---------------------------------------------------------------- uncaught exceptions (E005)
 
+def ends_a_said_error(file: str, f: Fault, said: set[tuple[str, int]]) -> bool:
+    """Whether ``f`` is the exception ending the traceback of an error line in ``said`` ((file, line) of the
+    lines a cause explains): the traceback starts on that line or the next two, and is the same failure."""
+    return f.exception is not None and f.traceback_line is not None and any(
+        (file, f.traceback_line - d) in said for d in (0, 1, 2))
+
+
 def uncaught_exception(rule: Rule, run: Run) -> list[Finding]:
     """Exceptions that end a traceback outside any engine-death incident: the ones no taxonomy entry
     knows ("unclassified") and those of a non-fatal class (config), each quoted once per endpoint."""
@@ -168,9 +175,8 @@ def uncaught_exception(rule: Rule, run: Run) -> list[Finding]:
                 and CAUSES[f.cause].cls not in classes}
         for eid, file, f in group:
             cls = CAUSES[f.cause].cls if f.cause in CAUSES else "unknown"
-            if f.exception and f.traceback_line is not None and any(
-                    (file, f.traceback_line - d) in said for d in (0, 1, 2)):
-                continue   # the traceback of an error line a cause explains ends in that error's exception
+            if ends_a_said_error(file, f, said):
+                continue
             if cls in classes and (f.exception or f.cause == UNCLASSIFIED.name):
                 seen.setdefault((eid, f.exception or f.message), []).append((file, f))
         for (eid, text), hits in seen.items():

@@ -342,16 +342,12 @@ def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, An
         for f, r in ep.of(NixlFailure):
             counts[r.ftype] += 1
             items.append((f, r))
-        said: set[tuple[str, str, int]] = set()   # (file, cause, line) of the KV failures logged as a line
+        said: set[tuple[str, int]] = set()   # (file, line) of the KV failures logged as a line
         for f, r in ep.of(Fault):
-            if r.cause not in KV_FAULTS:
-                continue
-            # the traceback an error line is followed by ends in the same failure's exception: one failure
-            if r.exception and r.traceback_line is not None and any(
-                    (f, r.cause, r.traceback_line - d) in said for d in (1, 2)):
-                continue
+            if r.cause not in KV_FAULTS or incidents.ends_a_said_error(f, r, said):
+                continue   # a traceback after such a line ends in the same failure's exception: counted once
             if not r.exception:
-                said.add((f, r.cause, r.line))
+                said.add((f, r.line))
             counts[r.cause] += 1
             items.append((f, r))
         for f, r in ep.of(KVLoadFailure):
