@@ -145,9 +145,18 @@ def fault_owner(cause: str) -> tuple[str, str]:
     return owner, f"fault cause {cause} ({c.text}): {whose}; no config rule faults what ran"
 
 
-def owner_of(f: Finding) -> tuple[str, str, str | None]:
+def owner_of(f: Finding, recipe_read: bool = True) -> tuple[str, str, str | None]:
     """(owner, why, fault cause) of a root-cause finding: the config rule that explains it, else its fault
-    cause's owner, else its rule's own, else unknown."""
+    cause's owner, else its rule's own, else unknown. The engine owns a fault only with valid flags: without
+    the run's recipe (``recipe_read`` false: an excerpt, a folder without its config) nothing shows that no
+    config rule faults what ran, so an ``engine`` owner reads ``unknown``."""
+    owner, why, cause = _owner_of(f)
+    if owner == "engine" and not recipe_read:
+        return "unknown", f"{why}; {policy()['owner']['engine_without_recipe']}", cause
+    return owner, why, cause
+
+
+def _owner_of(f: Finding) -> tuple[str, str, str | None]:
     rules = catalog()
     cause = f.evidence.get("root_cause") if f.evidence else None
     for link in f.caused_by:
@@ -164,7 +173,7 @@ def owner_of(f: Finding) -> tuple[str, str, str | None]:
 
 
 def _root(run: Run, f: Finding) -> RootCause:
-    owner, why, cause = owner_of(f)
+    owner, why, cause = owner_of(f, run.recipe is not None)
     engine = owner == "engine"
     return RootCause(f.code, f.endpoint, f.message.split(" (", 1)[0], owner, why, _finding_at(f), f.first_ts, cause,
                      tuple(c["code"] for c in f.caused_by), run.engine_name if engine else None,
