@@ -166,10 +166,27 @@ def _owner_of(f: Finding) -> tuple[str, str, str | None]:
     if isinstance(cause, str):
         owner, why = fault_owner(cause)
         return owner, why, cause
+    if counted := _counted_owner(f):
+        return counted
     rule = rules.get(f.code)
     if rule is not None and rule.owner:
         return rule.owner, f"{f.code}: {rule.summary}", None
     return "unknown", "nothing in the evidence settles whose fix it is", None
+
+
+def _counted_owner(f: Finding) -> tuple[str, str, str | None] | None:
+    """A finding that counts fault lines by cause (no one root cause): the owner the causes among them state,
+    when the ones that state one agree (the generic symptoms, e.g. "transfer failed", state none); the first
+    such cause is named."""
+    counts = f.evidence.get("counts") if f.evidence else None
+    if not isinstance(counts, dict):
+        return None
+    stated = [(c, *fault_owner(c)) for c in counts if isinstance(c, str)]
+    stated = [(c, owner, why) for c, owner, why in stated if owner != "unknown"]
+    if not stated or len({owner for _, owner, _ in stated}) != 1:
+        return None
+    cause, owner, why = stated[0]
+    return owner, f"{why}; among the {sum(counts.values())} fault lines it counts", cause
 
 
 def _root(run: Run, f: Finding) -> RootCause:
