@@ -72,7 +72,8 @@ def build_parts(parts: Sequence[RunPart], sla: Sla | None = None,
                   "health": part.health,
                   "finding_list": [{k: f[k] for k in ("code", "name", "severity", "endpoint", "message")}
                                    for f in part.findings],
-                  "verdict": part.verdict} for rs, part in zip(runs, parts, strict=True)],
+                  "verdict": part.verdict, "postmortem": part.postmortem, "timeline": list(part.timeline)}
+                 for rs, part in zip(runs, parts, strict=True)],
         "points": points,
         "frontier": {d: _frontier(points, d) for d in DENOMINATORS},
         "series": [row for rs, part in zip(runs, parts, strict=True) for row in _series_rows(rs, part)],
