@@ -6,6 +6,7 @@ Tables: ``points`` (Pareto, per-run curves, verdicts), ``frontier`` (per GPU den
 ``series`` (per endpoint and 10 s interval), ``windows`` (findings' windows, shaded) and ``steps``
 (each concurrency's measured window, marked), ``diffs`` (the first run against each other one); ``sla``
 (the latency target every point is judged by) and ``pick`` (the configuration to run, in one sentence).
+Each of ``runs`` carries its ``postmortem`` (a failed run's, as ``diag tail --format json``) and ``timeline``.
 """
 
 from __future__ import annotations

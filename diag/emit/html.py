@@ -1,7 +1,8 @@
 """The ``diag report`` HTML: one self-contained file (plotly.js and the data inlined, nothing fetched),
 drawn from the report document of :mod:`diag.report_doc` only.
 
-Sections: the pick (which configuration to run under the latency target, and why), the Pareto (total
+Sections: the pick (which configuration to run under the latency target, and why), each failed run's
+postmortem and every run's timeline (folded unless the run failed), the Pareto (total
 tok/s per GPU against output tok/s per user, working/allocated GPUs switchable, every point labelled with
 its concurrency, points that miss the target hollow and faded, invalid ones crossed, the frontier over the
 points within the target, hover with topology, verdict and goodput; clicking a point opens its evidence),
