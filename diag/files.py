@@ -108,6 +108,11 @@ NO_RUN_LOGS = "no run logs in this directory"
 NOT_DIAGS = f"not a file diag understands: no line of its vocabulary ({VOCABULARY})"
 
 
+def is_archive(arg: str) -> bool:
+    """A path named on the command line that is an archive, read as the folder it packs (it does not grow)."""
+    return not any(c in arg for c in "*?[") and inputs.tree(Path(arg)) != Path(arg)
+
+
 def not_there_yet(arg: str) -> bool:
     """A command-line path that does not exist (yet), or a glob that matches nothing (yet):
     ``diag tail -f`` waits for it like ``tail -F``; everything else fails at once."""
@@ -443,8 +448,9 @@ def find_runs(paths: list[str]) -> list[RunFiles]:
     if not groups:
         return [RunFiles(None, (), tuple(skipped))]
     runs = []
-    for n, (root, group) in enumerate(groups.items()):
-        mine = [s for s in skipped if run_root(s.path) == root or (n == 0 and is_dir(s.path))]
+    where = [(s, run_root(s.path)) for s in skipped]
+    for n, (root, group) in enumerate(groups.items()):   # the first run also carries what no run holds
+        mine = [s for s, r in where if r == root or (n == 0 and (is_dir(s.path) or r not in groups))]
         runs.append(RunFiles(root, tuple(group), tuple(mine)))
     return runs
 

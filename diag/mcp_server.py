@@ -33,9 +33,11 @@ from .options import fail
 CATALOG_URI = "diag://rules"
 RULE_URI = "diag://rules/{code}"
 INSTRUCTIONS = ("diag diagnoses disaggregated vLLM/Dynamo benchmark runs from their logs. Start with `tail` on a "
-                "run directory (outputs/<jobid>): its `verdict` says what limits the run and which experiments to "
-                "try, each finding cites file:line evidence. `explain` documents a finding's code; `check` lints "
-                "recipes; `report` and `compare` judge sweeps and runs against each other.")
+                "run directory (outputs/<jobid>) or its archive: its `verdict` says what limits the run and which "
+                "experiments to try, each finding cites file:line evidence; a failed run's `postmortem` names the "
+                "root cause and who owns the fix (recipe, engine, infra, benchmark), its `timeline` orders what "
+                "happened. `explain` documents a finding's code; `check` lints recipes; `report` and `compare` "
+                "judge sweeps and runs against each other.")
 
 
 def _text(text: str) -> types.TextContent:

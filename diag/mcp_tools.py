@@ -27,6 +27,9 @@ from .emit import dumps
 DEFAULT_LIMIT = 50          # findings per run document a tool returns unless the call asks for more
 EVIDENCE_TEXT = 400         # characters of one evidence string
 EVIDENCE_ITEMS = 20         # items of one evidence list
+TIMELINE_ITEMS = 120        # timeline events of one run (errors, deaths and failures kept first)
+SET_ASIDE_ITEMS = 20        # consequences, and noise, of one postmortem
+KEPT_KINDS = ("error", "death", "failure")   # the timeline events a bounded timeline keeps first
 OUT_DIR = ".diag-mcp"       # under the first root: where the report tool writes its HTML pages
 # diag report --format json without its plot tables (series, windows, steps): what an agent reads
 REPORT_KEYS = ("tool", "version", "schema", "denominators", "sla", "pick", "runs", "points", "frontier", "diffs")
@@ -125,11 +128,31 @@ def bound(findings: list[dict[str, Any]], limit: int, what: str) -> tuple[list[d
     return out, notes
 
 
+def bound_events(run: dict[str, Any], what: str) -> tuple[dict[str, Any], list[str]]:
+    """A run document's ``timeline`` (its errors, deaths and failures first, in time order) and its
+    postmortem's ``consequences`` and ``noise`` cut to :data:`TIMELINE_ITEMS` and :data:`SET_ASIDE_ITEMS`."""
+    notes: list[str] = []
+    events = run.get("timeline") or []
+    if len(events) > TIMELINE_ITEMS:
+        key = sorted(range(len(events)), key=lambda i: (events[i]["kind"] not in KEPT_KINDS, i))[:TIMELINE_ITEMS]
+        run = {**run, "timeline": [events[i] for i in sorted(key)]}
+        notes.append(f"{what}: {TIMELINE_ITEMS} of {len(events)} timeline events shown (errors, deaths and "
+                     "failures first)")
+    pm = run.get("postmortem")
+    for part in ("consequences", "noise"):
+        if pm and len(pm[part]) > SET_ASIDE_ITEMS:
+            notes.append(f"{what}: postmortem {part}: {SET_ASIDE_ITEMS} of {len(pm[part])} shown")
+            pm = {**pm, part: pm[part][:SET_ASIDE_ITEMS]}
+    return ({**run, "postmortem": pm} if pm is not None else run), notes
+
+
 FIRST = ("verdict", "findings", "summary")   # what an agent reads first: the keys a run document starts with
 
 
 def _bounded_run(doc: dict[str, Any], limit: int) -> tuple[dict[str, Any], list[str]]:
     found, notes = bound(doc["findings"], limit, doc.get("root") or "run")
+    doc, more = bound_events(doc, doc.get("root") or "run")
+    notes += more
     head = {k: (found if k == "findings" else doc[k]) for k in FIRST}
     return {**head, **{k: v for k, v in doc.items() if k not in head}}, notes
 
@@ -221,8 +244,9 @@ def _bounded_runs(doc: dict[str, Any], keys: tuple[str, ...], limit: int) -> tup
     runs = []
     for r in out["runs"]:
         found, more = bound(r["finding_list"], limit, r["label"])
-        runs.append({**r, "finding_list": found})
-        notes += more
+        r, events = bound_events({**r, "finding_list": found}, r["label"])
+        runs.append(r)
+        notes += more + events
     return {**out, "runs": runs}, notes
 
 
@@ -300,7 +324,11 @@ _RUN = {"type": "string", "description": "A run directory (outputs/<jobid>)."}
 
 TOOLS: tuple[Tool, ...] = (
     Tool("tail", "A run's report from its logs, as `diag tail --format json`: the verdict (what limits the run, "
-         "experiments to try), findings with file:line evidence, per-endpoint health and the benchmark points.",
+         "experiments to try), findings with file:line evidence, per-endpoint health and the benchmark points; "
+         "for a failed run the `postmortem` (when it failed, root causes with the owner of the fix: recipe, "
+         "engine, infra or benchmark, and why; the first error; consequences and noise set aside), and every "
+         "run's `timeline` (orchestrator stages, start-up, benchmark points, errors, deaths, at file:line). A "
+         "run directory, log files, or a run packed as .tar.gz/.tgz/.tar/.zip.",
          _obj((), paths={**_PATHS, "minItems": 0}, select=_CODES, ignore=_IGNORE,
               since={**_STR, "description": "With prom and no paths: the last DURATION (15m, 2h)."},
               prom={**_STR, "description": "A Prometheus server URL: its vLLM metrics join the run's logs "

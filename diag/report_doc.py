@@ -6,6 +6,7 @@ Tables: ``points`` (Pareto, per-run curves, verdicts), ``frontier`` (per GPU den
 ``series`` (per endpoint and 10 s interval), ``windows`` (findings' windows, shaded) and ``steps``
 (each concurrency's measured window, marked), ``diffs`` (the first run against each other one); ``sla``
 (the latency target every point is judged by) and ``pick`` (the configuration to run, in one sentence).
+Each of ``runs`` carries its ``postmortem`` (a failed run's, as ``diag tail --format json``) and ``timeline``.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def build_parts(parts: Sequence[RunPart], sla: Sla | None = None,
                   "health": part.health,
                   "finding_list": [{k: f[k] for k in ("code", "name", "severity", "endpoint", "message")}
                                    for f in part.findings],
-                  "verdict": part.verdict} for rs, part in zip(runs, parts, strict=True)],
+                  "verdict": part.verdict, "postmortem": part.postmortem, "timeline": list(part.timeline)}
+                 for rs, part in zip(runs, parts, strict=True)],
         "points": points,
         "frontier": {d: _frontier(points, d) for d in DENOMINATORS},
         "series": [row for rs, part in zip(runs, parts, strict=True) for row in _series_rows(rs, part)],

@@ -49,6 +49,8 @@ class RunPart:
     errors: tuple[str, ...] = ()                    # files that could not be read (the report says so)
     requests: dict[int, tuple[Request, ...]] = field(default_factory=dict)  # per-request latencies
     series: pl.DataFrame = field(default_factory=pl.DataFrame)  # endpoint, role, ts, SERIES (10 s)
+    postmortem: dict[str, Any] | None = None        # a failed run's (Postmortem.to_dict), None otherwise
+    timeline: tuple[dict[str, Any], ...] = ()       # the run's events (Event.to_dict), in time order
 
     @property
     def name(self) -> str | None:
@@ -82,7 +84,9 @@ class RunPart:
                                                        "first_ts", "last_ts")} for f in report.findings),
                    report.verdict.to_dict() if report.verdict is not None else None,
                    effective_config(report, topo), recipe_sla(run.recipe), points_of(report, ""), bench,
-                   tuple(run.errors), requests, series)
+                   tuple(run.errors), requests, series,
+                   report.postmortem.to_dict() if report.postmortem is not None else None,
+                   tuple(e.to_dict() for e in report.timeline))
 
     # ------------------------------------------------------------------ stored form
     def to_json(self) -> dict[str, Any]:
@@ -93,7 +97,8 @@ class RunPart:
                 "sla": None if self.sla is None else {"limits": [lim.to_dict() for lim in self.sla.limits],
                                                       "source": self.sla.source},
                 "points": [_plain(asdict(p)) for p in self.points],
-                "bench": [_plain(asdict(b)) for b in self.bench.values()], "errors": list(self.errors)}
+                "bench": [_plain(asdict(b)) for b in self.bench.values()], "errors": list(self.errors),
+                "postmortem": self.postmortem, "timeline": list(self.timeline)}
 
     def requests_frame(self) -> pl.DataFrame:
         rows = [{"concurrency": c, "ok": r.ok, "tokens": r.tokens, **{f"{k}_ms": r.ms[k] for k in REQUEST_MS}}
@@ -115,7 +120,8 @@ class RunPart:
                    None if sla is None else Sla(tuple(Limit(**lim) for lim in sla["limits"]), sla["source"]),
                    tuple(_point(p) for p in d["points"]), {int(b.concurrency or 0): b for b in bench},
                    tuple(d["errors"]), {c: tuple(r) for c, r in reqs.items()},
-                   series if series is not None else pl.DataFrame())
+                   series if series is not None else pl.DataFrame(), d.get("postmortem"),
+                   tuple(d.get("timeline") or ()))
 
 
 REQUEST_SCHEMA = {"concurrency": pl.Int64, "ok": pl.Boolean, "tokens": pl.Int64,

@@ -71,7 +71,9 @@ def tail(
     ignore: Ignore = None,
     exit_zero: ExitZero = False,
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep reading as the logs grow (like tail -F: a path not there yet, or a "
-                                                   "directory without logs yet, is waited for)."),
+                                                   "directory without logs yet, is waited for). An archive "
+                                                   "(.tar.gz, .tgz, .tar, .zip) does not grow: named alone, it "
+                                                   "is read once, as without -f, and diag says so."),
     heartbeat: float = typer.Option(30.0, "--heartbeat", metavar="SECONDS", callback=positive("--heartbeat"),
                                     help="Follow mode: seconds between endpoint heartbeats."),
     poll: float = typer.Option(0.25, "--poll", callback=positive("--poll", hi=60), hidden=True,
@@ -97,7 +99,7 @@ def tail(
     """Per-endpoint health of a run from its logs: throughput, queues, KV, faults, findings."""
     from diag.rules.settings import SettingsError, resolve
 
-    from .files import InputError, output_problem
+    from .files import InputError, is_archive, output_problem
 
     try:  # the configuration first: a broken diag.toml fails before any log is read
         settings = resolve(Path.cwd(), config, select=select, ignore=ignore,
@@ -122,6 +124,10 @@ def tail(
             raise typer.Exit(exit_status(reports))
         if since is not None:
             raise InputError(SINCE_WITH_PATHS)
+        if follow and all(is_archive(p) for p in paths):
+            typer.echo(f"diag tail: {', '.join(map(printable, paths))}: an archive does not grow; read once, "
+                       "as without --follow", err=True)
+            follow = False
         if follow:
             if scrape or prom:
                 raise InputError("--scrape/--prom read once; they do not combine with --follow")

@@ -82,7 +82,7 @@ class ArchiveFiles:
 
     def __init__(self, base: Files) -> None:
         self.base = base
-        self.cache: dict[tuple[str, int, int], archives.Archive] = {}
+        self.cache: dict[tuple[str, int, int], archives.Archive | archives.ArchiveRefused] = {}
 
     def archive(self, real: str) -> archives.Archive:
         st = self.base.stat(real)
@@ -91,7 +91,13 @@ class ArchiveFiles:
         key = (str(self.base.resolve(real)), st.st_size, st.st_mtime_ns)
         got = self.cache.get(key)
         if got is None:
-            got = self.cache[key] = archives.Archive(real, lambda: self.base.open(real)).list()
+            try:
+                got = archives.Archive(real, lambda: self.base.open(real)).list()
+            except archives.ArchiveRefused as e:   # looked at once: a walk and the stat after it say why
+                got = e
+            self.cache[key] = got
+        if isinstance(got, archives.ArchiveRefused):
+            raise got
         return got
 
     def locate(self, path: StrPath) -> tuple[archives.Archive, archives.Parts, archives.Member | None]:
@@ -128,7 +134,7 @@ class ArchiveFiles:
 
     def walk(self, top: StrPath) -> Walk:
         if archives.split(top) is None:
-            yield from self.base.walk(top)
+            yield from self._walk_folder(top)
             return
         try:
             arch, parts, m = self.locate(top)
@@ -136,6 +142,32 @@ class ArchiveFiles:
             return
         if m is None:
             yield from self._walk(os.fspath(top), arch, parts)
+
+    def _walk_folder(self, top: StrPath) -> Walk:
+        """The installed walk with each archive in it (a regular file named like one) listed as the folder
+        it packs (``run.tar.gz!``) and walked there, its own nested archives one level; one refused is
+        listed as a file (``x.tar.gz!``) whose stat says why."""
+        for dirpath, dirnames, filenames in self.base.walk(top):
+            trees, refused = [], []
+            for name in filenames:
+                if archives.is_archive_name(name):
+                    try:
+                        self.archive(os.path.join(dirpath, name))
+                        trees.append(name + archives.MARK)
+                    except archives.ArchiveRefused:
+                        refused.append(name + archives.MARK)
+                    except OSError:
+                        pass   # not a regular file: listed as it is
+            if not trees and not refused:
+                yield dirpath, dirnames, filenames
+                continue
+            packed = {n[:-1] for n in trees + refused}
+            shown = dirnames + trees
+            yield dirpath, shown, [n for n in filenames if n not in packed] + refused
+            dirnames[:] = [d for d in shown if not d.endswith(archives.MARK)]   # the caller's choice kept
+            for d in shown:
+                if d.endswith(archives.MARK):
+                    yield from self._walk(os.path.join(dirpath, d), self.archive(os.path.join(dirpath, d[:-1])), ())
 
     def _walk(self, top: str, arch: archives.Archive, parts: archives.Parts) -> Walk:
         dirnames, filenames = [], []

@@ -180,3 +180,54 @@ def test_an_archive_outside_the_mcp_roots_is_refused(tmp_path: Path) -> None:
         assert confined.read > 0   # the archive's bytes counted against --max-read-bytes
         with pytest.raises(Refused):
             find_runs([str(outside)])
+
+
+def _campaign(tmp_path: Path) -> Path:
+    """A campaign folder as CI leaves it: a plain run folder, a run packed as .tar.gz, a hostile archive."""
+    camp = tmp_path / "campaign"
+    camp.mkdir()
+    shutil.copytree(RUNS / "healthy", camp / "healthy")
+    _tar(camp / "crash.tar.gz", ["engine-crash"])
+    (tmp_path / "bad").mkdir()
+    shutil.copy(HOSTILE["traversal"][0](tmp_path / "bad"), camp / "bad.tar.gz")
+    return camp
+
+
+def test_an_archive_in_a_walked_folder_is_a_run_and_a_hostile_one_is_skipped(tmp_path: Path) -> None:
+    camp = _campaign(tmp_path)
+    roots = [f"{camp}/crash.tar.gz!/engine-crash", f"{camp}/healthy"]
+    got = run_diag("tail", "--format", "json", str(camp))
+    assert got.returncode == 1, got.stderr
+    doc = json.loads(got.stdout)
+    assert [r["root"] for r in doc["runs"]] == roots
+    crash = json.loads(run_diag("tail", "--format", "json", str(camp / "crash.tar.gz")).stdout)
+    assert doc["runs"][0]["postmortem"] == crash["postmortem"] and doc["runs"][0]["findings"] == crash["findings"]
+    skipped = {s["path"]: s["skipped"] for r in doc["runs"] for s in r["sources"] if s["skipped"]}
+    assert "member ../evil.out leads outside it (..)" in skipped[f"{camp}/bad.tar.gz!"]
+
+    report = run_diag("report", str(camp), "--format", "json")
+    assert report.returncode == 1 and [r["root"] for r in json.loads(report.stdout)["runs"]] == roots
+    assert run_diag("index", str(camp), "--into", str(tmp_path / "idx"), "-j", "1").returncode == 1
+    rows = json.loads(run_diag("runs", str(tmp_path / "idx"), "--format", "json").stdout)["runs"]
+    assert sorted(r["path"] for r in rows) == roots
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "campaign", "idx"]   # nothing unpacked
+
+
+def test_follow_on_an_archive_reads_it_once_as_batch_and_says_so(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "run.tar.gz", ["engine-crash"])
+    followed = run_diag("tail", "-f", "--format", "json", str(archive))   # returns: no waiting on a still file
+    batch = run_diag("tail", "--format", "json", str(archive))
+    assert followed.returncode == batch.returncode == 1 and followed.stdout == batch.stdout
+    assert followed.stderr == f"diag tail: {archive}: an archive does not grow; read once, as without --follow\n"
+
+
+def test_mcp_tail_of_a_tarball_is_the_folders_diagnosis(tmp_path: Path) -> None:
+    from test_mcp import serving
+
+    archive = _tar(tmp_path / "run.tar.gz", ["engine-crash"])
+    ref = _unpacked(archive, tmp_path / "unpacked")
+    with serving([tmp_path]) as server:
+        packed = server.ok("tail", paths=["run.tar.gz"])
+        folder = server.ok("tail", paths=["unpacked/engine-crash"])
+    assert packed["root"] == f"{archive}!/engine-crash" and packed["postmortem"]["owner"] == "engine"
+    _same(json.dumps(packed), json.dumps(folder), f"{archive}!", str(ref))

@@ -33,8 +33,11 @@ from diag.mcp_tools import (
     EVIDENCE_ITEMS,
     EVIDENCE_TEXT,
     REPORT_KEYS,
+    SET_ASIDE_ITEMS,
+    TIMELINE_ITEMS,
     Workspace,
     bound,
+    bound_events,
     call,
     trim_evidence,
 )
@@ -146,6 +149,38 @@ def test_limit_keeps_the_first_findings_and_says_so(server: Server) -> None:
     assert res.structured_content["summary"] == full["summary"]  # the counts are of every finding
     assert res.content[0].text == f"{path}: 3 of 17 findings shown (limit 3); the summary counts all"
     assert json.loads(res.content[-1].text) == res.structured_content
+
+
+def test_tail_of_a_failed_run_is_its_postmortem_and_timeline(server: Server) -> None:
+    """An agent asking where the fix goes: the root cause with its owner and why, the first error at
+    file:line, the timeline; the CLI's JSON, through a real server."""
+    path = str(RUNS / "engine-crash")
+    res = server.call("tail", paths=[path])
+    doc = res.structured_content
+    cli = cli_json("tail", path)
+    assert (doc["postmortem"], doc["timeline"]) == (cli["postmortem"], cli["timeline"])
+    pm = doc["postmortem"]
+    (cause,) = pm["root_causes"]
+    assert (cause["code"], cause["owner"], cause["cause"], cause["engine"]) == ("DIAG-E001", "engine", "oom", "vllm")
+    assert pm["first_error"]["at"] == f"{path}/logs/gb200-r05-n15_decode_w0.out:703"
+    assert pm["failed_at"] == "2026-09-03T04:03:01+00:00" and len(pm["consequences"]) == 10
+    assert {"stage", "ready", "error", "failure"} <= {e["kind"] for e in doc["timeline"]}
+    assert all(e["at"] for e in doc["timeline"] if e["kind"] in ("error", "failure", "death"))
+    assert "postmortem" in {t.name: t for t in server.portal.call(server.session.list_tools).tools}["tail"].description
+    assert server.ok("tail", paths=[str(RUNS / "healthy")])["postmortem"] is None
+
+
+def test_timeline_and_set_aside_are_bounded_keeping_the_failure() -> None:
+    event = {"ts": None, "kind": "stage", "text": "x", "at": "f:1", "endpoint": None}
+    events = [event] * (TIMELINE_ITEMS + 30) + [{**event, "kind": "failure"}]
+    aside = [{"text": "y"}] * (SET_ASIDE_ITEMS + 1)
+    run, notes = bound_events({"timeline": events, "postmortem": {"consequences": aside, "noise": []}}, "r")
+    assert len(run["timeline"]) == TIMELINE_ITEMS and run["timeline"][-1]["kind"] == "failure"
+    assert len(run["postmortem"]["consequences"]) == SET_ASIDE_ITEMS
+    assert notes == [f"r: {TIMELINE_ITEMS} of {TIMELINE_ITEMS + 31} timeline events shown (errors, deaths and "
+                     "failures first)", f"r: postmortem consequences: {SET_ASIDE_ITEMS} of {SET_ASIDE_ITEMS + 1} shown"]
+    small = {"timeline": [event], "postmortem": None}
+    assert bound_events(small, "r") == (small, [])
 
 
 @pytest.mark.parametrize("path", [RUNS / "healthy" / "config.yaml", RUNS / "drift-batched-tokens"])

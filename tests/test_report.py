@@ -357,3 +357,60 @@ def test_endpoint_colours_follow_the_name_whatever_the_run_order(probed: dict) -
     for i in (0, 1):   # and so the browser draws them
         assert {t["name"]: t["colour"] for t in probed["plots"][f"series-{i}"]["traces"]} == {
             t["name"]: colour_of(t["name"]) for t in probed["plots"][f"series-{i}"]["traces"]}
+
+
+# ---------------------------------------------------------------- postmortem and timeline (issue 35)
+CRASH, HEALTHY = "samples/runs/engine-crash", "samples/runs/healthy"
+
+
+@pytest.fixture(scope="module")
+def crash_doc() -> dict:
+    """The report document of a failed run and a healthy one, as ``diag report --format json`` builds it."""
+    return json.loads(json.dumps(build([report_of(CRASH), report_of(HEALTHY)]), default=str))
+
+
+def test_report_carries_each_runs_postmortem_and_timeline_as_tail_json(crash_doc: dict) -> None:
+    validate(crash_doc, "report")
+    crash, healthy = crash_doc["runs"]
+    tail = json.loads(_diag("tail", str(ROOT / CRASH), "--format", "json").stdout)   # report_of reads ROOT/CRASH
+    assert crash["postmortem"] == tail["postmortem"] and crash["timeline"] == tail["timeline"]
+    (cause,) = crash["postmortem"]["root_causes"]
+    assert (cause["code"], cause["owner"], cause["engine"]) == ("DIAG-E001", "engine", "vllm")
+    assert crash["postmortem"]["first_error"]["at"] == f"{ROOT / CRASH}/logs/gb200-r05-n15_decode_w0.out:703"
+    assert healthy["postmortem"] is None and len(healthy["timeline"]) > 10
+
+
+def test_html_postmortem_names_owner_and_first_error_and_the_healthy_timeline_is_folded(crash_doc: dict) -> None:
+    from diag.emit.html import render_html
+
+    page = render_html(crash_doc)
+    section = page[page.index("<h2 id=postmortem>"):page.index("<h2>Pareto</h2>")]
+    assert "engine-crash: postmortem (owner <span class=owner>engine</span>)" in section
+    assert "Failed at <b>09-03 04:03:01</b>" in section
+    assert f"CUDA out of memory <span class=note>at {ROOT / CRASH}/logs/gb200-r05-n15_decode_w0.out:703</span>" in section
+    assert section.count("<tr><td>") - sum(len(r["timeline"]) for r in crash_doc["runs"]) == \
+        len(crash_doc["runs"][0]["postmortem"]["consequences"])   # every event and consequence a row
+    assert "healthy: postmortem" not in section   # a run that did not fail has none
+    assert "<details open><summary>engine-crash: timeline" in section
+    assert "<details><summary>healthy: timeline" in section   # folded: the run did not fail
+    assert "<td>stage</td><td>-</td><td>orchestrator started</td>" in section
+
+
+def test_html_postmortem_lists_are_capped_with_how_many_more(crash_doc: dict) -> None:
+    from diag.emit.html import SET_ASIDE_ROWS, TIMELINE_ROWS, postmortem_html, timeline_html
+
+    run = crash_doc["runs"][0]
+    many = {**run, "postmortem": {**run["postmortem"], "consequences": run["postmortem"]["consequences"] * 5},
+            "timeline": run["timeline"] * 5}
+    total = len(run["postmortem"]["consequences"]) * 5
+    assert f"{total - SET_ASIDE_ROWS} more consequences after the failure" in postmortem_html(many)
+    assert f"{len(run['timeline']) * 5 - TIMELINE_ROWS} more events" in timeline_html(many)
+
+
+def test_an_indexed_part_keeps_the_postmortem_and_timeline() -> None:
+    from diag.report_part import RunPart
+
+    part = RunPart.of(report_of(CRASH))
+    back = RunPart.from_json(json.loads(json.dumps(part.to_json(), default=str)))
+    assert back.postmortem == part.postmortem and back.postmortem["owner"] == "engine"
+    assert back.timeline == part.timeline and part.timeline

@@ -1,7 +1,8 @@
 """The ``diag report`` HTML: one self-contained file (plotly.js and the data inlined, nothing fetched),
 drawn from the report document of :mod:`diag.report_doc` only.
 
-Sections: the pick (which configuration to run under the latency target, and why), the Pareto (total
+Sections: the pick (which configuration to run under the latency target, and why), each failed run's
+postmortem and every run's timeline (folded unless the run failed), the Pareto (total
 tok/s per GPU against output tok/s per user, working/allocated GPUs switchable, every point labelled with
 its concurrency, points that miss the target hollow and faded, invalid ones crossed, the frontier over the
 points within the target, hover with topology, verdict and goodput; clicking a point opens its evidence),
@@ -25,7 +26,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from diag.rules.present import PALETTE, SEVERITY_FILL, VERDICT_COLOUR, colour_of, number
+from diag.rules.present import PALETTE, SEVERITY_FILL, VERDICT_COLOUR, clock, colour_of, number
 
 PLOTLY_BUNDLE = files("diag") / "assets" / "plotly-basic.min.js"
 VERDICT_SYMBOL = {"healthy": "circle", "under-loaded": "hexagon", "prefill-bound": "triangle-up",
@@ -35,6 +36,8 @@ MISSED_OPACITY = 0.45
 ROLE_WIDTH = {"decode": 2.4, "agg": 2.0}   # decode lines wider than prefill ones (1.3): two colours may meet
 LABEL_GAP = 0.08         # findings' windows starting closer than this share of the run's span share one label
 LABEL_CODES = 3          # codes named on one label, the rest as "+N" (all of them in its hover)
+SET_ASIDE_ROWS = 10      # consequences / noise listed per run, the rest as "N more"
+TIMELINE_ROWS = 200      # timeline events listed per run, the rest as "N more" (all of them in the JSON)
 CONFIG = {"displaylogo": False, "responsive": True}
 CSS = """
 *{box-sizing:border-box}
@@ -46,6 +49,7 @@ table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px soli
 td{overflow-wrap:break-word}th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{font-weight:600}details{margin:0}details[open]{background:#fffbe6}summary{cursor:pointer}
 .note{color:#666;font-size:12px}
+.owner{font-weight:600;color:#a33}
 .pick{font-size:16px;background:#eef6ee;border-left:4px solid #2ca02c;padding:8px 12px}
 """
 
@@ -346,6 +350,67 @@ def _undrawn_html(doc: dict[str, Any]) -> str:
         f"{_e(p['run'])} C={number(p['concurrency'])} {_e(p['verdict'])}: {_e(p['reason'])}" for p in missing) + "</p>")
 
 
+def _when(ts: str | None) -> str:
+    return clock(datetime.fromisoformat(ts)) if ts else "-"
+
+
+def _more(shown: int, total: int, what: str) -> str:
+    return f"<p class=note>{number(total - shown)} more {what} (diag report --format json lists them all)</p>" \
+        if total > shown else ""
+
+
+def _set_aside_html(items: list[dict[str, Any]], what: str) -> str:
+    """Consequences or noise: what was set aside and why, the first :data:`SET_ASIDE_ROWS`."""
+    if not items:
+        return f"<p class=note>{_e(what)}: none</p>"
+    rows = [(_when(s["ts"]), s["endpoint"], s["text"],
+             s["reason"], s["at"]) for s in items[:SET_ASIDE_ROWS]]
+    return (f"<b>{_e(what)}</b>" + _rows(("time", "endpoint", "set aside", "why", "file:line"), rows)
+            + _more(len(rows), len(items), what))
+
+
+def postmortem_html(run: dict[str, Any]) -> str:
+    """A failed run's postmortem: when it failed and what marks it, the root causes with the owner of each
+    fix and why, the first error at file:line, the consequences and noise set aside with their reasons."""
+    pm = run["postmortem"]
+    if pm is None:
+        return ""
+    mark = next((e for e in pm["marked_by"] if e["ts"] == pm["failed_at"]), None)
+    causes = "".join(
+        f"<li><b>{_e(r['code'])}</b> {_e(r['text'])}: owner <span class=owner>{_e(r['owner'])}</span>"
+        + (f" ({_e(r['build'] or r['engine'])})" if r["engine"] else "")
+        + f"<br><span class=note>why: {_e(r['why'])}; at {_e(r['at'])}</span></li>" for r in pm["root_causes"])
+    first = pm["first_error"]
+    return "\n".join([
+        f"<h3 id='postmortem-{_e(run['label'])}'>{_e(run['label'])}: postmortem (owner "
+        f"<span class=owner>{_e(pm['owner'])}</span>)</h3>",
+        f"<p>Failed at <b>{_when(pm['failed_at'])}</b>"
+        + (f": {_e(mark['text'])} <span class=note>({_e(mark['at'])})</span>" if mark else "") + "</p>",
+        f"<b>root causes</b><ul>{causes or '<li>none named: owner unknown</li>'}</ul>",
+        f"<p>First error: {_when(first['ts'])} {_e(first['text'].removeprefix('first error: '))} "
+        f"<span class=note>at {_e(first['at'])}</span></p>" if first else "<p>First error: none in the logs read</p>",
+        _set_aside_html(pm["consequences"], "consequences after the failure"),
+        _set_aside_html(pm["noise"], "noise the run survived before it")])
+
+
+def timeline_html(run: dict[str, Any]) -> str:
+    """The run's timeline table (time, kind, endpoint, event, file:line); folded under a summary unless the
+    run failed."""
+    events = run["timeline"]
+    if not events:
+        return ""
+    rows = [(_when(e["ts"]), e["kind"], e["endpoint"], e["text"], e["at"]) for e in events[:TIMELINE_ROWS]]
+    table = _rows(("time", "kind", "endpoint", "event", "file:line"), rows) + _more(len(rows), len(events), "events")
+    summary = f"{_e(run['label'])}: timeline, {number(len(events))} events"
+    return f"<details{' open' if run['postmortem'] else ''}><summary>{summary}</summary>{table}</details>"
+
+
+def _events_html(doc: dict[str, Any]) -> str:
+    """Every run's postmortem (a failed run) and timeline, under one heading (none when no run has either)."""
+    body = "".join(postmortem_html(run) + timeline_html(run) for run in doc["runs"])
+    return f"<h2 id=postmortem>Postmortem and timeline</h2>\n{body}" if body else ""
+
+
 def _figure_html(fig: go.Figure, div_id: str) -> str:
     """The figure's div and its newPlot call; plotly.js itself is inlined once in the head."""
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=CONFIG, include_mathjax=False)
@@ -372,7 +437,7 @@ def render_html(doc: dict[str, Any]) -> str:
     parts = [f"<h1>diag report: {len(doc['runs'])} run(s)</h1>", _pick_html(doc),
              f"<p class=note>{_e(doc['tool'])} {_e(doc['version'])}; schema {_e(doc['schema'])}. "
              "GPU denominators: " + "; ".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in doc["denominators"].items())
-             + "</p>", _runs_table(doc), _no_points_html(doc), "<h2>Pareto</h2>",
+             + "</p>", _runs_table(doc), _no_points_html(doc), _events_html(doc), "<h2>Pareto</h2>",
              "<p class=note>Markers: ● healthy ⬢ under-loaded ▲ prefill-bound ■ decode-bound ◆ transfer-bound ✕ invalid; "
              "hollow and "
              "faded: misses the latency target. The frontier holds only valid points within the target. "
