@@ -181,6 +181,20 @@ def test_text_summary() -> None:
         assert text in res.stdout, text
 
 
+def test_text_postmortem() -> None:
+    """A failed run's postmortem under the text summary: when, the root cause with its owner, the first error;
+    a run that did not fail has none."""
+    res = _diag("--no-color", "report", "samples/runs/engine-crash", "samples/runs/healthy",
+                "--format", "text")
+    assert res.returncode == 0, res.stderr
+    log = "samples/runs/engine-crash/logs/gb200-r05-n15_decode_w0.out:703"
+    assert "engine-crash: failed at 04:03:01" in res.stdout
+    assert "root cause: decode-w0: CUDA out of memory — owner engine" in res.stdout
+    assert f"first error: CUDA out of memory at {log}" in res.stdout
+    assert "set aside: 10 consequence(s) after the failure, 0 warning(s)" in res.stdout
+    assert "healthy: failed" not in res.stdout
+
+
 def test_usage_errors() -> None:
     res = _diag("report", "samples/runs/does-not-exist")
     assert res.returncode == 2 and res.stderr.startswith("diag report:") and "Traceback" not in res.stderr

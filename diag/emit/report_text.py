@@ -23,6 +23,20 @@ def _run_verdict(v: dict[str, Any] | None) -> Text:
                 style=VERDICT_STYLE.get(v["class"], ""))
 
 
+def _postmortem(label: str, pm: dict[str, Any], console: Console) -> None:
+    """A failed run's postmortem in a few lines: when, each root cause with its owner, the first error."""
+    when = pm["failed_at"][11:19] if pm.get("failed_at") else "an unknown time"
+    console.print(Text(f"{label}: failed at {when}", style="bold red"))
+    for r in pm["root_causes"]:
+        console.print(Text.assemble("  root cause: ", r["text"], " — owner ", (r["owner"], "bold"),
+                                    f" ({r['why']})" + (f" at {r['at']}" if r.get("at") else "")))
+    if first := pm.get("first_error"):
+        console.print(escape(f"  {first['text']}" + (f" at {first['at']}" if first.get("at") else "")))
+    if pm["consequences"] or pm["noise"]:
+        console.print(Text(f"  set aside: {number(len(pm['consequences']))} consequence(s) after the failure, "
+                           f"{number(len(pm['noise']))} warning(s) the run survived before it", style="dim"))
+
+
 def render_report(doc: dict[str, Any], console: Console) -> None:
     console.print(Text(doc["pick"]["sentence"], style="bold"))
     console.print(escape(f"latency target: {doc['sla']['text']} (from {doc['sla']['source']})"))
@@ -44,6 +58,8 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         for f in r["finding_list"]:
             console.print(escape(f"  {f['code']} {f['severity']} {f['name']}"
                                  f"{' [' + f['endpoint'] + ']' if f['endpoint'] else ''}: {f['message']}"))
+    for r in (r for r in doc["runs"] if r.get("postmortem")):
+        _postmortem(r["label"], r["postmortem"], console)
     if not doc["points"]:
         return
     points = Table(title="sweep points (* on the frontier per working GPU, + per allocated GPU)",
