@@ -186,7 +186,7 @@ def test_text_postmortem() -> None:
     a run that did not fail has none."""
     res = _diag("--no-color", "report", "samples/runs/engine-crash", "samples/runs/healthy",
                 "--format", "text")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 1, res.stderr   # a run failed
     log = "samples/runs/engine-crash/logs/gb200-r05-n15_decode_w0.out:703"
     assert "engine-crash: failed at 04:03:01" in res.stdout
     assert "root cause: decode-w0: CUDA out of memory — owner engine" in res.stdout
