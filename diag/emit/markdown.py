@@ -34,7 +34,7 @@ PATH_CHARS = 120                            # a file:line, cut at its start (the
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ufffd]")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-_SPECIAL = re.compile(r"[\\*\[\]<>|~#]|(?<!\w)_|_(?!\w)|&(?=#?\w+;)")
+_SPECIAL = re.compile(r"[\\*\[\]<>|~#@]|(?<!\w)_|_(?!\w)|&(?=#?\w+;)")  # @ and # would mention and link
 
 
 # ------------------------------------------------------------------ escaping
@@ -187,17 +187,18 @@ def _flags(report: Report, pm: Postmortem) -> list[str]:
 def _fix(report: Report, pm: Postmortem) -> list[str]:
     """Per root cause: its config findings' fixes (a recipe's), else its owner's next step and the finding's
     own fix."""
-    lines: list[str] = []
+    fixes: dict[str, str] = {}   # the text -> its label: a fix two causes share is written once
     for r in pm.root_causes[:EVIDENCE_ROWS]:
         config = [f for f in _config_findings(report, r) if f.fix]
+        for f in config:
+            fixes.setdefault(f.fix or "", f"**{f.code}** ({inline(f.endpoint or 'run')})")
         if config:
-            lines += [f"- **{f.code}** ({inline(f.endpoint or 'run')}): {inline(f.fix or '')}" for f in config]
             continue
-        lines.append(f"- **{r.owner}**: {inline(next_step(r))}")
+        fixes.setdefault(next_step(r), f"**{r.owner}**")
         root = _finding(report, r.code, r.endpoint, r.at)
         if root is not None and root.fix:
-            lines.append(f"- **{r.code}** says: {inline(root.fix)}")
-    return ["### Fix", "", *dict.fromkeys(lines)] if lines else []
+            fixes.setdefault(root.fix, f"**{r.code}** says")
+    return ["### Fix", "", *(f"- {label}: {inline(text)}" for text, label in fixes.items())] if fixes else []
 
 
 def _picked(events: Sequence[Event]) -> list[Event]:
@@ -263,7 +264,8 @@ def run_markdown(report: Report, index: int = 0) -> list[str]:
     if pm is None:
         return _section([[_title(report, index)], _facts(report), _findings(report)])
     mark = next((e for e in pm.marked_by if e.ts == pm.failed_at), None)
-    failed = [f"- **failed at**: {clock(pm.failed_at)}" + (f": {inline(mark.text)} ({_where(mark.at)})" if mark else "")]
+    when = clock(pm.failed_at) if pm.failed_at else "no time in the logs read"
+    failed = [f"- **failed at**: {when}" + (f": {inline(mark.text)} ({_where(mark.at)})" if mark else "")]
     return _section([[_title(report, index)], _root_cause(pm), [*_facts(report), *failed], _evidence(report, pm),
                      _flags(report, pm), _fix(report, pm), _timeline(report), _set_aside(pm)])
 
