@@ -55,7 +55,6 @@ EXAMPLES: tuple[Example, ...] = (
      "diag tail outputs/5010467"),
     ("The same from a job's Slurm output files", "diag tail slurm-*.out"),
     ("One JSON document, for scripts and CI", "diag tail outputs/5010467 --format json"),
-    ("A failed run's postmortem to paste into a GitHub issue", "diag tail outputs/5010467 --format markdown"),
     ("Follow a running job's logs (Ctrl-C stops; the exit status is by --fail-on)",
      "diag tail -f 'outputs/5010467/logs/*.out'"),
 )
