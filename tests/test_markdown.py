@@ -6,6 +6,9 @@ escapes, lines and length bounded. Regenerate with ``DIAG_UPDATE_GOLDEN=1 python
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,6 +110,21 @@ def test_hostile_text_stays_inside_its_cell_and_fence() -> None:
     assert "<b>" not in html and "<em>" not in html and "<a " not in html and "\x1b" not in text
     assert html.count("<td>") == 3 and "red" in html
     assert len(block[2]) <= 240 and block[0].startswith("````") and block[-1] == "````"
+
+
+def test_follow_writes_the_postmortem_when_stopped() -> None:
+    """``tail -f --format markdown``: the finding events go to stderr, stdout holds only the document."""
+    proc = subprocess.Popen([sys.executable, "-m", "diag", "tail", "samples/runs/engine-crash", "-f", "--format",
+                             "markdown", "--heartbeat", "3600"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = [proc.stderr.readline() for _ in range(3)]   # following …, then the findings as they open
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert any("DIAG-E001" in line for line in seen + err.splitlines()), seen
+    assert proc.returncode == 1 and out.startswith("## Postmortem of 5044719 "), err[-500:]
+    assert "owner **engine**" in out
+    lint(out)
 
 
 def test_bad_input_is_one_line_and_exit_2() -> None:
