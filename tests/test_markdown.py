@@ -16,14 +16,13 @@ from golden_io import GOLDEN, check_golden_text
 from loading import report_of
 from markdown_it import MarkdownIt
 
-from diag.emit.markdown import code, fenced, inline, render_markdown, table
+from diag.emit.markdown import LINE_CHARS, code, fenced, inline, render_markdown, table
 
 from helpers import run_diag
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted(p.name for p in (ROOT / "samples" / "runs").iterdir())
 PAIR = ("sweep-4xdep2", "nixl-failures")   # several runs in one document: a diagnosis and a postmortem
-MAX_LINE = 1000
 MAX_RUN_CHARS = 16_000                     # one run's section
 PARSER = MarkdownIt("gfm-like", {"linkify": False})
 
@@ -35,10 +34,10 @@ def _cells(row: str) -> int:
 
 def lint(text: str) -> None:
     """What renders cleanly on GitHub: every table row as many cells as its header, every fence closed, no
-    terminal escape or control character, no line over MAX_LINE."""
+    terminal escape or control character, no line over LINE_CHARS."""
     lines = text.splitlines()
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text), "a raw escape or control character"
-    assert max(map(len, lines)) <= MAX_LINE
+    assert max(map(len, lines)) <= LINE_CHARS
     tokens = PARSER.parse(text)
     tables = [t for t in tokens if t.type == "table_open"]
     assert text.count("\n|---") == len(tables), "a table the parser did not read as one"
@@ -110,6 +109,8 @@ def test_hostile_text_stays_inside_its_cell_and_fence() -> None:
     assert "<b>" not in html and "<em>" not in html and "<a " not in html and "\x1b" not in text
     assert html.count("<td>") == 3 and "red" in html
     assert len(block[2]) <= 240 and block[0].startswith("````") and block[-1] == "````"
+    cut = inline("*|" * 300 + "`a|b`", 41, cell=True)
+    assert len(cut) <= 41 and cut.endswith("\\|…") and inline("x `a|b`", cell=True) == "x `a\\|b`"
 
 
 def test_follow_writes_the_postmortem_when_stopped() -> None:

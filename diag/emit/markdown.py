@@ -30,6 +30,7 @@ HEADER_KEYS = ("job", "model", "topology", "stage", "span", "throughput")  # and
 EXCERPT_CHARS = 240                         # an exact log line, cut
 CELL_CHARS = 160                            # a table cell
 TEXT_CHARS = 400                            # a sentence of prose
+LINE_CHARS = 1000                           # no line is longer: the caps above add up to less
 PATH_CHARS = 120                            # a file:line, cut at its start (the file's name stays)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ufffd]")
@@ -38,32 +39,51 @@ _SPECIAL = re.compile(r"[\\*\[\]<>|~#@]|(?<!\w)_|_(?!\w)|&(?=#?\w+;)")  # @ and 
 
 
 # ------------------------------------------------------------------ escaping
-def _clean(text: str, limit: int) -> str:
-    """One line of ``text`` with ANSI escapes removed and other control characters as spaces, cut at
-    ``limit`` characters."""
-    out = _CONTROL.sub(" ", strip_ansi(text)).strip()
-    return out if len(out) <= limit else out[: limit - 1] + "…"
+def _line(text: str) -> str:
+    """``text`` as one line: ANSI escapes removed, other control characters (newlines) as spaces."""
+    return _CONTROL.sub(" ", strip_ansi(text)).strip()
+
+
+def _cut(text: str, limit: int, *, tail: bool = False) -> str:
+    """``text`` as one line of at most ``limit`` characters, ``…`` where it was cut (at its start: ``tail``)."""
+    text = _line(text)
+    if len(text) <= limit:
+        return text
+    return "…" + text[len(text) - limit + 1:] if tail else text[: limit - 1] + "…"
 
 
 def _escaped(text: str) -> str:
     return _SPECIAL.sub(lambda m: "\\" + m.group(0), text).replace("`", "\\`")
 
 
+def _units(text: str) -> list[str]:
+    """An escaped text's characters, each with its escape."""
+    return re.findall(r"\\.|.", _escaped(text), re.S)
+
+
 def inline(text: str, limit: int = TEXT_CHARS, *, cell: bool = False) -> str:
-    """diag's own words as Markdown: its `code spans` kept, every other character that Markdown reads as
-    markup escaped; in a table ``cell``, a pipe inside a code span escaped too."""
-    text, out, at = _clean(text, limit), [], 0
+    """diag's own words as Markdown of at most ``limit`` characters: its `code spans` kept whole, every other
+    character that Markdown reads as markup escaped; in a table ``cell``, a pipe inside a code span escaped
+    too. A longer text is cut between two characters (never inside an escape or a code span) with ``…``."""
+    text, units, at = _line(text), [], 0
     for m in _CODE_SPAN.finditer(text):
-        out += [_escaped(text[at:m.start()]), m.group(0).replace("|", "\\|") if cell else m.group(0)]
+        units += [*_units(text[at:m.start()]), m.group(0).replace("|", "\\|") if cell else m.group(0)]
         at = m.end()
-    return "".join([*out, _escaped(text[at:])])
+    units += _units(text[at:])
+    if sum(map(len, units)) <= limit:
+        return "".join(units)
+    out, size = [], 0
+    for u in units:
+        if size + len(u) > limit - 1:
+            break
+        out.append(u)
+        size += len(u)
+    return "".join(out) + "…"
 
 
 def code(text: str, limit: int = CELL_CHARS, *, cell: bool = False, tail: bool = False) -> str:
     """``text`` as an inline code span whatever backticks it holds; ``tail`` cuts a long one at its start."""
-    text = _CONTROL.sub(" ", strip_ansi(text)).strip()
-    if len(text) > limit:
-        text = "…" + text[len(text) - limit + 1:] if tail else text[: limit - 1] + "…"
+    text = _cut(text, limit, tail=tail)
     ticks = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     span = f"{ticks}{pad}{text}{pad}{ticks}"
@@ -72,7 +92,7 @@ def code(text: str, limit: int = CELL_CHARS, *, cell: bool = False, tail: bool =
 
 def fenced(lines: Sequence[str]) -> list[str]:
     """Log lines as a fenced block, each cut at EXCERPT_CHARS, the fence longer than any backtick run in them."""
-    body = [_clean(line, EXCERPT_CHARS) for line in lines]
+    body = [_cut(line, EXCERPT_CHARS) for line in lines]
     fence = "`" * max([3, *(len(r) + 1 for line in body for r in re.findall("`+", line))])
     return [f"{fence}text", *body, fence]
 
@@ -138,7 +158,7 @@ def _config_findings(report: Report, r: RootCause) -> list[Finding]:
 def _root_sentence(r: RootCause) -> str:
     when = f" at {clock(r.ts)}" if r.ts else ""
     build = f" ({inline(r.build)})" if r.build else ""
-    return f"{inline(r.text)}{when}; owner **{r.owner}**{build}, because {inline(r.why)}."
+    return f"{inline(r.text, CELL_CHARS)}{when}; owner **{r.owner}**{build}, because {inline(r.why)}."
 
 
 def _root_cause(pm: Postmortem) -> list[str]:
@@ -280,4 +300,4 @@ def render_markdown(reports: Sequence[Report]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["code", "fenced", "inline", "render_markdown", "run_markdown", "table"]
+__all__ = ["LINE_CHARS", "code", "fenced", "inline", "render_markdown", "run_markdown", "table"]
