@@ -99,6 +99,13 @@ def test_a_recipe_cause_shows_its_flags_and_their_fix() -> None:
     assert "- **DIAG-C012** (decode): set `block-size: 16` in `backend.vllm_config.decode`" in text
 
 
+def test_several_root_causes_are_a_list_of_their_own() -> None:
+    text = (GOLDEN / "tail-startup-stall.md").read_text(encoding="utf-8")
+    kinds = [t.type for t in PARSER.parse(text) if t.type.endswith("list_open") and t.level == 0]
+    assert kinds[:2] == ["ordered_list_open", "bullet_list_open"]   # the causes, then the verdict and facts
+    assert "2. prefill-w3 has been in CUDA-graph capture for 10m25s at 08-27 18:15:12; owner **unknown**" in text
+
+
 def test_hostile_text_stays_inside_its_cell_and_fence() -> None:
     nasty = "a | b `c` ``d\x1b[31m red\x1b[0m <b>*x*</b> [l](u) _y_\nz"
     cells = [inline(nasty, cell=True), code(nasty, cell=True), code("`" + nasty, cell=True, tail=True)]

@@ -166,7 +166,8 @@ def _root_cause(pm: Postmortem) -> list[str]:
         return ["**Root cause**: not settled by the logs read; owner **unknown**."]
     if len(pm.root_causes) == 1:
         return [f"**Root cause**: {_root_sentence(pm.root_causes[0])}"]
-    return ["**Root causes**:", "", *(f"- {_root_sentence(r)}" for r in pm.root_causes[:EVIDENCE_ROWS]),
+    return ["**Root causes**:", "", *(f"{i}. {_root_sentence(r)}"   # numbered: no one list with the facts below
+                                      for i, r in enumerate(pm.root_causes[:EVIDENCE_ROWS], 1)),
             *_more(len(pm.root_causes) - EVIDENCE_ROWS, "root causes")]
 
 
