@@ -77,30 +77,36 @@ def test_every_golden_lints_clean() -> None:
         lint(path.read_text(encoding="utf-8"))
 
 
+def _golden(run: str, heading: str | None = None) -> str:
+    """A run's golden Markdown, or its part under ``### heading`` (up to the next one)."""
+    text = (GOLDEN / f"tail-{run}.md").read_text(encoding="utf-8")
+    return text if heading is None else text.split(f"### {heading}\n", 1)[1].split("\n### ", 1)[0]
+
+
 def test_engine_crash_names_its_root_cause_owner_and_failure_time() -> None:
-    text = (GOLDEN / "tail-engine-crash.md").read_text(encoding="utf-8")
+    text = _golden("engine-crash")
     root = next(line for line in text.splitlines() if line.startswith("**Root cause**"))
     assert "decode-w0: CUDA out of memory at 09-03 04:03:01" in root and "owner **engine** (vLLM v0.26.1)" in root
     assert "- **failed at**: 09-03 04:03:01" in text
     assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB." in text  # the log's own line
     assert "`samples/runs/engine-crash/logs/gb200-r05-n15_decode_w0.out:703`" in text
     assert "report it to the vllm maintainers with the build (vLLM v0.26.1)" in text      # the engine's next step
-    assert "10 consequence(s) after the failure" in text
-    timeline = text.split("### Timeline", 1)[1].split("###", 1)[0]
+    assert "10 consequence(s) after the failure" in _golden("engine-crash", "Set aside")
+    timeline = _golden("engine-crash", "Timeline")
     assert "| 09-03 04:03:01 | error | decode-w0 | first error: CUDA out of memory |" in timeline
-    assert "more events not shown" in timeline
+    assert "\n*39 more events not shown (1 stage, 35 startup, 1 benchmark, 2 teardown);" in timeline
 
 
 def test_a_recipe_cause_shows_its_flags_and_their_fix() -> None:
-    text = (GOLDEN / "tail-block-size-crash.md").read_text(encoding="utf-8")
-    assert "owner **recipe**" in text
-    flags = text.split("### Recipe flags involved", 1)[1].split("###", 1)[0]
-    assert "| DIAG-C012 | decode | decode: block-size differs: prefill 16, decode 32" in flags
-    assert "- **DIAG-C012** (decode): set `block-size: 16` in `backend.vllm_config.decode`" in text
+    assert "owner **recipe**" in _golden("block-size-crash")
+    assert "| DIAG-C012 | decode | decode: block-size differs: prefill 16, decode 32" in _golden(
+        "block-size-crash", "Recipe flags involved")
+    assert _golden("block-size-crash", "Fix").startswith(
+        "\n- **DIAG-C012** (decode): set `block-size: 16` in `backend.vllm_config.decode`")
 
 
 def test_several_root_causes_are_a_list_of_their_own() -> None:
-    text = (GOLDEN / "tail-startup-stall.md").read_text(encoding="utf-8")
+    text = _golden("startup-stall")
     kinds = [t.type for t in PARSER.parse(text) if t.type.endswith("list_open") and t.level == 0]
     assert kinds[:2] == ["ordered_list_open", "bullet_list_open"]   # the causes, then the verdict and facts
     assert "2. prefill-w3 has been in CUDA-graph capture for 10m25s at 08-27 18:15:12; owner **unknown**" in text
