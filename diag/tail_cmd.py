@@ -65,7 +65,7 @@ def tail(
                                       "*_decode_w0.out); none with --prom: the server alone."),
     fmt: TailFormat = typer.Option(TailFormat.text, "--format",
                                    help="Output format: text, json (one document), jsonl (a stream), sarif or "
-                                        "github (the findings)."),
+                                        "github (the findings), markdown (the postmortem to paste into an issue)."),
     fail_on: FailOnOption = None,
     select: Select = None,
     ignore: Ignore = None,
@@ -309,6 +309,10 @@ def emit(reports: list[Report], fmt: TailFormat) -> None:
 
         found = sort_findings(f for r in reports for f in r.findings)
         out.write(render_sarif(found) if fmt is TailFormat.sarif else render_github(found))
+    elif fmt is TailFormat.markdown:
+        from .emit.markdown import render_markdown
+
+        out.write(render_markdown(reports))
     elif fmt is TailFormat.jsonl:
         out.write(dumps({"type": "stream", **envelope(JSONL_SCHEMA)}) + "\n")
         for rep in reports:
@@ -399,8 +403,8 @@ def _when(text: str | None, flag: str) -> datetime | None:
 
 def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: float, poll_s: float) -> int:
     """Follow until Ctrl-C / SIGTERM. stdout carries only ``fmt``: jsonl streams records, findings
-    opening/changing/closing, heartbeats and a final summary; json writes one document at the end; text
-    prints the events and the final report. Exit status by the verdict and fail-on, like a batch read."""
+    opening/changing/closing, heartbeats and a final summary; json writes one document at the end, markdown
+    the postmortem; text prints the events and the final report. Exit status by the verdict and fail-on, like a batch read."""
     import time
 
     from .emit import JSONL_SCHEMA, dumps, envelope
@@ -460,6 +464,8 @@ def follow_run(paths: list[str], fmt: TailFormat, settings: Any, heartbeat: floa
             emit_obj(summary_line(final))
         elif fmt is TailFormat.json:
             emit_obj(document([final]))
+        elif fmt is TailFormat.markdown:
+            emit([final], fmt)
         else:
             render_tail(final, console)
     return exit_status([final])

@@ -22,7 +22,7 @@ from .catalog import OWNERS, catalog
 from .engine import cause_key
 from .finding import Finding
 from .incidents import DEATH
-from .present import clock, number
+from .present import clock, number, prose
 from .runmodel import Run
 from .verdict import Verdict
 
@@ -34,12 +34,16 @@ _EPOCH = datetime.min.replace(tzinfo=UTC)
 
 @cache
 def policy() -> dict[str, Any]:
-    """``rules/catalog/postmortem.toml``, checked: every owner it names is one of :data:`OWNERS`."""
+    """``rules/catalog/postmortem.toml``, checked: every owner it names is one of :data:`OWNERS`, and each has
+    its next step."""
     text = resources.files("diag.rules").joinpath("catalog", "postmortem.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
-    named = [*data["owner"]["fault_class"].values(), data["config_owner"], *(e["owner"] for e in data["examples"])]
+    named = [*data["owner"]["fault_class"].values(), data["config_owner"], *(e["owner"] for e in data["examples"]),
+             *data["next_step"]]
     if tuple(data["owners"]) != OWNERS or (bad := sorted(set(named) - set(OWNERS))):
         raise ValueError(f"postmortem.toml: owners must be {', '.join(OWNERS)}; unknown: {bad}")
+    if missing := [o for o in OWNERS if o not in data["next_step"]]:
+        raise ValueError(f"postmortem.toml: [next_step] lacks {', '.join(missing)}")
     return data
 
 
@@ -195,6 +199,13 @@ def _root(run: Run, f: Finding) -> RootCause:
     return RootCause(f.code, f.endpoint, f.message.split(" (", 1)[0], owner, why, _finding_at(f), f.first_ts, cause,
                      tuple(c["code"] for c in f.caused_by), run.engine_name if engine else None,
                      run.build if engine else None)
+
+
+def next_step(r: RootCause) -> str:
+    """The next step of a root cause by its owner (``[next_step]`` of the policy), filled in with its endpoint,
+    location and, for an engine's, the engine and build (``-`` where the evidence lacks one)."""
+    return prose(policy()["next_step"][r.owner], {"endpoint": r.endpoint or "-", "at": r.at or "-",
+                                                  "engine": r.engine or "-", "build": r.build or "-"})
 
 
 # ------------------------------------------------------------------ the timeline
@@ -360,5 +371,5 @@ def postmortem(run: Run, findings: Sequence[Finding], verdict: Verdict | None) -
                       tuple(before))
 
 
-__all__ = ["Event", "Postmortem", "RootCause", "SetAside", "failed", "fault_owner", "owner_of", "policy",
-           "postmortem", "timeline"]
+__all__ = ["Event", "Postmortem", "RootCause", "SetAside", "failed", "fault_owner", "next_step", "owner_of",
+           "policy", "postmortem", "timeline"]

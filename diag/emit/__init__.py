@@ -11,6 +11,7 @@ csv       the rows of a table                                runs
 jsonl     a stream of records, findings, heartbeats          tail
 sarif     SARIF 2.1.0 (code scanning, IDE viewers)           tail, check
 github    GitHub Actions workflow annotations               tail, check
+markdown  a postmortem to paste into an issue (GFM, bounded)  tail
 html      one self-contained page                           report
 ========  ================================================  ==========================
 
@@ -31,7 +32,7 @@ CHECK_SCHEMA = "diag-check-1"
 RULES_SCHEMA = "diag-rules-1"
 
 FORMATS: dict[str, tuple[str, ...]] = {
-    "tail": ("text", "json", "jsonl", "sarif", "github"),
+    "tail": ("text", "json", "jsonl", "sarif", "github", "markdown"),
     "check": ("text", "json", "sarif", "github"),
     "report": ("text", "json", "html"),
     "index": ("text", "json"),
