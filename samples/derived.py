@@ -231,7 +231,10 @@ def _teardown(t: datetime, dead: tuple[tuple[str, int], ...], killed: tuple[str,
     return "".join([*out, "✗ Sweep failed (exit code: 1)\n"])
 
 
-_ARGPARSE = ("usage: __main__.py [-h] [--model MODEL] [--served-model-name SERVED_MODEL_NAME [SERVED_MODEL_NAME ...]]\n"
+# vLLM is imported (its platform detected) before dynamo.vllm parses its arguments; argparse's lines carry no time
+_ARGPARSE = (_rust(datetime(2026, 8, 27, 18, 12, 44, 512000, tzinfo=UTC), "INFO",
+                   "__init__.resolve_current_platform_cls_qualname", "Automatically detected platform cuda.")
+             + "usage: __main__.py [-h] [--model MODEL] [--served-model-name SERVED_MODEL_NAME [SERVED_MODEL_NAME ...]]\n"
              "                   [--disaggregation-mode {agg,prefill,decode}] ...\n"
              "__main__.py: error: unrecognized arguments: --disable-log-requests\n")
 

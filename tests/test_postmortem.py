@@ -51,7 +51,7 @@ EXPECT = {
                                      ("DIAG-V001", None, None, "benchmark")], (11, {"DIAG-E003"}, 13, 6), 0),
     "nixl-registration-startup": ("2026-08-27T18:15:44.603311+00:00", "gb200-r11-n15_decode_w0.out:65",
                                   [("DIAG-E004", "decode-w0", "rdma_registration", "infra")], (9, {"DIAG-E002"}, 8, 4), 0),
-    "removed-flag": ("2026-08-27T18:13:37+00:00", "gb200-r11-n14_decode_w0.out:5",
+    "removed-flag": ("2026-08-27T18:13:37+00:00", "gb200-r11-n14_decode_w0.out:6",
                      [("DIAG-E004", "decode-w0", "bad_argument", "recipe")], (4, set(), 4, 4), 0),
 }
 
