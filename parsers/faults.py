@@ -40,6 +40,7 @@ class Cause:
     label: str | None = None         # a count of it in a finding ("transport (NIXL/UCX) error(s)")
     engine: str | None = None        # the adapter whose catalog declares it; None: core's
     owner: str | None = None         # who owns the fix (rules/catalog/postmortem.toml); None: its class's owner
+    teardown: bool = False           # what a failure's teardown produces: a consequence, never a root cause
 
 
 def _read(path: Traversable, engine: str | None) -> list[Cause]:
@@ -50,7 +51,8 @@ def _read(path: Traversable, engine: str | None) -> list[Cause]:
         cause = Cause(entry["name"], entry["class"], entry["text"], bool(entry.get("fatal", False)),
                       bool(entry.get("death", False)), entry.get("phase", "any"), tuple(entry.get("triggers", ())),
                       entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]),
-                      int(entry["rank"]), entry.get("label"), engine, entry.get("owner"))
+                      int(entry["rank"]), entry.get("label"), engine, entry.get("owner"),
+                      bool(entry.get("teardown", False)))
         if len(cause.samples) < 2:
             raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
         if cause.pattern is None and not cause.exceptions:
@@ -72,7 +74,7 @@ def _load_taxonomy() -> tuple[Cause, ...]:
 
 # The fault classes rules read (a cause of any catalog, core's or an engine's, is one of them).
 CLASSES = ("oom", "cuda", "collective", "transport", "kv_connector", "kv_capacity", "timeout", "death", "config",
-           "grammar")
+           "grammar", "infra", "teardown")
 
 TAXONOMY: tuple[Cause, ...] = _load_taxonomy()
 if _unknown := sorted({f"{c.name}: {c.cls}" for c in TAXONOMY if c.cls not in CLASSES}):
@@ -84,6 +86,7 @@ UNCLASSIFIED = Cause("exception", "unknown", "an unclassified exception", sample
 CUT = Cause("cut_traceback", "unknown", "an exception (its traceback cut before the exception line)",
             samples=("", ""), exceptions=("*",))
 CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT)}
+TEARDOWN = frozenset(c.name for c in TAXONOMY if c.teardown)
 _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptions}
 
 # Declared without an engine tag, an engine's causes too: their triggers are words core's samples and rule
@@ -92,8 +95,11 @@ _FAULT_FORMATS = []
 for _c in TAXONOMY:
     if _c.pattern is not None:
         _name = f"{_c.engine}-fault-{_c.name.removeprefix(_c.engine + '_')}" if _c.engine else f"fault-{_c.name}"
+        # a cause with its own owner is a specific wording (an HCA, a registration): tried before the KV-failure
+        # catch-alls (a bare "UCX ERROR") that would take its line
         _FAULT_FORMATS.append((_c.name, declare(_name, "record", _c.pattern, samples=list(_c.samples),
-                                                emits="fault", triggers=_c.triggers, engine=_c.engine)))
+                                                emits="fault", triggers=_c.triggers, engine=_c.engine,
+                                                rank=10 if _c.owner else 50)))
 
 # An exception line at the end of a traceback: "pkg.mod.SomeError: message".
 EXCEPTION = declare(

@@ -26,7 +26,9 @@ class LineFormat:
     doc: str = ""
     engine: str | None = None      # the engine adapter that declared it (None: Dynamo, srtctl, generic)
     lead: str = ""                 # header formats: the characters such a line can start with ("": any)
-    rank: int = 50                 # header formats: dispatch order among those leads (lower first)
+    rank: int = 50                 # header formats: dispatch order among those leads (lower first); record
+                                   # formats: below 50 tried before the frequent kinds (a specific wording a
+                                   # catch-all of another kind would also take)
     guard: str = ""                # header formats: a literal the line's first 120 characters must hold
 
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from statistics import median
 
 from diag.parsers import engines
-from diag.parsers.faults import CAUSES, CUT, TAXONOMY, UNCLASSIFIED
+from diag.parsers.faults import CAUSES, CUT, TAXONOMY, TEARDOWN, UNCLASSIFIED
 from diag.parsers.records import Fault
 
 from .catalog import Rule
@@ -81,8 +81,12 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
 
 
 def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[list[tuple[str, str, Fault]]]:
+    """The faults grouped into incidents (each within ``window_s`` of the one before); the lines a failure's
+    teardown produces (catalog ``teardown``) are no part of any: they are its consequence, never its cause."""
     groups: list[list[tuple[str, str, Fault]]] = []
     for item in faults:
+        if item[2].cause in TEARDOWN:
+            continue
         ts = item[2].ts
         if groups and (ts is None or groups[-1][-1][2].ts is None
                        or (ts - groups[-1][-1][2].ts).total_seconds() <= window_s):

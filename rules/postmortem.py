@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from diag.parsers.faults import CAUSES, CUT, UNCLASSIFIED
+from diag.parsers.faults import CAUSES, CUT, TEARDOWN, UNCLASSIFIED
 
 from .catalog import OWNERS, catalog
 from .engine import cause_key
@@ -149,6 +149,22 @@ def fault_owner(cause: str) -> tuple[str, str]:
     return owner, f"fault cause {cause} ({c.text}): {whose}; no config rule faults what ran"
 
 
+def _counted_owner(f: Finding) -> tuple[str, str, str] | None:
+    """(owner, why, fault cause) of a finding that counts fault lines (``evidence.counts`` by cause) when exactly
+    one owner is stated by the causes counted that carry their own: the others are what that fault makes fail."""
+    counts = f.evidence.get("counts") if f.evidence else None
+    if not isinstance(counts, dict):
+        return None
+    owned = {name: c.owner for name in counts if (c := CAUSES.get(name)) is not None and c.owner}
+    if len(set(owned.values())) != 1:
+        return None
+    cause = min(owned, key=list(counts).index)
+    owner = owned[cause]
+    others = sum(n for name, n in counts.items() if name not in owned)
+    return owner, (f"fault cause {cause} ({CAUSES[cause].text}): its own owner"
+                   + (f"; the other {others} failure(s) counted follow from it" if others else "")), cause
+
+
 def owner_of(f: Finding, recipe_read: bool = True) -> tuple[str, str, str | None]:
     """(owner, why, fault cause) of a root-cause finding: the config rule that explains it, else its fault
     cause's owner, else its rule's own, else unknown. The engine owns a fault only with valid flags: without
@@ -170,27 +186,12 @@ def _owner_of(f: Finding) -> tuple[str, str, str | None]:
     if isinstance(cause, str):
         owner, why = fault_owner(cause)
         return owner, why, cause
-    if counted := _counted_owner(f):
+    if (counted := _counted_owner(f)) is not None:
         return counted
     rule = rules.get(f.code)
     if rule is not None and rule.owner:
         return rule.owner, f"{f.code}: {rule.summary}", None
     return "unknown", "nothing in the evidence settles whose fix it is", None
-
-
-def _counted_owner(f: Finding) -> tuple[str, str, str | None] | None:
-    """A finding that counts fault lines by cause (no one root cause): the owner the causes among them state,
-    when the ones that state one agree (the generic symptoms, e.g. "transfer failed", state none); the first
-    such cause is named."""
-    counts = f.evidence.get("counts") if f.evidence else None
-    if not isinstance(counts, dict):
-        return None
-    stated = [(c, *fault_owner(c)) for c in counts if isinstance(c, str)]
-    stated = [(c, owner, why) for c, owner, why in stated if owner != "unknown"]
-    if not stated or len({owner for _, owner, _ in stated}) != 1:
-        return None
-    cause, owner, why = stated[0]
-    return owner, f"{why}; among the {sum(counts.values())} fault lines it counts", cause
 
 
 def _root(run: Run, f: Finding) -> RootCause:
@@ -296,13 +297,15 @@ def _roots(findings: Sequence[Finding], verdict: Verdict | None) -> list[Finding
 
 def _first_error(run: Run, failed_at: datetime | None, roots: Sequence[Finding]) -> Event | None:
     """The first fault line at or before the failure moment (a death line is the consequence side of an
-    incident, not its error), else the earliest root cause's own line."""
+    incident and a teardown line a failure's echo, neither its error), else the earliest root cause's own line
+    (a stamped one first; an unstamped one with its line, as an argument error before any log clock)."""
     for eid, file, f in run.faults():
-        if f.ts is not None and f.cause not in DEATH and (failed_at is None or f.ts <= failed_at):
+        if f.ts is not None and f.cause not in DEATH | TEARDOWN and (failed_at is None or f.ts <= failed_at):
             text = CAUSES[f.cause].text if f.cause in CAUSES else (f.exception or f.message)[:160]
             return Event(f.ts, "error", f"first error: {text}", _at(file, f.traceback_line or f.line),
                          None if eid == "run" else eid)
-    first = next((f for f in roots if f.first_ts is not None and f.severity == "error"), None)
+    first = next((f for f in sorted(roots, key=lambda f: f.first_ts is None)
+                  if f.severity == "error" and (f.first_ts is not None or f.location is not None)), None)
     if first is None:
         return None
     return Event(first.first_ts, "error", f"first error: {first.message.split(' (', 1)[0]}", _finding_at(first),
@@ -346,7 +349,8 @@ def _fault_lines_after(run: Run, failed_at: datetime | None, first: Event | None
     for (eid, cause), hits in groups.items():
         file, f = hits[0]
         text = CAUSES[cause].text if cause in CAUSES else (f.exception or f.message)[:160]
-        why = "the death's fan-out" if cause in DEATH else "teardown or fan-out"
+        why = ("the death's fan-out" if cause in DEATH else f"teardown ({CAUSES[cause].text})" if cause in TEARDOWN
+               else "teardown or fan-out")
         out.append(SetAside(f"{eid}: {text}", f"{len(hits)} fault line(s) after the failure at {clock(failed_at)}: "
                             f"{why}", _at(file, f.traceback_line or f.line), f.ts, None, eid, len(hits)))
     return out

@@ -35,6 +35,43 @@ def test_every_cause_is_ranked_and_has_a_class() -> None:
     assert DEATH and FATAL and not DEATH & FATAL
 
 
+def test_owners_and_teardown_are_declared_consistently() -> None:
+    """A cause's own owner is one of the postmortem's owners; a teardown cause is no root cause by itself (neither
+    fatal nor a death) and is of the teardown class; the infrastructure's causes state their owner."""
+    from diag.rules.catalog import OWNERS
+
+    assert all(c.owner in OWNERS for c in faults.TAXONOMY if c.owner)
+    torn = [c for c in faults.TAXONOMY if c.teardown]
+    assert torn and all(c.cls == "teardown" and not (c.fatal or c.death) for c in torn)
+    assert all(c.owner == "infra" for c in faults.TAXONOMY if c.cls == "infra")
+    assert faults.CAUSES["transport"].owner is None and faults.CAUSES["rdma_registration"].cls == "transport"
+
+
+def test_a_specific_ucx_wording_is_a_fault_not_a_bare_transport_error() -> None:
+    """UCX's registration and device errors carry their cause (the infrastructure's); another UCX error stays
+    a KV-transport failure line."""
+    ucx = "[1788408184.059691] [gb200-r05-n12:3673:0]          {}  UCX  ERROR {}"
+    got = [type(r).__name__ + ":" + getattr(r, "cause", getattr(r, "ftype", "")) for r in parse_text("\n".join((
+        ucx.format("ib_md.c:349", "ibv_reg_mr(address=0x7f3c1a000000, length=4096, access=0xf) failed: Bad address"),
+        ucx.format("sock.c:334", "recv(fd=180) failed: Connection reset by remote peer"))))]
+    assert got == ["Fault:rdma_registration", "NixlFailure:transport_error"]
+
+
+def test_teardown_lines_are_no_part_of_an_incident(tmp_path) -> None:
+    """An engine death followed by its teardown storm: one incident whose root is the death's cause, the lost
+    keep-alive and the refused connection left out of it (the postmortem sets them aside)."""
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join((
+        "(EngineCore_DP0 pid=9) ERROR 08-06 12:44:02 [core.py:1000] torch.OutOfMemoryError: CUDA out of memory.",
+        "(EngineCore_DP0 pid=9) ERROR 08-06 12:44:02 [core.py:1000] EngineCore encountered a fatal error.",
+        "2026-08-06T12:44:05.100000Z  WARN dynamo_runtime::transports::etcd: Keep-alive stream unexpectedly ended",
+        "(APIServer pid=1) ERROR 08-06 12:44:06 [serving.py:1] ConnectionRefusedError: [Errno 111] Connection refused",
+    )) + "\n")
+    found = [f for f in report_of([str(log)]).findings if f.severity != "info"]
+    assert [(f.code, f.evidence["root_cause"]) for f in found] == [("DIAG-E004", "oom")]   # it never served
+    assert found[0].evidence["faults"] == {"oom": 1, "engine_dead": 1}
+
+
 @pytest.mark.parametrize("prefix", ["", "(EngineCore pid=9) ", "(EngineCore_DP0 pid=9) ERROR 08-06 12:00:00 [core.py:1] ",
                                     "ERROR 08-06 12:00:00 [v1/engine/core.py:710] ", "[rank0]: "])
 def test_unknown_exception_is_unclassified_and_quoted(prefix: str) -> None:

@@ -21,31 +21,44 @@ from diag.rules.settings import Settings
 RUNS = ROOT / "samples" / "runs"
 
 # name -> failed at, first error's file:line (under logs/), [(code, endpoint, fault cause, owner)],
-#         consequences (entries, codes, fault lines after the failure), noise entries
+#         consequences (entries, codes, fault lines after the failure, of them teardown lines), noise entries
 EXPECT = {
     "engine-crash": ("2026-09-03T04:03:01+00:00", "gb200-r05-n15_decode_w0.out:703",
-                     [("DIAG-E001", "decode-w0", "oom", "engine")], (10, {"DIAG-E002", "DIAG-E003"}, 9), 0),
+                     [("DIAG-E001", "decode-w0", "oom", "engine")], (15, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
     "block-size-crash": ("2026-09-03T04:03:01+00:00", "gb200-r05-n15_decode_w0.out:735",
-                         [("DIAG-E001", "decode-w0", "kv_block_size", "recipe")], (11, {"DIAG-E002", "DIAG-E003"}, 9), 0),
+                         [("DIAG-E001", "decode-w0", "kv_block_size", "recipe")],
+                         (16, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
     "ds-layout-crash": ("2026-09-03T04:03:01+00:00", "gb200-r05-n15_decode_w0.out:731",
-                        [("DIAG-E004", "decode-w0", "ds_layout", "recipe")], (10, {"DIAG-E002", "DIAG-E003"}, 9), 0),
-    "startup-stuck": ("2026-08-27T18:15:44+00:00", None, [("DIAG-S001", "decode-w0", None, "unknown")], (0, set(), 0), 0),
+                        [("DIAG-E004", "decode-w0", "ds_layout", "recipe")], (15, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
+    "startup-stuck": ("2026-08-27T18:15:44+00:00", None, [("DIAG-S001", "decode-w0", None, "unknown")],
+                      (0, set(), 0, 0), 0),
     "startup-stall": ("2026-08-27T18:13:37+00:00", "sweep_5010560.log:71",
                       [("DIAG-E004", None, None, "unknown"), ("DIAG-S001", "prefill-w3", None, "unknown")],
-                      (0, set(), 0), 0),
+                      (0, set(), 0, 0), 0),
     "sglang-startup-failure": ("2026-12-05T07:55:07+00:00", "gb200-r25-n43_decode_w0.out:15",
-                               [("DIAG-E004", "decode-w0", "sglang_no_kv_memory", "recipe")], (0, set(), 0), 0),
+                               [("DIAG-E004", "decode-w0", "sglang_no_kv_memory", "recipe")], (3, set(), 3, 3), 0),
     "sglang-transfer-failure": ("2026-12-04T15:30:00+00:00", "gb200-r24-n40_prefill_w0.out:131",
                                 [("DIAG-E002", "prefill-w0", None, "unknown"), ("DIAG-E002", "prefill-w1", None, "unknown"),
-                                 ("DIAG-E002", "decode-w0", None, "unknown")], (3, set(), 7), 0),
+                                 ("DIAG-E002", "decode-w0", None, "unknown")], (6, set(), 11, 4), 0),
     "nixl-failures": ("2026-09-24T11:28:29+00:00", "gb200-r02-n14_decode_w0.out:153",
-                      [("DIAG-E002", "decode-w0", None, "unknown")], (5, {"DIAG-E003"}, 3), 0),
+                      [("DIAG-E002", "decode-w0", None, "unknown")], (10, {"DIAG-E003"}, 9, 6), 0),
+    # the derived failure samples (samples/derived.py)
+    "oom-teardown-storm": ("2026-09-03T04:03:01+00:00", "gb200-r05-n15_decode_w0.out:703",
+                           [("DIAG-E001", "decode-w0", "oom", "engine")], (25, {"DIAG-E002", "DIAG-E003"}, 54, 40), 0),
+    "kv-registration-zero-tokens": ("2026-09-24T11:27:06.404118+00:00", "gb200-r02-n15_decode_w0.out:126",
+                                    [("DIAG-E002", "decode-w0", "rdma_registration", "infra"),
+                                     ("DIAG-V001", None, None, "benchmark"), ("DIAG-V002", None, None, "unknown"),
+                                     ("DIAG-V001", None, None, "benchmark")], (11, {"DIAG-E003"}, 13, 6), 0),
+    "nixl-registration-startup": ("2026-08-27T18:15:44.603311+00:00", "gb200-r11-n15_decode_w0.out:65",
+                                  [("DIAG-E004", "decode-w0", "rdma_registration", "infra")], (9, {"DIAG-E002"}, 8, 4), 0),
+    "removed-flag": ("2026-08-27T18:13:37+00:00", "gb200-r11-n14_decode_w0.out:6",
+                     [("DIAG-E004", "decode-w0", "bad_argument", "recipe")], (4, set(), 4, 4), 0),
 }
 
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
 def test_failing_sample(name: str) -> None:
-    failed_at, first_at, roots, (n_after, codes, lines_after), n_noise = EXPECT[name]
+    failed_at, first_at, roots, (n_after, codes, lines_after, teardown), n_noise = EXPECT[name]
     report = report_of(RUNS / name)
     pm = report.postmortem
     assert pm is not None
@@ -56,6 +69,7 @@ def test_failing_sample(name: str) -> None:
     assert len(pm.consequences) == n_after
     assert {c.code for c in pm.consequences if c.code} == codes
     assert sum(c.count for c in pm.consequences if c.code is None) == lines_after
+    assert sum(c.count for c in pm.consequences if c.reason.split(": ", 1)[-1].startswith("teardown (")) == teardown
     assert all(c.ts is None or c.ts >= pm.failed_at for c in pm.consequences)
     assert len(pm.noise) == n_noise
     # the timeline is in time order and every entry says where it comes from
@@ -97,7 +111,7 @@ def test_failed_run_text_shows_the_short_form_under_the_verdict() -> None:
     below = "\n".join(lines[at:at + 12])
     assert "failed at    09-03 04:03:01: DIAG-E001 decode-w0: CUDA out of memory" in below
     assert "root cause   decode-w0: CUDA out of memory — owner engine" in below
-    assert "set aside    10 consequence(s) after the failure, 0 warning(s)" in below
+    assert "set aside    15 consequence(s) after the failure, 0 warning(s)" in below
     assert "04:03:36 benchmark failed with exit code 1" in below
 
 
@@ -120,10 +134,12 @@ def test_owner_catalog_covers_every_fault_class_and_owner() -> None:
 
     assert set(CLASSES) <= set(policy()["owner"]["fault_class"])
     examples = {(ex["owner"], ex["expect"]) for ex in policy()["examples"]}
-    for owner in ("recipe", "engine", "benchmark", "unknown"):
+    for owner in ("recipe", "engine", "infra", "benchmark", "unknown"):
         assert {(owner, "fire"), (owner, "pass")} <= examples, owner
     assert fault_owner("oom")[0] == "engine" and fault_owner("ds_layout")[0] == "recipe"
     assert fault_owner("engine_dead")[0] == "unknown"
+    assert fault_owner("rdma_registration")[0] == "infra" and fault_owner("transport")[0] == "unknown"
+    assert fault_owner("peer_refused")[0] == "unknown"
 
 
 def _f(code: str, sev: str, minute: int, endpoint: str = "decode-w0") -> Finding:
@@ -140,3 +156,41 @@ def test_warnings_before_the_failure_are_noise_and_errors_after_are_consequences
         ("DIAG-K002", "a warning the run survived: it began at 01-01 10:10:00, before the failure at 01-01 10:30:00")]
     assert [(s.code, s.reason) for s in after] == [
         ("DIAG-E002", "began at 01-01 10:31:00, at or after the failure at 01-01 10:30:00: teardown or fan-out")]
+
+
+def test_teardown_storm_is_set_aside_not_counted_as_causes() -> None:
+    """The storm after the OOM (refused connections, NATS/etcd going away, SIGTERM) is teardown: the incident
+    is the base run's, untouched, and every storm line is a consequence with that reason."""
+    storm, base = report_of(RUNS / "oom-teardown-storm"), report_of(RUNS / "engine-crash")
+    e001 = [(f.message, f.evidence["faults"]) for r in (storm, base) for f in r.findings if f.code == "DIAG-E001"]
+    assert len(e001) == 2 and e001[0][1] != e001[1][1] and "peer_refused" not in e001[0][1]
+    torn = {(c.endpoint, c.text.split(": ", 1)[1]) for c in storm.postmortem.consequences if "teardown (" in c.reason}
+    assert {e for e, _ in torn} == {"prefill-w0", "prefill-w1", "prefill-w2", "prefill-w3", "decode-w0"}
+    assert {t for _, t in torn} == {"a peer refused the connection (it is gone)", "the NATS/etcd connection went away",
+                                    "a process was told to stop (SIGTERM, the job step cancelled)"}
+    fanout = [c for c in storm.postmortem.consequences if c.reason.endswith("the death's fan-out")]
+    assert fanout and all(c.endpoint == "decode-w0" for c in fanout)
+
+
+def test_zero_tokens_with_every_transfer_failed_is_the_infrastructures() -> None:
+    pm = report_of(RUNS / "kv-registration-zero-tokens").postmortem
+    root = pm.root_causes[0]
+    assert pm.owner == "infra" and root.why.startswith("fault cause rdma_registration") and "follow from it" in root.why
+    assert pm.first_error.text.startswith("first error: the NIC could not register memory for RDMA")
+
+
+def test_startup_failures_timelines() -> None:
+    """The infra start-up failure and the rejected flag: the first error, the death and the orchestrator's
+    failure in the timeline, in order; a line without a clock (argparse's) last."""
+    report = report_of(RUNS / "nixl-registration-startup")
+    kinds = [(e.kind, e.text) for e in report.timeline if e.kind in ("error", "death", "failure")]
+    assert kinds[0][0] == "error" and ("death", "critical process decode_0_gb200-r11-n15 exited with code 1") in kinds
+    assert report.postmortem.marked_by[0].kind == "failure" and report.postmortem.marked_by[0].at.endswith(
+        "gb200-r11-n15_decode_w0.out:65")
+    flag = report_of(RUNS / "removed-flag")
+    root = flag.postmortem.root_causes[0]
+    assert root.config == ("DIAG-C014",) and root.why.startswith("DIAG-C014 on what ran explains it")
+    assert [e.kind for e in flag.timeline if e.ts is None] == ["stage", "error", "failure"]
+    deaths = [e.text for e in flag.timeline if e.kind == "death"]
+    assert deaths[:2] == ["critical process decode_0_gb200-r11-n14 exited with code 2",
+                          "critical process decode_0_gb200-r11-n15 exited with code 2"]
