@@ -41,6 +41,8 @@ class Cause:
     engine: str | None = None        # the adapter whose catalog declares it; None: core's
     owner: str | None = None         # who owns the fix (rules/catalog/postmortem.toml); None: its class's owner
     teardown: bool = False           # what a failure's teardown produces: a consequence, never a root cause
+    specific: bool = False           # a specific wording a catch-all record format (a bare "UCX ERROR") would
+                                     # also take: its line format is tried before the frequent kinds
 
 
 def _read(path: Traversable, engine: str | None) -> list[Cause]:
@@ -52,7 +54,7 @@ def _read(path: Traversable, engine: str | None) -> list[Cause]:
                       bool(entry.get("death", False)), entry.get("phase", "any"), tuple(entry.get("triggers", ())),
                       entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]),
                       int(entry["rank"]), entry.get("label"), engine, entry.get("owner"),
-                      bool(entry.get("teardown", False)))
+                      bool(entry.get("teardown", False)), bool(entry.get("specific", False)))
         if len(cause.samples) < 2:
             raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
         if cause.pattern is None and not cause.exceptions:
@@ -95,11 +97,9 @@ _FAULT_FORMATS = []
 for _c in TAXONOMY:
     if _c.pattern is not None:
         _name = f"{_c.engine}-fault-{_c.name.removeprefix(_c.engine + '_')}" if _c.engine else f"fault-{_c.name}"
-        # a cause with its own owner is a specific wording (an HCA, a registration): tried before the KV-failure
-        # catch-alls (a bare "UCX ERROR") that would take its line
         _FAULT_FORMATS.append((_c.name, declare(_name, "record", _c.pattern, samples=list(_c.samples),
                                                 emits="fault", triggers=_c.triggers, engine=_c.engine,
-                                                rank=10 if _c.owner else 50)))
+                                                rank=10 if _c.specific else 50)))
 
 # An exception line at the end of a traceback: "pkg.mod.SomeError: message".
 EXCEPTION = declare(
