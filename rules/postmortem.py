@@ -162,7 +162,7 @@ def _counted_owner(f: Finding) -> tuple[str, str, str] | None:
     owner = owned[cause]
     others = sum(n for name, n in counts.items() if name not in owned)
     return owner, (f"fault cause {cause} ({CAUSES[cause].text}): its own owner"
-                   + (f"; the other {others} failure(s) counted follow from it" if others else "")), cause
+                   + (f"; the other {number(others)} failure(s) counted follow from it" if others else "")), cause
 
 
 def owner_of(f: Finding, recipe_read: bool = True) -> tuple[str, str, str | None]:

@@ -709,7 +709,7 @@ async def test_endpoint_detail_shows_timed_records_marks_the_dead_engine_and_wra
         assert recs and all(r.ts is not None for r in recs), "timed records only"
         body = screen.query_one("#records", Static)
         text = str(body.render())
-        assert text.startswith("09-03 04:03:03 fault") and "-------------- stage" not in text
+        assert text.startswith("09-03 04:03:41 fault     shutdown_signal") and "-------------- stage" not in text
         assert any(r.kind == "stage" and r.text.startswith("stage ") for r in recs), "stage marks described"
         await pilot.pause()
         assert body.size.width <= 100 and body.virtual_size.width <= 100, "long lines wrap, no sideways scroll"
