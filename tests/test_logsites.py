@@ -111,6 +111,14 @@ nixl_status_t nixlAgent::registerMem(const nixl_reg_dlist_t &descs) {
     NIXL_ERROR << status;
     return NIXL_SUCCESS;
 }
+
+template <class T>
+void nixlDescList<T>::remDesc(const struct nixlDesc *desc) {
+    switch (desc->kind) {
+    default:
+        throw std::out_of_range("Index is out of range");
+    }
+}
 }
 '''
 
@@ -125,6 +133,7 @@ def test_cpp_sites_are_read_by_regex_with_their_functions() -> None:
         (16, "nixlAgent.registerMem", "error", None, "rank {int} failed: {any}"),
         (17, "nixlAgent.registerMem", "warning", None, "Only {int} of {any} done"),
         (18, "nixlAgent.registerMem", "error", None, None),
+        (26, "nixlDescList.remDesc", "raise", "std::out_of_range", "Index is out of range"),
     ]
     assert {s.extractor for s in _sites(CPP, "src/core/agent.cpp")} == {"regex"}
 

@@ -298,8 +298,9 @@ _CPP_CALL = re.compile(r"\b(TLLM_LOG_(ERROR|WARNING|EXCEPTION)|TLLM_THROW|TLLM_C
 _RUST = re.compile(r"\b(?:tracing::|log::|anyhow::)?(error|warn|anyhow|bail|panic)!\s*\((?P<body>[^;]*?)\)\s*;?")
 _CPP_LEVEL = {"ERROR": "error", "WARN": "warning", "WARNING": "warning", "FATAL": "critical", "PERROR": "error",
               "EXCEPTION": "exception"}
-_FUNC_HEAD = re.compile(r"([~\w]+(?:::[~\w]+)*)\s*\([^;{}]*\)[^;{}()]*$")
-_CTOR_HEAD = re.compile(r"([~\w]+(?:::[~\w]+)*)\s*\([^;{}]*\)\s*(?:noexcept\s*)?:(?!:)[^;]*$")
+_NAME = r"([~\w]+(?:<[^<>;{}()]*>)?(?:::[~\w]+(?:<[^<>;{}()]*>)?)*)"  # ns::Class<T>::method
+_FUNC_HEAD = re.compile(_NAME + r"\s*\([^;{}]*\)[^;{}()]*$")
+_CTOR_HEAD = re.compile(_NAME + r"\s*\([^;{}]*\)\s*(?:noexcept\s*)?:(?!:)[^;]*$")
 _LAMBDA_HEAD = re.compile(r"\]\s*\([^()]*\)[^();{}]*$")
 _FN_HEAD = re.compile(r"\bfn\s+(\w+)[^{;]*$")
 _TYPE_HEAD = re.compile(r"\b(?:impl(?:<[^{]*?>)?\s+(?:[\w:<>, ]+\s+for\s+)?|class\s+|struct\s+)([\w:]+)[^;{}]*$")
@@ -327,14 +328,14 @@ def _functions(text: str, rust: bool) -> list[tuple[int, int, str]]:
                 stack.append((i, ("init", "")))
                 continue
             fm = _FN_HEAD.search(head) if rust else ctor or _FUNC_HEAD.search(head)
-            tm = _TYPE_HEAD.search(head)
+            tm = _TYPE_HEAD.search(head) if "(" not in head else None  # not `f(struct sockaddr *a)`
             name = None
             if not rust and _LAMBDA_HEAD.search(head):
                 pass
             elif tm:
                 name = ("type", tm.group(1).split("::")[-1])
             elif fm and fm.group(1).split("::")[-1] not in _CONTROL:
-                name = ("fn", fm.group(1).replace("::", "."))
+                name = ("fn", re.sub(r"<[^<>]*>", "", fm.group(1)).replace("::", "."))
             stack.append((i, name))
             last = i + 1
         elif ch == "}":
