@@ -138,6 +138,21 @@ def test_cpp_sites_are_read_by_regex_with_their_functions() -> None:
     assert {s.extractor for s in _sites(CPP, "src/core/agent.cpp")} == {"regex"}
 
 
+
+def test_a_constructor_keeps_its_name_across_an_initialiser_list_with_a_lambda() -> None:
+    src = """\
+MasterService::MasterService(const Config &config)
+    : scheduler_([this](const Record &r) {
+          if (!r.ok) { LOG(WARNING) << "unmount of " << r.id << " failed"; }
+      }),
+      limits_{config.limit} {
+    char close = '}';
+    throw std::invalid_argument("Invalid heartbeat interval");
+}
+"""
+    assert [(line, fn) for line, fn, *_ in logsites.native_sites(src, False)] == [
+        (3, "MasterService.MasterService"), (7, "MasterService.MasterService")]
+
 RS = '''\
 impl<T: Send> Transport for Worker<T> {
     pub async fn connect(&self, addr: &str) -> anyhow::Result<()> {
@@ -198,3 +213,16 @@ def test_a_committed_table_loads_with_unique_ids_and_matching_patterns(path: Pat
     assert {s.level for s in sites} <= {"error", "warning", "exception", "critical", "raise"}
     for pattern in {s.pattern for s in sites if s.pattern is not None}:
         assert logsites.pattern_regex(pattern).fullmatch(logsites.example_line(pattern)), pattern
+
+
+def test_the_vllm_table_agrees_with_the_call_site_catalog() -> None:
+    """Every traceback-logging call site of engines/vllm/catalog/call_sites.toml (written by another reader,
+    tools/upstream_vocab.py) in vLLM 0.34.0 is a site of the 0.34.0 table at its line, with its message."""
+    catalog = tomllib.loads((ROOT / "engines" / "vllm" / "catalog" / "call_sites.toml").read_text(encoding="utf-8"))
+    table = {(Path(s.file).name, s.line): s for s in logsites.load(logsites.OUT / "vllm-0.34.0.jsonl")}
+    rows = [r for r in catalog["site"] if "0.34.0" in r["versions"]]
+    assert len(rows) == 10
+    for row in rows:
+        base, _, line = row["at"].rpartition(":")
+        site = table[(base, int(line))]
+        assert (site.exc_info, site.pattern) == (True, logsites.percent_pattern(row["message"])), row["at"]

@@ -300,7 +300,7 @@ _CPP_LEVEL = {"ERROR": "error", "WARN": "warning", "WARNING": "warning", "FATAL"
               "EXCEPTION": "exception"}
 _NAME = r"([~\w]+(?:<[^<>;{}()]*>)?(?:::[~\w]+(?:<[^<>;{}()]*>)?)*)"  # ns::Class<T>::method
 _FUNC_HEAD = re.compile(_NAME + r"\s*\([^;{}]*\)[^;{}()]*$")
-_CTOR_HEAD = re.compile(_NAME + r"\s*\([^;{}]*\)\s*(?:noexcept\s*)?:(?!:)[^;]*$")
+_CTOR_HEAD = re.compile(_NAME + r"\s*\([^;{}]*\)\s*(?:noexcept\s*)?:(?!:).*$", re.DOTALL)
 _LAMBDA_HEAD = re.compile(r"\]\s*\([^()]*\)[^();{}]*$")
 _FN_HEAD = re.compile(r"\bfn\s+(\w+)[^{;]*$")
 _TYPE_HEAD = re.compile(r"\b(?:impl(?:<[^{]*?>)?\s+(?:[\w:<>, ]+\s+for\s+)?|class\s+|struct\s+)([\w:]+)[^;{}]*$")
@@ -310,43 +310,45 @@ _CONTROL = {"if", "for", "while", "switch", "catch", "return", "sizeof", "match"
 def _strip(text: str) -> str:
     """Comments and string contents blanked (same length), so braces and heads can be found."""
     def blank(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0)) if m.group(0)[0] == "/" else '"' + " " * (len(m.group(0)) - 2) + '"'
-    return re.sub(r"//[^\n]*|/\*.*?\*/|" + _STR, blank, text, flags=re.DOTALL)
+        quote = m.group(0)[0]
+        return re.sub(r"[^\n]", " ", m.group(0)) if quote == "/" else quote + " " * (len(m.group(0)) - 2) + quote
+    return re.sub(r"//[^\n]*|/\*.*?\*/|" + _STR + r"|'(?:[^'\\\n]|\\.)'", blank, text, flags=re.DOTALL)
 
 
 def _functions(text: str, rust: bool) -> list[tuple[int, int, str]]:
     """(start, end, qualified name) of each function body of a C++/Rust source, read by brace depth."""
     clean = _strip(text)
     out: list[tuple[int, int, str]] = []
-    stack: list[tuple[int, tuple[str, str] | None]] = []
+    stack: list[tuple[int, tuple[str, str] | None, int]] = []  # (brace, (kind, name), where its head began)
     last = 0
     for i, ch in enumerate(clean):
         if ch == "{":
             head = clean[last:i].strip()
             ctor = None if rust else _CTOR_HEAD.search(head)
-            if ctor and re.search(r"[\w>]$", head):  # a member's brace initialiser: the body's head goes on
-                stack.append((i, ("init", "")))
-                continue
             fm = _FN_HEAD.search(head) if rust else ctor or _FUNC_HEAD.search(head)
             tm = _TYPE_HEAD.search(head) if "(" not in head else None  # not `f(struct sockaddr *a)`
             name = None
-            if not rust and _LAMBDA_HEAD.search(head):
+            if ctor and (re.search(r"[\w>]$", head) or _LAMBDA_HEAD.search(head)):
+                # a member's brace initialiser or a lambda in a constructor's initialiser list
+                name = ("init", re.sub(r"<[^<>]*>", "", ctor.group(1)).replace("::", "."))
+            elif not rust and _LAMBDA_HEAD.search(head):
                 pass
             elif tm:
                 name = ("type", tm.group(1).split("::")[-1])
             elif fm and fm.group(1).split("::")[-1] not in _CONTROL:
                 name = ("fn", re.sub(r"<[^<>]*>", "", fm.group(1)).replace("::", "."))
-            stack.append((i, name))
+            stack.append((i, name, last))
             last = i + 1
         elif ch == "}":
             if stack:
-                start, name = stack.pop()
+                start, name, head_start = stack.pop()
+                if name and name[0] in ("fn", "init"):
+                    owner = [n[1] for _, n, _ in stack if n and n[0] == "type"]
+                    funcs = [n[1] for _, n, _ in stack if n and n[0] == "fn"] if name[0] == "fn" else []
+                    out.append((start, i, ".".join([*owner[-1:], *funcs, name[1]])))
                 if name and name[0] == "init":
+                    last = head_start  # the constructor's head goes on to its body
                     continue
-                if name and name[0] == "fn":
-                    owner = [n[1] for _, n in stack if n and n[0] == "type"]
-                    funcs = [n[1] for _, n in stack if n and n[0] == "fn"]
-                    out.append((start, i, ".".join(owner[-1:] + funcs + [name[1]])))
             last = i + 1
         elif ch == ";":
             last = i + 1
