@@ -145,13 +145,14 @@ MasterService::MasterService(const Config &config)
     : scheduler_([this](const Record &r) {
           if (!r.ok) { LOG(WARNING) << "unmount of " << r.id << " failed"; }
       }),
+      cleaner_([this] { Clear(); }),
       limits_{config.limit} {
     char close = '}';
     throw std::invalid_argument("Invalid heartbeat interval");
 }
 """
     assert [(line, fn) for line, fn, *_ in logsites.native_sites(src, False)] == [
-        (3, "MasterService.MasterService"), (7, "MasterService.MasterService")]
+        (3, "MasterService.MasterService"), (8, "MasterService.MasterService")]
 
 RS = '''\
 impl<T: Send> Transport for Worker<T> {
