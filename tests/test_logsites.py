@@ -39,12 +39,15 @@ class EngineCore:
         raise ValueError("Expected {} got {:.3f}".format(a, b))
         raise ConfigError("max_model_len " + str(a) + " too large")
         logger.error(e)
-        warnings.warn("not a logger %s", a)
+        warnings.warn("old API %s" % a)
         self.metrics.error("not a logger either")
 
 
-def helper():
+def helper(args):
     log.warn("module-level {} brace", exc_info=True)
+    logging.getLogger(__name__).warning("direct %s", args)
+    warnings.warn(f"{args} is deprecated", FutureWarning)
+    parser.error("--tp must divide the GPUs")
 '''
 
 
@@ -60,7 +63,11 @@ def test_python_sites_are_read_with_their_levels_holes_and_functions() -> None:
         (18, "EngineCore.start", "raise", "ValueError", False, "Expected {any} got {float}"),
         (19, "EngineCore.start", "raise", "ConfigError", False, "max_model_len {any} too large"),
         (20, "EngineCore.start", "error", None, False, None),                         # no text in the source
+        (21, "EngineCore.start", "warning", "UserWarning", False, "old API {any}"),     # warnings prints it
         (26, "helper", "warning", None, True, "module-level {{}} brace"),
+        (27, "helper", "warning", None, False, "direct {any}"),
+        (28, "helper", "warning", "FutureWarning", False, "{any} is deprecated"),
+        (29, "helper", "raise", "SystemExit", False, "--tp must divide the GPUs"),          # argparse's exit
     }
 
 

@@ -19,9 +19,10 @@ per (engine, release), ``tools/data/logsites/<engine>-<release>.jsonl``, one sit
 
 Python is read with :mod:`ast`: ``logger.error/warning/warn/warning_once/error_once/exception/critical/fatal``
 on any receiver bound to a logger (``logger``, ``log``, ``_logger``, ``logging``, ``self.logger`` and every name
-assigned from ``getLogger``/``init_logger``/``get_logger``), and every ``raise X(...)`` with a message; the
-message is a literal, an f-string, ``"..." % args``, ``"...".format()``, a concatenation of those, or a local
-variable assigned one of those earlier in the function. ``%d``→int, ``%.1f``→float, ``%s``/``%r``→any,
+assigned from ``getLogger``/``init_logger``/``get_logger``, or such a call itself), ``warnings.warn`` (level
+warning, ``exception`` its category), argparse's ``parser.error`` (level raise, ``SystemExit``) and every
+``raise X(...)`` with a message; the message is a literal, an f-string, ``"..." % args``, ``"...".format()``,
+a concatenation of those, or a local variable assigned one of those earlier in the function. ``%d``→int, ``%.1f``→float, ``%s``/``%r``→any,
 ``{x:.2f}``→float, ``{x:d}``→int, other f-string fields→any. A log call with no arguments prints its ``%`` as is.
 C++ (``NIXL_ERROR << ...``, ``LOG(ERROR) << ...``, ``TLLM_LOG_ERROR("%s", ...)``, ``throw X("...")``) and Rust
 (``error!``/``warn!``/``tracing::…!``/``anyhow!``/``bail!``, ``{}`` holes) are read by regular expressions.
@@ -212,21 +213,25 @@ def _is_logger(node: ast.expr, loggers: set[str]) -> bool:
         return node.id in loggers
     if isinstance(node, ast.Attribute):  # self.logger, cls._logger, module.logger
         return node.attr in loggers
+    if isinstance(node, ast.Call):  # logging.getLogger(__name__).warning(...)
+        return _called(node) in LOGGER_FACTORIES
     return False
+
+
+def _called(node: ast.Call) -> str:
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
 
 
 def _logger_names(tree: ast.Module) -> set[str]:
     names = set(LOGGER_NAMES)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            func = node.value.func
-            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if called in LOGGER_FACTORIES:
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        names.add(target.id)
-                    elif isinstance(target, ast.Attribute):
-                        names.add(target.attr)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _called(
+                node.value) in LOGGER_FACTORIES:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+                elif isinstance(target, ast.Attribute):
+                    names.add(target.attr)
     return names
 
 
@@ -268,6 +273,15 @@ class _Visitor(ast.NodeVisitor):
                 for k in node.keywords)
             msg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "msg"), None)
             self._add(node.lineno, LEVELS[func.attr], msg, exc_info, None, len(node.args) > 1)
+        elif isinstance(func, ast.Attribute) and func.attr == "warn" and ast.unparse(func.value) == "warnings" \
+                and node.args:  # printed as `file:line: Category: message`
+            category = node.args[1] if len(node.args) > 1 else next(
+                (k.value for k in node.keywords if k.arg == "category"), None)
+            self._add(node.lineno, "warning", node.args[0], False,
+                      ast.unparse(category) if category is not None else "UserWarning", False)
+        elif isinstance(func, ast.Attribute) and func.attr == "error" and node.args and \
+                ast.unparse(func.value).endswith("parser"):  # argparse: `prog: error: message`, exit 2
+            self._add(node.lineno, "raise", node.args[0], False, "SystemExit", False)
         self.generic_visit(node)
 
     def visit_Raise(self, node: ast.Raise) -> None:
