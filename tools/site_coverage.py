@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--catalog", type=Path, help="the classification file (default: the engine's)")
     ap.add_argument("--all", action="store_true", help="every source file, not only those with a gap")
     ap.add_argument("--unclassified", type=int, default=50, metavar="N", help="list at most N unclassified sites")
+    ap.add_argument("--explain", nargs="*", default=[], metavar="ID", help="print the entry that classifies each site id")
     args = ap.parse_args(argv)
     catalog = args.catalog or ROOT / CATALOGS.get(args.engine, f"parsers/catalog/sites/{args.engine}.toml")
     releases = {p.stem.removeprefix(f"{args.engine}-"): load(p) for p in sorted(DATA.glob(f"{args.engine}-*.jsonl"))}
@@ -137,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sites = {s.id: s for table in releases.values() for s in table}
     by_id, scopes, problems = read_catalog(catalog)
+    for site_id in args.explain:
+        entry = classify(sites[site_id], by_id, scopes) if site_id in sites else None
+        print(f"{site_id}: " + (f"{entry.name} -> {entry.cls}/{entry.phase}/{entry.severity}" if entry else "unclassified"))
+    if args.explain:
+        return 0
     hits = corpus_hits([s for s in sites.values() if s.level == "warning"], corpus_lines())
     verdict = {i: classify(s, by_id, scopes) for i, s in sites.items()}
 
