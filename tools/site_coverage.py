@@ -164,8 +164,11 @@ def main(argv: list[str] | None = None) -> int:
         ok_err, ok_warn = sum(verdict[i] is not None for i in err), sum(verdict[i] is not None for i in warn)
         print(f"{name:18} error-class {ok_err}/{len(err)} = {100 * ok_err / max(len(err), 1):.1f} %   "
               f"corpus warnings {ok_warn}/{len(warn)} = {100 * ok_warn / max(len(warn), 1):.1f} %")
-    classes = Counter(v.cls for v in verdict.values() if v is not None)
-    print("classes (all sites):", ", ".join(f"{k} {n}" for k, n in classes.most_common()))
+    for label, wanted in (("error-class", lambda s: s.level != "warning"), ("warning", lambda s: s.level == "warning")):
+        chosen = [verdict[s.id] for s in sites.values() if wanted(s)]
+        classes = Counter(v.cls for v in chosen if v is not None)
+        print(f"classes of {label} sites ({len(chosen) - sum(v is None for v in chosen)}/{len(chosen)} classified):",
+              ", ".join(f"{k} {n}" for k, n in classes.most_common()))
     used = Counter(v.name for v in verdict.values() if v is not None)
     print(f"entries: {len(by_id)} sites, {len(scopes)} scopes")
     problems += [f"site {i}: no such site id" for i in by_id if i not in sites]
