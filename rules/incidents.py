@@ -40,7 +40,7 @@ SERVING_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "serving")   #
 # adds its own function names (``ADAPTER.frames``).
 RUNTIME_MARKERS = ("serving_", "completion", "generate", "step", *engines.frames("runtime"))
 STARTUP_MARKERS = ("load_model", "__init__", "initialization failed", "failed to start", "capture_end",
-                   *engines.frames("startup"))
+                   "ncclCommInitRank", "init_process_group", *engines.frames("startup"))  # a communicator's creation
 SERVING_LOOP_MARKERS = engines.frames("serving_loop")
 # What decided an incident's phase (its finding's evidence ``phase_by``; :func:`_phase` gives the order).
 PHASE_BY = ("cause phase", "readiness", "serving evidence", "never ready", "no evidence: default")
