@@ -106,7 +106,7 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     phase (serving); step-loop frames; else a runtime death (the default)."""
     causes = [f.cause for _, _, f in group]
     if cause := next((c for c in causes if c in STARTUP_CAUSES), None):
-        return Phase("startup", "cause phase", f"{cause} only happens at start-up")
+        return Phase("startup", "cause phase", f"a start-up-only cause ({cause})")
     if why := _ready_before(run, group):
         return Phase("runtime", "readiness", why)
     first = group[0][2].ts
@@ -123,7 +123,7 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     if why := _never_ready(run, group):
         return Phase("startup", "never ready", why)
     if cause := next((c for c in causes if c in SERVING_CAUSES), None):
-        return Phase("runtime", "cause phase", f"{cause} only happens while serving")
+        return Phase("runtime", "cause phase", f"a serving-only cause ({cause})")
     if serving is not None:
         return Phase("runtime", "serving evidence", f"its traceback runs through serving code ({serving})")
     return Phase("runtime", "no evidence: default", "no line says whether the endpoint was ready")
