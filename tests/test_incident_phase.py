@@ -32,6 +32,9 @@ STAGES = ("(Worker_TP0 pid=311) INFO 09-03 19:30:10 [gpu_model_runner.py:2602] S
 NO_KV_MEMORY = ("(EngineCore_DP0 pid=309) ERROR 09-03 19:31:55 [core.py:700] ValueError: No available memory for the "
                 "cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
 WATCHDOG = "[2025-03-09 00:57:15 TP4] Watchdog timeout (self.watchdog_timeout=300)\n"
+NCCL_TIMEOUT = ("[rank3]:[E903 19:31:55.123456 40 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+                "timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+                "600046 milliseconds before timing out.\n")
 MQ_DEAD = "CRITICAL 09-03 19:31:55 launcher.py:101] MQLLMEngine is already dead, terminating server process\n"
 REQUEST_FAULT = ("(EngineCore_DP0 pid=309) ERROR 09-03 19:31:54 [mooncake_connector.py:330] Failed to transfer KV cache "
                  "for request cmpl-118b93ed-0: Mooncake transfer failed, ret: -1\n")
@@ -84,13 +87,16 @@ def test_a_busy_loop_death_is_a_runtime_death(tmp_path: Path, before: str, after
     (NO_KV_MEMORY, "DIAG-E004", "cause phase"),                # neither: a start-up-only cause
     (READY + NO_KV_MEMORY, "DIAG-E004", "cause phase"),        # a start-up-only cause is one, whatever came before
     (WATCHDOG, "DIAG-E001", "cause phase"),                    # neither: a serving-only cause (SGLang's watchdog)
+    (NCCL_TIMEOUT.format(seq=53281), "DIAG-E001", "cause phase"),   # ... the 53,281st collective: the step loop's
+    (NCCL_TIMEOUT.format(seq=2), "DIAG-E001", "no evidence: default"),   # the 2nd: the line places nothing
+    (STAGES + NCCL_TIMEOUT.format(seq=2), "DIAG-E004", "never ready"),
     (MQ_DEAD, "DIAG-E001", "cause phase"),                     # ... V0's front end meeting a dead engine on a request
     (REQUEST_FAULT + WORKER_DIED, "DIAG-E001", "serving evidence"),   # a request id in the incident's lines
     (STEP_LOOP, "DIAG-E001", "serving evidence"),              # neither: a traceback through the step loop
     (LOAD_MODEL, "DIAG-E004", "never ready"),                  # neither: a traceback through load_model
     (WORKER_DIED, "DIAG-E001", "no evidence: default"),        # nothing at all: a runtime death, said so
 ], ids=["ready", "stages", "stages-over-cause", "startup-cause", "startup-cause-after-ready", "serving-cause",
-        "mq-dead", "request-id", "step-loop", "load-model", "nothing"])
+        "nccl-high-seq", "nccl-low-seq", "nccl-low-seq-starting", "mq-dead", "request-id", "step-loop", "load-model", "nothing"])
 def test_the_phase_names_its_evidence(tmp_path: Path, text: str, code: str, by: str) -> None:
     codes, evidence = _death(tmp_path, text)
     assert code in codes and evidence["phase_by"] == by, (codes, evidence)
