@@ -99,11 +99,12 @@ def _never_ready(run: Run, group: list[tuple[str, str, Fault]]) -> str | None:
 
 
 def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> Phase:
-    """The incident's phase from evidence, in :data:`PHASE_BY` order: a start-up-only cause; the endpoint ready
-    before the fault (its ready line, a stats line, the orchestrator's readiness or benchmark); request lines
-    or step-loop frames ahead of start-up frames; start-up frames, start-up stage lines with no ready line,
-    the fault before the orchestrator saw the workers ready or while it still waited; then the cause's own
-    phase (serving); step-loop frames; else a runtime death (the default)."""
+    """The incident's phase from evidence, in this order: a start-up-only cause (``cause phase``); the endpoint
+    ready before the fault (its ready line, a stats line, the orchestrator's readiness or benchmark: ``readiness``);
+    request lines in its files (``serving evidence``); start-up code named in its lines with no serving code, the
+    fault before the orchestrator saw the workers ready, start-up stage lines with no ready line or the orchestrator
+    still waiting (``never ready``); a serving-only cause (``cause phase``); serving code or a request id in its
+    lines (``serving evidence``); else a runtime death (``no evidence: default``)."""
     causes = [f.cause for _, _, f in group]
     if cause := next((c for c in causes if c in STARTUP_CAUSES), None):
         return Phase("startup", "cause phase", f"a start-up-only cause ({cause})")
@@ -117,7 +118,7 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
     serving = _marker(texts, RUNTIME_MARKERS)
     if serving is None and (m := _marker(texts, STARTUP_MARKERS)):
-        return Phase("startup", "never ready", f"its traceback runs through start-up code ({m})")
+        return Phase("startup", "never ready", f"its lines name start-up code ({m})")
     if ready is not None and first is not None:
         return Phase("startup", "never ready", "it came before the orchestrator saw the workers ready")
     if why := _never_ready(run, group):
@@ -125,7 +126,7 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     if cause := next((c for c in causes if c in SERVING_CAUSES), None):
         return Phase("runtime", "cause phase", f"a serving-only cause ({cause})")
     if serving is not None:
-        return Phase("runtime", "serving evidence", f"its traceback runs through serving code ({serving})")
+        return Phase("runtime", "serving evidence", f"its lines name serving code or a request ({serving})")
     return Phase("runtime", "no evidence: default", "no line says whether the endpoint was ready")
 
 
