@@ -20,6 +20,7 @@ from .formats import declare, record_parser
 from .records import Fault, Header
 
 TAXONOMY_PATH = Path(__file__).with_name("catalog") / "faults.toml"
+PHASES = ("startup", "serving", "any")   # when a cause can happen (catalog/faults.toml's header)
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Cause:
     text: str                        # what the cause means, for findings
     fatal: bool = False              # kills the engine by itself: an incident's root cause
     death: bool = False              # reports a process death
-    phase: str = "any"               # startup: can only happen before serving
+    phase: str = "any"               # startup / serving: can only happen before / while serving
     triggers: tuple[str, ...] = ()
     pattern: str | None = None
     exceptions: tuple[str, ...] = ()
@@ -57,6 +58,8 @@ def _read(path: Traversable, engine: str | None) -> list[Cause]:
                       bool(entry.get("teardown", False)), bool(entry.get("specific", False)))
         if len(cause.samples) < 2:
             raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
+        if cause.phase not in PHASES:
+            raise ValueError(f"fault cause {cause.name!r}: phase {cause.phase!r} is none of {', '.join(PHASES)}")
         if cause.pattern is None and not cause.exceptions:
             raise ValueError(f"fault cause {cause.name!r} has neither a pattern nor exception names")
         out.append(cause)

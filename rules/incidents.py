@@ -1,20 +1,22 @@
 """Fault incidents (DIAG-E001 engine-dead, DIAG-E004 startup-failure) and accuracy (DIAG-A001).
 
 Faults within ``window_s`` of each other are one incident; its root cause is the most specific
-cause among them, and the incident is a startup or a runtime one by its cause, its traceback frames
-and whether the endpoint had served. :mod:`rules.runtime` registers ``fault_incident`` and
+cause among them. The incident is a startup failure only on evidence that the endpoint never became
+ready; where the log cannot tell, the cause's own phase decides, and otherwise it is a runtime death
+(:func:`_phase`); its finding says which evidence decided (``phase_by``). :mod:`rules.runtime` registers ``fault_incident`` and
 ``accuracy`` in its ``TEMPLATES``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from statistics import median
 
 from diag.parsers import engines
 from diag.parsers.faults import CAUSES, CUT, TAXONOMY, TEARDOWN, UNCLASSIFIED
-from diag.parsers.records import Fault
+from diag.parsers.records import Fault, StageMark
 
 from .catalog import Rule
 from .finding import Finding
@@ -31,15 +33,26 @@ CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death), UNCLASSIFIED.name, CUT
 DEATH = frozenset(c.name for c in TAXONOMY if c.death)
 FATAL = frozenset(c.name for c in TAXONOMY if c.fatal)
 CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}
-STARTUP_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "startup")
-RUNTIME_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "runtime")   # only a serving engine meets them
+STARTUP_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "startup")   # only a starting engine meets them
+SERVING_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "serving")   # only a serving engine meets them
 # Words in a traceback's frames or a fault's text that place it: serving code, start-up code, and an engine's
 # serving loop (an exception escaping it ends the engine, whatever its type). Core's are generic; each engine
 # adds its own function names (``ADAPTER.frames``).
 RUNTIME_MARKERS = ("serving_", "completion", "generate", "step", *engines.frames("runtime"))
 STARTUP_MARKERS = ("load_model", "__init__", "initialization failed", "failed to start", "capture_end",
-                   *engines.frames("startup"))
+                   "ncclCommInitRank", "init_process_group", *engines.frames("startup"))  # a communicator's creation
 SERVING_LOOP_MARKERS = engines.frames("serving_loop")
+# What decided an incident's phase (its finding's evidence ``phase_by``; :func:`_phase` gives the order).
+PHASE_BY = ("cause phase", "readiness", "serving evidence", "never ready", "no evidence: default")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """An incident's phase (startup | runtime), what decided it (one of :data:`PHASE_BY`) and the evidence."""
+
+    phase: str
+    by: str
+    why: str
 
 
 def _serving_loop_frames(fault: Fault) -> bool:
@@ -54,30 +67,67 @@ def _startup_frames(fault: Fault) -> bool:
     return any(m in text for m in STARTUP_MARKERS) and not any(m in text for m in RUNTIME_MARKERS)
 
 
-def served_before(run: Run, group: list[tuple[str, str, Fault]]) -> bool:
-    """Whether an endpoint of the incident had served (:mod:`rules.serving`) before its first fault."""
+def _marker(texts: list[str], markers: tuple[str, ...]) -> str | None:
+    return next((m for t in texts for m in markers if m in t), None)
+
+
+def _ready_before(run: Run, group: list[tuple[str, str, Fault]]) -> str | None:
+    """What shows an endpoint of the incident ready (:mod:`rules.serving`) before its first fault, if anything."""
     _, file, first = group[0]
-    return any(ep.served.before(first.ts, file, first.line)
-               for eid in dict.fromkeys(e for e, _, _ in group) if (ep := run.endpoints.get(eid)) is not None)
+    for eid in dict.fromkeys(e for e, _, _ in group):
+        if (ep := run.endpoints.get(eid)) is not None and (r := ep.served.before(first.ts, file, first.line)):
+            return f"{r.what} ({r.file.rsplit('/', 1)[-1]}:{r.line}) before it"
+    return None
 
 
-def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str:
-    """startup or runtime, from evidence: a startup-only cause, then whether the endpoint had served
-    before the fault (work in its stats, KV transfers, server up, requests, the benchmark), then the traceback frames, then the
-    orchestrator's readiness time. Nothing says it served: startup."""
-    if any(f.cause in STARTUP_CAUSES for _, _, f in group):
-        return "startup"
-    if any(f.cause in RUNTIME_CAUSES for _, _, f in group) or served_before(run, group):
-        return "runtime"
-    texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
-    if any(m in t for t in texts for m in RUNTIME_MARKERS):
-        return "runtime"
-    if any(m in t for t in texts for m in STARTUP_MARKERS):
-        return "startup"
+def _never_ready(run: Run, group: list[tuple[str, str, Fault]]) -> str | None:
+    """What shows the incident's endpoints starting and never ready, if anything: their start-up stage lines
+    before the fault and no readiness evidence at all, or the orchestrator still waiting for workers."""
+    _, file, first = group[0]
+    eps = [ep for eid in dict.fromkeys(e for e, _, _ in group) if (ep := run.endpoints.get(eid)) is not None]
+    if eps and not any(ep.served.evidence or ep.startup.ready_at for ep in eps):
+        for ep in eps:
+            mark = next((r for f, r in ep.records if isinstance(r, StageMark) and (
+                (r.ts is not None and first.ts is not None and r.ts <= first.ts) or (f == file and r.line < first.line))),
+                None)
+            if mark is not None and (cur := ep.startup.current) is not None and cur.stage not in ("ready", "serving"):
+                return f"its start-up lines reach {cur.label} and no ready line follows"
+    polls = [r for _, r in run.lifecycle if r.event == "not_ready"]
+    if polls and run.ready_at() is None:
+        return f"the orchestrator was still waiting for workers ({number(len(polls))} not-ready poll(s), no ready)"
+    return None
+
+
+def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> Phase:
+    """The incident's phase from evidence, in this order: a start-up-only cause (``cause phase``); the endpoint
+    ready before the fault (its ready line, a stats line, the orchestrator's readiness or benchmark: ``readiness``);
+    request lines in its files (``serving evidence``); start-up code named in its lines with no serving code, the
+    fault before the orchestrator saw the workers ready, start-up stage lines with no ready line or the orchestrator
+    still waiting (``never ready``); a serving-only cause (``cause phase``); serving code or a request id in its
+    lines (``serving evidence``); else a runtime death (``no evidence: default``)."""
+    causes = [f.cause for _, _, f in group]
+    if cause := next((c for c in causes if c in STARTUP_CAUSES), None):
+        return Phase("startup", "cause phase", f"a start-up-only cause ({cause})")
+    if why := _ready_before(run, group):
+        return Phase("runtime", "readiness", why)
     first = group[0][2].ts
+    if ready is not None and first is not None and first >= ready:
+        return Phase("runtime", "readiness", "the orchestrator saw the workers ready before it")
+    if any(ep.served.requests for eid in {e for e, _, _ in group} if (ep := run.endpoints.get(eid))):
+        return Phase("runtime", "serving evidence", "request lines in its log")
+    texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
+    serving = _marker(texts, RUNTIME_MARKERS)
+    if serving is None and (m := _marker(texts, STARTUP_MARKERS)):
+        return Phase("startup", "never ready", f"its lines name start-up code ({m})")
     if ready is not None and first is not None:
-        return "runtime" if first >= ready else "startup"
-    return "startup"
+        return Phase("startup", "never ready", "it came before the orchestrator saw the workers ready")
+    if why := _never_ready(run, group):
+        return Phase("startup", "never ready", why)
+    if cause := next((c for c in causes if c in SERVING_CAUSES), None):
+        return Phase("runtime", "cause phase", f"a serving-only cause ({cause})")
+    if serving is not None:
+        return Phase("runtime", "serving evidence", f"its lines name serving code or a request ({serving})")
+    return Phase("runtime", "no evidence: default", "no line says whether the endpoint was ready")
 
 
 def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[list[tuple[str, str, Fault]]]:
@@ -96,20 +146,22 @@ def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[li
     return groups
 
 
-def fatal_phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> str | None:
+def fatal_phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> Phase | None:
     """The phase of an incident that killed or kept an engine from starting, None when it did not:
     a death or fatal cause in it, a traceback cut inside start-up code before any serving (an
     exception escaping an engine's construction stops it from starting, whatever its type), or one cut
     inside an engine's serving loop (an exception escaping it ends the engine, whatever its type)."""
     causes = {f.cause for _, _, f in group}
+    cut = [f for _, _, f in group if f.cause == CUT.name]
+    if not causes & (DEATH | FATAL) and not any(_startup_frames(f) or _serving_loop_frames(f) for f in cut):
+        return None
+    phase = _phase(run, group, ready)
     if causes & (DEATH | FATAL):
-        return _phase(run, group, ready)
-    if any(f.cause == CUT.name and _startup_frames(f) for _, _, f in group) and \
-            _phase(run, group, ready) == "startup":
-        return "startup"
-    if any(f.cause == CUT.name and _serving_loop_frames(f) for _, _, f in group) and \
-            _phase(run, group, ready) == "runtime":
-        return "runtime"
+        return phase
+    if any(_startup_frames(f) for f in cut) and phase.phase == "startup":
+        return phase
+    if any(_serving_loop_frames(f) for f in cut) and phase.phase == "runtime":
+        return phase
     return None
 
 
@@ -119,7 +171,8 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
     ready = run.ready_at()
     out = []
     for group in _incidents(faults, float(p["window_s"])):
-        if fatal_phase(run, group, ready) != p["phase"]:
+        phase = fatal_phase(run, group, ready)
+        if phase is None or phase.phase != p["phase"]:
             continue
         root = min(group, key=lambda t: (CAUSE_RANK.index(t[2].cause) if t[2].cause in CAUSE_RANK else 99,
                                           t[2].ts or _EPOCH, t[2].line))
@@ -135,10 +188,12 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
         if len(group) > 1:
             msg += f"; {number(len(group) - 1)} follow-on error(s) folded in" + (
                 f" across {', '.join(endpoints)}" if len(endpoints) > 1 else "")
+        msg += f"; phase by {phase.by}: {phase.why}"
         out.append(_finding(rule, msg, endpoint=eid, first_ts=group[0][2].ts, last_ts=group[-1][2].ts,
                             location=_loc(file, fault.traceback_line or fault.line),
                             evidence={"root_cause": fault.cause, "faults": dict(fan), "endpoints": endpoints,
-                                      "line": fault.message[:300]}))
+                                      "line": fault.message[:300], "phase_by": phase.by,
+                                      "phase_evidence": phase.why}))
     if p["phase"] == "startup":
         out.extend(_readiness_stall(rule, run))
     return out

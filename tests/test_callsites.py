@@ -79,7 +79,7 @@ SERVING = ("(APIServer pid=7) INFO 09-03 19:31:{ss} [loggers.py:271] Engine 000:
 
 @pytest.mark.parametrize(("at", "version", "served", "codes"), [
     ("core.py:1759", "0.34.0", True, ["DIAG-E001"]),      # 'EngineCore encountered a fatal error.' after serving
-    ("core.py:1759", "0.34.0", False, ["DIAG-E004"]),     # the same death before any request
+    ("core.py:1759", "0.34.0", False, ["DIAG-E004"]),     # the same death after its start-up line, no ready line
     ("core.py:1584", "0.33.0", True, ["DIAG-E004"]),      # 'EngineCore failed to start.': start-up by its cause
 ])
 def test_a_named_death_after_serving_is_a_runtime_death(tmp_path: Path, at: str, version: str, served: bool,
@@ -92,4 +92,5 @@ def test_a_named_death_after_serving_is_a_runtime_death(tmp_path: Path, at: str,
     log.write_text(head + stats + FRAMES.format(at=at), encoding="utf-8")
     report = report_of([str(log)])
     assert sorted(f.code for f in report.findings if f.severity in ("warning", "error")) == codes
-    assert report.findings[0].evidence["root_cause"] == ("engine_dead" if at == "core.py:1759" else "engine_failed_start")
+    assert report.findings[0].evidence["root_cause"] == ("engine_core_fatal" if at == "core.py:1759"
+                                                         else "engine_failed_start")

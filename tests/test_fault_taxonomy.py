@@ -68,8 +68,10 @@ def test_teardown_lines_are_no_part_of_an_incident(tmp_path) -> None:
         "(APIServer pid=1) ERROR 08-06 12:44:06 [serving.py:1] ConnectionRefusedError: [Errno 111] Connection refused",
     )) + "\n")
     found = [f for f in report_of([str(log)]).findings if f.severity != "info"]
-    assert [(f.code, f.evidence["root_cause"]) for f in found] == [("DIAG-E004", "oom")]   # it never served
-    assert found[0].evidence["faults"] == {"oom": 1, "engine_dead": 1}
+    # nothing says whether it was ready; the busy loop's death line says it was serving
+    assert [(f.code, f.evidence["root_cause"], f.evidence["phase_by"]) for f in found] == [
+        ("DIAG-E001", "oom", "cause phase")]
+    assert found[0].evidence["faults"] == {"oom": 1, "engine_core_fatal": 1}
 
 
 @pytest.mark.parametrize("prefix", ["", "(EngineCore pid=9) ", "(EngineCore_DP0 pid=9) ERROR 08-06 12:00:00 [core.py:1] ",

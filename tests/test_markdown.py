@@ -91,7 +91,7 @@ def test_engine_crash_names_its_root_cause_owner_and_failure_time() -> None:
     assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB." in text  # the log's own line
     assert "`samples/runs/engine-crash/logs/gb200-r05-n15_decode_w0.out:703`" in text
     assert "report it to the vllm maintainers with the build (vLLM v0.26.1)" in text      # the engine's next step
-    assert "15 consequence(s) after the failure" in _golden("engine-crash", "Set aside")
+    assert "16 consequence(s) after the failure" in _golden("engine-crash", "Set aside")  # busy-loop death: its own
     timeline = _golden("engine-crash", "Timeline")
     assert "| 09-03 04:03:01 | error | decode-w0 | first error: CUDA out of memory |" in timeline
     assert "\n*39 more events not shown (1 stage, 35 startup, 1 benchmark, 2 teardown);" in timeline

@@ -22,14 +22,16 @@ RUNS = ROOT / "samples" / "runs"
 
 # name -> failed at, first error's file:line (under logs/), [(code, endpoint, fault cause, owner)],
 #         consequences (entries, codes, fault lines after the failure, of them teardown lines), noise entries
+# The busy-loop death line (vLLM's "EngineCore encountered a fatal error.") is its own cause, engine_core_fatal
+# (phase serving), so the crash samples set aside one more row than when it was folded into engine_dead.
 EXPECT = {
     "engine-crash": ("2026-09-03T04:03:01+00:00", "gb200-r05-n15_decode_w0.out:703",
-                     [("DIAG-E001", "decode-w0", "oom", "engine")], (15, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
+                     [("DIAG-E001", "decode-w0", "oom", "engine")], (16, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
     "block-size-crash": ("2026-09-03T04:03:01+00:00", "gb200-r05-n15_decode_w0.out:735",
                          [("DIAG-E001", "decode-w0", "kv_block_size", "recipe")],
-                         (16, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
+                         (17, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
     "ds-layout-crash": ("2026-09-03T04:03:01+00:00", "gb200-r05-n15_decode_w0.out:731",
-                        [("DIAG-E004", "decode-w0", "ds_layout", "recipe")], (15, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
+                        [("DIAG-E004", "decode-w0", "ds_layout", "recipe")], (16, {"DIAG-E002", "DIAG-E003"}, 14, 5), 0),
     "startup-stuck": ("2026-08-27T18:15:44+00:00", None, [("DIAG-S001", "decode-w0", None, "unknown")],
                       (0, set(), 0, 0), 0),
     "startup-stall": ("2026-08-27T18:13:37+00:00", "sweep_5010560.log:71",
@@ -44,7 +46,7 @@ EXPECT = {
                       [("DIAG-E002", "decode-w0", None, "unknown")], (10, {"DIAG-E003"}, 9, 6), 0),
     # the derived failure samples (samples/derived.py)
     "oom-teardown-storm": ("2026-09-03T04:03:01+00:00", "gb200-r05-n15_decode_w0.out:703",
-                           [("DIAG-E001", "decode-w0", "oom", "engine")], (25, {"DIAG-E002", "DIAG-E003"}, 54, 40), 0),
+                           [("DIAG-E001", "decode-w0", "oom", "engine")], (26, {"DIAG-E002", "DIAG-E003"}, 54, 40), 0),
     "kv-registration-zero-tokens": ("2026-09-24T11:27:06.404118+00:00", "gb200-r02-n15_decode_w0.out:126",
                                     [("DIAG-E002", "decode-w0", "rdma_registration", "infra"),
                                      ("DIAG-V001", None, None, "benchmark"), ("DIAG-V002", None, None, "unknown"),
@@ -111,7 +113,7 @@ def test_failed_run_text_shows_the_short_form_under_the_verdict() -> None:
     below = "\n".join(lines[at:at + 12])
     assert "failed at    09-03 04:03:01: DIAG-E001 decode-w0: CUDA out of memory" in below
     assert "root cause   decode-w0: CUDA out of memory — owner engine" in below
-    assert "set aside    15 consequence(s) after the failure, 0 warning(s)" in below
+    assert "set aside    16 consequence(s) after the failure, 0 warning(s)" in below
     assert "04:03:36 benchmark failed with exit code 1" in below
 
 

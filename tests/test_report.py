@@ -191,7 +191,7 @@ def test_text_postmortem() -> None:
     assert "engine-crash: failed at 04:03:01" in res.stdout
     assert "root cause: decode-w0: CUDA out of memory — owner engine" in res.stdout
     assert "first error: CUDA out of memory at" in res.stdout and log in res.stdout
-    assert "set aside: 15 consequence(s) after the failure, 0 warning(s)" in res.stdout
+    assert "set aside: 16 consequence(s) after the failure, 0 warning(s)" in res.stdout
     assert "healthy: failed" not in res.stdout
 
 

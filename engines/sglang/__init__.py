@@ -59,7 +59,7 @@ ADAPTER = EngineAdapter(
     flag_names=known_flags,
     phrases=PHRASES,
     frames={  # the scheduler: run_event_loop, event_loop_overlap, run_batch
-        "runtime": ("event_loop", "run_batch"),
+        "runtime": ("event_loop", "run_batch", "rid="),   # rid=: a request id in a fault line
         "serving_loop": ("event_loop", "run_batch"),
     },
 )

@@ -76,7 +76,8 @@ ADAPTER = EngineAdapter(
               "srtctl_fields": "data/srtctl_fields.toml"},
     frames={  # V1's EngineCore busy loop, the workers' execute_model it waits on, the engine's construction
         "runtime": ("EngineDeadError", "output_handler", "execute_model", "RPC call", "process_input", "run_busy_loop",
-                    "get_output", "sample_tokens", "update_from_output", "synchronize_input_prep"),
+                    "get_output", "sample_tokens", "update_from_output", "synchronize_input_prep",
+                    "cmpl-"),   # a request id (cmpl-/chatcmpl-) in a fault line: it was serving
         "startup": ("determine_num_available_blocks", "profile_run", "initialize_kv_caches", "from_vllm_config",
                     "wait_for_engine_startup", "run_engine_core", "init_device", "launch_core_engines",
                     "make_async_mp_client", "capture_model"),
