@@ -163,7 +163,7 @@ def test_tail_of_a_failed_run_is_its_postmortem_and_timeline(server: Server) -> 
     (cause,) = pm["root_causes"]
     assert (cause["code"], cause["owner"], cause["cause"], cause["engine"]) == ("DIAG-E001", "engine", "oom", "vllm")
     assert pm["first_error"]["at"] == f"{path}/logs/gb200-r05-n15_decode_w0.out:703"
-    assert pm["failed_at"] == "2026-09-03T04:03:01+00:00" and len(pm["consequences"]) == 15
+    assert pm["failed_at"] == "2026-09-03T04:03:01+00:00" and len(pm["consequences"]) == 16
     assert {"stage", "ready", "error", "failure"} <= {e["kind"] for e in doc["timeline"]}
     assert all(e["at"] for e in doc["timeline"] if e["kind"] in ("error", "failure", "death"))
     assert "postmortem" in {t.name: t for t in server.portal.call(server.session.list_tools).tools}["tail"].description
