@@ -29,7 +29,7 @@ from .finding import Finding
 from .present import number
 from .runmodel import Endpoint, Run
 from .templating import Template, _finding, _loc, empty_logs, log_empty
-from .windows import bucketed, engine_rows, per_engine, windows
+from .windows import bucketed, cadence_s, engine_rows, per_engine, step_s, windows
 
 TEMPLATES: dict[str, Template] = {
     "fault_incident": incidents.fault_incident,
@@ -192,6 +192,27 @@ def engine_skew(rule: Rule, run: Run) -> list[Finding]:
 
 # ---------------------------------------------------------------- stall vs running median (B004)
 
+def _stalled_runs(df: pl.DataFrame, stalled: list[bool], p: dict[str, Any]) -> list[tuple[int, int]]:
+    """[start, end) runs of consecutive stalled lines long enough to be a stall: at least ``min_lines`` lines
+    covering at least ``stall_s`` (a line reports the interval before it: the run covers its first line's
+    interval too, one cadence of the engine's own series), so a sparse log's two lines a minute apart are a
+    stall and a dense log's two lines 5 s apart are not yet."""
+    ts = df["ts"].to_list()
+    step = cadence_s(ts) or float(p["batch_interval_s"])
+    out, start = [], None
+    for i, s in enumerate([*stalled, False]):
+        if s and start is None:
+            start = i
+        elif not s and start is not None:
+            first, last = ts[start], ts[i - 1]
+            covered = ((last - first).total_seconds() + step if first is not None and last is not None
+                       else (i - start) * step)   # lines without a time: each one interval
+            if i - start >= p["min_lines"] and covered >= p["stall_s"]:
+                out.append((start, i))
+            start = None
+    return out
+
+
 @template("stall_vs_median")
 def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
@@ -203,57 +224,43 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
         for eng in ep.engines:
             df = engine_rows(ep.stats, eng, float(p["batch_interval_s"]) if ep.per_batch_stats else None)
             busy = df.filter(pl.col("running") > 0)
-            if busy.height < p["min_intervals"]:
+            if busy.height < p["min_lines"]:
                 continue
             med = busy[col].median() or 0.0
             if med < p["min_median"]:
                 out.extend(_zero_stall(rule, ep, eng, df))
                 continue
             if busy.height < p["min_intervals"] + 2:
-                continue
+                continue   # too few busy lines for a median to compare with
             stalled = ((df["running"] > 0) & (df[col] < p["stall_frac"] * med)).to_list()
-            run_start = None
-            for i, s in enumerate([*stalled, False]):
-                if s and run_start is None:
-                    run_start = i
-                elif not s and run_start is not None:
-                    n = i - run_start
-                    if n >= p["min_intervals"]:
-                        sub = df[run_start:i]
-                        out.append(_finding(
-                            rule, f"engine {eng} of {ep.id} had {number(sub['running'].mean())} requests running but "
-                            f"{col.replace('_tps', '')} throughput {sub[col].mean():,.1f} tok/s, below "
-                            f"{p['stall_frac']:,.0%} of its median {med:,.1f}, for {number(n)} consecutive stats lines",
-                            endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=i == len(stalled),
-                            location=_loc(sub["file"][0], sub["line"][0]),
-                            evidence={"engine": eng, "intervals": n, "median_tps": round(med, 1),
-                                      "stalled_tps": round(sub[col].mean(), 1)}))
-                    run_start = None
+            for a, b in _stalled_runs(df, stalled, p):
+                n, sub = b - a, df[a:b]
+                out.append(_finding(
+                    rule, f"engine {eng} of {ep.id} had {number(sub['running'].mean())} requests running but "
+                    f"{col.replace('_tps', '')} throughput {sub[col].mean():,.1f} tok/s, below "
+                    f"{p['stall_frac']:,.0%} of its median {med:,.1f}, for {number(n)} consecutive stats lines",
+                    endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=b == len(stalled),
+                    location=_loc(sub["file"][0], sub["line"][0]),
+                    evidence={"engine": eng, "intervals": n, "median_tps": round(med, 1),
+                              "stalled_tps": round(sub[col].mean(), 1)}))
     return out
 
 
 def _zero_stall(rule: Rule, ep: Endpoint, eng: str, df: pl.DataFrame) -> list[Finding]:
-    """No productive interval to compare with: requests running and zero throughput (prompt and
-    generation) in at least min_intervals consecutive stats lines is a stall by itself."""
+    """No productive interval to compare with: requests running and throughput below ``min_median`` (prompt and
+    generation: nothing moves) over a stall (:func:`_stalled_runs`) is a stall by itself; the longest is reported."""
     p = rule.params
-    zero = ((df["running"] > 0) & (df["prompt_tps"].fill_null(0) <= 0) & (df["gen_tps"].fill_null(0) <= 0)).to_list()
-    best: tuple[int, int] | None = None
-    start = None
-    for i, z in enumerate([*zero, False]):
-        if z and start is None:
-            start = i
-        elif not z and start is not None:
-            if i - start >= p["min_intervals"] and (best is None or i - start > best[1] - best[0]):
-                best = (start, i)
-            start = None
-    if best is None:
+    zero = ((df["running"] > 0) & (df["prompt_tps"].fill_null(0) < p["min_median"])
+            & (df["gen_tps"].fill_null(0) < p["min_median"])).to_list()
+    runs = _stalled_runs(df, zero, p)
+    if not runs:
         return []
-    sub = df[best[0]:best[1]]
-    n = best[1] - best[0]
+    a, b = max(runs, key=lambda r: r[1] - r[0])
+    sub, n = df[a:b], b - a
     return [_finding(rule, f"engine {eng} of {ep.id} had {number(sub['running'].mean())} requests running and zero "
                      f"prompt and generation throughput for {number(n)} consecutive stats lines"
                      + (" (every stats line of the log)" if n == df.height else ""),
-                     endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=best[1] == len(zero),
+                     endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=b == len(zero),
                      location=_loc(sub["file"][0], sub["line"][0]),
                      evidence={"engine": eng, "intervals": n, "median_tps": 0.0, "stalled_tps": 0.0,
                                "zero_throughput": True, "window_short": n == df.height})]
@@ -272,6 +279,27 @@ def _bridge_refills(cond: list[bool], refill: list[bool]) -> list[bool]:
     return out
 
 
+def _evicting_stretches(buckets: list[datetime], full: list[bool], evictions: list[datetime],
+                        step: float) -> list[bool]:
+    """Per bucket: whether it lies in a stretch of consecutive full buckets in which (or within one ``step``
+    after which) the engine preempted or retracted a request (a logged eviction): the pool was not merely
+    high but exhausted, over the whole stretch, queue or not."""
+    out = [False] * len(buckets)
+    i = 0
+    while i < len(buckets):
+        if not full[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(buckets) and full[j + 1] and (buckets[j + 1] - buckets[j]).total_seconds() <= 2 * step:
+            j += 1
+        lo, hi = buckets[i], buckets[j] + timedelta(seconds=2 * step)
+        if any(lo <= t < hi for t in evictions):
+            out[i:j + 1] = [True] * (j + 1 - i)
+        i = j + 1
+    return out
+
+
 @template("window_threshold")
 def window_threshold(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
@@ -284,16 +312,23 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
               .agg(kv=pl.col("kv_usage").max(), waiting=pl.col("waiting").sum(),
                    preempt=pl.col("preemptions").fill_null(0).sum(),
                    prompt=pl.col("prompt_tps").fill_null(0).sum()).sort("bucket"))
-        cond = _bridge_refills(((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list(),
+        buckets = df["bucket"].to_list()
+        step = step_s(buckets, iv)   # a sparse series (a paste, lines cut out): one observation per its cadence
+        gap = float(p.get("max_gap_s", 0))
+        full = (df["kv"] >= p["kv_usage"]).fill_null(False).to_list()
+        evicted = _evicting_stretches(buckets, full, [t for _, r in ep.of(Preemption) if (t := r.ts) is not None], step)
+        cond = _bridge_refills([f and (w > 0 or n > 0 or e) for f, w, n, e in
+                                zip(full, df["waiting"].fill_null(0), df["preempt"], evicted, strict=True)],
                                ((df["waiting"] > 0) & (df["prompt"] > 0)).to_list())
         kv_by_ts = None
-        buckets = df["bucket"].to_list()
-        found = windows(buckets, cond, for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s)
+        found = windows(buckets, cond, for_s=rule.for_s, interval_s=step, keep_firing_for_s=rule.keep_firing_for_s,
+                        max_gap_s=gap)
         # a log shorter than the rule's window: fire on all the evidence there is, at most short_severity
-        span = (buckets[-1] - buckets[0]).total_seconds() + iv if buckets else 0.0
+        span = (buckets[-1] - buckets[0]).total_seconds() + step if buckets else 0.0
         short = not found and span < rule.for_s and "short_min_intervals" in p
-        if short:
-            found = windows(buckets, cond, for_s=int(p["short_min_intervals"]) * iv, interval_s=iv)
+        if short:   # that many consecutive observations, in distinct intervals: the queue stood over real time
+            found = [w for w in windows(buckets, cond, for_s=0, interval_s=step, max_gap_s=gap)
+                     if len(w.rows) >= int(p["short_min_intervals"])]
         for w in found:
             sub = df[list(w.rows)]
             ev: dict[str, Any] = {"kv_pct_min": sub["kv"].min(), "kv_pct_max": sub["kv"].max(),
