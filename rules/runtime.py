@@ -227,11 +227,10 @@ def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
             if busy.height < p["min_lines"]:
                 continue
             med = busy[col].median() or 0.0
-            if med < p["min_median"]:
+            if med < p["min_median"] or busy.height < p["min_intervals"] + 2:
+                # no productive interval, or too few busy lines for a median: compared with zero instead
                 out.extend(_zero_stall(rule, ep, eng, df))
                 continue
-            if busy.height < p["min_intervals"] + 2:
-                continue   # too few busy lines for a median to compare with
             stalled = ((df["running"] > 0) & (df[col] < p["stall_frac"] * med)).to_list()
             for a, b in _stalled_runs(df, stalled, p):
                 n, sub = b - a, df[a:b]
@@ -323,12 +322,13 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
         kv_by_ts = None
         found = windows(buckets, cond, for_s=rule.for_s, interval_s=step, keep_firing_for_s=rule.keep_firing_for_s,
                         max_gap_s=gap)
-        # a log shorter than the rule's window: fire on all the evidence there is, at most short_severity
-        span = (buckets[-1] - buckets[0]).total_seconds() + step if buckets else 0.0
-        short = not found and span < rule.for_s and "short_min_intervals" in p
+        # the log cut a window short (it begins or ends inside it: a paste, a run cut off): fire on all the
+        # evidence there is, at most short_severity; a window inside the log that ended before for_s did not last
+        short = not found and "short_min_intervals" in p
         if short:   # that many consecutive observations, in distinct intervals: the queue stood over real time
             found = [w for w in windows(buckets, cond, for_s=0, interval_s=step, max_gap_s=gap)
-                     if len(w.rows) >= int(p["short_min_intervals"])]
+                     if len(w.rows) >= int(p["short_min_intervals"]) and (w.rows[0] == 0 or w.open)]
+        span = (buckets[-1] - buckets[0]).total_seconds() + step if buckets else 0.0
         for w in found:
             sub = df[list(w.rows)]
             ev: dict[str, Any] = {"kv_pct_min": sub["kv"].min(), "kv_pct_max": sub["kv"].max(),
@@ -339,13 +339,18 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
             fc = kv_trend.forecast(kv_by_ts, w.start, int(p.get("forecast_samples", 6)))
             msg = (f"KV cache at {ev['kv_pct_min']:,.1f}-{ev['kv_pct_max']:,.1f} % for {w.seconds:,.0f} s with up to "
                    f"{number(ev['waiting_max'])} waiting and {number(ev['preemptions'])} preemptions")
+            if any(evicted[i] for i in w.rows):
+                ev["evicted"] = True
+                msg += "; the engine evicted requests from the full cache (preemptions or retractions logged)"
             if fc:
                 ev["forecast"] = fc
                 msg += (f"; it had risen {fc['from_pct']:,.0f}->{fc['to_pct']:,.0f} % at "
                         f"{fc['kv_rise_pct_per_min']:,.1f} %/min (full in ~{fc['time_to_full_s']:,.0f} s at that rate)")
             if short:
                 ev["window_short"] = True
-                msg += f" (the log holds only {span:,.0f} s of stats: short window, every interval in it)"
+                msg += (f" (the log holds only {span:,.0f} s of stats: short window, every interval in it)"
+                        if w.rows[0] == 0 and w.open else
+                        f" (the log {'ends' if w.open else 'begins'} inside it: short window, {w.seconds:,.0f} s seen)")
                 out.append(replace(_finding(rule, msg, endpoint=ep.id, first_ts=w.start, last_ts=w.end, open=w.open,
                                             evidence=ev), severity=p.get("short_severity", rule.severity)))
                 continue
@@ -370,8 +375,13 @@ def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, An
             for row in hit.iter_rows(named=True):
                 counts["stats"] += row["preemptions"]
                 items.append((row["file"], row))
+        last: dict[str, int] = {}   # per file: the engine's cumulative preemption counter at its last warning
         for f, r in ep.of(Preemption):
-            counts[f"v0-{r.mode}"] += 1
+            cum = r.cumulative
+            # V0 warns at its 1st, 51st, 101st ... preemption with the running total: the total's rise is the count
+            counts[f"v0-{r.mode}"] += cum - last[f] if cum is not None and f in last and cum > last[f] else 1
+            if cum is not None:
+                last[f] = cum
             items.append((f, r))
     elif signal == "kv_failures":
         for f, r in ep.of(NixlFailure):
