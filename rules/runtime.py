@@ -339,9 +339,9 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
             fc = kv_trend.forecast(kv_by_ts, w.start, int(p.get("forecast_samples", 6)))
             msg = (f"KV cache at {ev['kv_pct_min']:,.1f}-{ev['kv_pct_max']:,.1f} % for {w.seconds:,.0f} s with up to "
                    f"{number(ev['waiting_max'])} waiting and {number(ev['preemptions'])} preemptions")
-            if any(evicted[i] for i in w.rows):
-                ev["evicted"] = True
-                msg += "; the engine evicted requests from the full cache (preemptions or retractions logged)"
+            if any(evicted[i] and not (df["waiting"][i] or df["preempt"][i]) for i in w.rows):
+                ev["evicted"] = True   # intervals without a queue or a counted preemption: the evictions logged say it
+                msg += "; requests were evicted from the full cache (preemption or retraction lines logged)"
             if fc:
                 ev["forecast"] = fc
                 msg += (f"; it had risen {fc['from_pct']:,.0f}->{fc['to_pct']:,.0f} % at "
