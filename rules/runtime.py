@@ -118,7 +118,9 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
         cond = saturated & idle
     out = []
     ts = df["bucket"].to_list()
-    for w in windows(ts, cond.to_list(), for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s):
+    # a sparse series (a paste, lines cut out): one observation stands for its own cadence
+    for w in windows(ts, cond.to_list(), for_s=rule.for_s, interval_s=step_s(ts, iv),
+                     keep_firing_for_s=rule.keep_firing_for_s):
         sub = df[list(w.rows)]
         ev = {
             "window_s": w.seconds, "prefill_waiting_per_engine": round(sub["waiting"].mean(), 2),

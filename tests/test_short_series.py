@@ -208,13 +208,12 @@ def test_a_ramp_up_is_not_filling(shape: str, data: st.DataObject, idle_first: b
 @given(shape=st.sampled_from(SHAPES), data=st.data(), n=st.integers(2, 10))
 def test_requests_in_flight_without_throughput_are_a_stall(shape: str, data: st.DataObject, n: int) -> None:
     """Requests running and no throughput on every line, the lines spanning at least stall_s: B004 (with nothing
-    to compare with, zero is the measure); the same lines with nothing running are idle: no B004."""
+    to compare with, zero is the measure; the same lines with nothing running are idle: the first property)."""
     ts = data.draw(times(n))
     assume((ts[-1] - ts[0]).total_seconds() >= B004["stall_s"])
     kv = data.draw(st.floats(0, 90))
     stuck = [Point(t, running=data.draw(st.integers(1, 256)), kv=kv) for t in ts]
     assert "DIAG-B004" in judge(shape, stuck)
-    assert "DIAG-B004" not in judge(shape, [replace(p, running=0) for p in stuck])
 
 
 @PROPERTY
