@@ -36,13 +36,14 @@ def forecast(kv: pl.DataFrame, before: datetime, samples: int) -> dict[str, Any]
             "time_to_full_s": round(max(0.0, (100 - ys[-1]) / slope), 0), "from_pct": ys[0], "to_pct": ys[-1]}
 
 
-def _rising_runs(kv: list[float | None], ok: list[bool]) -> list[tuple[int, int]]:
-    """[start, end) runs of consecutive stats lines where KV usage rose at every line and ``ok`` held (a
-    line without KV usage, as some stats lines are, ends a run)."""
+def _rising_runs(kv: list[float | None], ok: list[bool], dip: float = 0.0) -> list[tuple[int, int]]:
+    """[start, end) runs of two or more consecutive stats lines where ``ok`` held and KV usage never fell by more
+    than ``dip`` points from one line to the next (monotone-ish: a finished request's blocks freed, a usage
+    rounded to whole percent); a line without KV usage, as some stats lines are, ends a run."""
     runs, start = [], None
     for i in range(len(kv)):
         here = bool(ok[i]) and kv[i] is not None
-        if here and start is not None and kv[i] > kv[i - 1]:  # type: ignore[operator]
+        if here and start is not None and kv[i] >= kv[i - 1] - dip:  # type: ignore[operator]
             continue
         if start is not None and i - start > 1:
             runs.append((start, i))
@@ -52,36 +53,48 @@ def _rising_runs(kv: list[float | None], ok: list[bool]) -> list[tuple[int, int]
     return runs
 
 
+def _ramp_up(running: list[int], a: int, b: int, frac: float) -> bool:
+    """Whether KV rose over lines [a, b) because requests were being admitted, not because running ones grew:
+    the line before was idle (nothing running: start-up or an idle spell), or the run began with fewer than
+    ``frac`` of the requests it ended with."""
+    return (a > 0 and running[a - 1] == 0) or running[a] < frac * running[b - 1]
+
+
 def kv_filling(rule: Rule, run: Run) -> list[Finding]:
-    """An engine whose KV usage rises at every stats line while nobody waits yet and ends at or above
-    ``kv_usage``: running requests grow their KV each token, and nothing is released; at 100 % the
-    engine preempts (V1 recomputes) or, on old builds, stalls. The forecast says when."""
+    """An engine whose KV usage rises over consecutive stats lines while nobody waits yet, by at least ``rise_pp``
+    points to ``kv_usage`` % or more, full within ``horizon_s`` at the fitted rate: running requests grow their KV
+    each token, and nothing is released; at 100 % the engine preempts (V1 recomputes) or, on old builds, stalls.
+    A rise that is a ramp-up (requests admitted after idle) is not this."""
     p = rule.params
     out = []
     for ep in run.endpoints.values():
         if not ep.stats.height:
             continue
-        best: tuple[float, pl.DataFrame, str] | None = None
+        best: tuple[float, pl.DataFrame, str, dict[str, Any]] | None = None
         for (eng,), part in ep.stats.filter(pl.col("ts").is_not_null()).group_by(["engine"], maintain_order=True):
             df = part.sort("ts")
-            ok = ((df["running"] > 0) & (df["waiting"].fill_null(0) == 0)
+            ok = ((df["running"].fill_null(0) > 0) & (df["waiting"].fill_null(0) == 0)
                   & (df["preemptions"].fill_null(0) == 0)).to_list()
-            for a, b in _rising_runs(df["kv_usage"].to_list(), ok):
+            running = df["running"].fill_null(0).to_list()
+            for a, b in _rising_runs(df["kv_usage"].to_list(), ok, float(p.get("dip_pp", 0.0))):
                 sub = df[a:b]
-                if sub.height >= p["min_intervals"] and sub["kv_usage"][-1] >= p["kv_usage"] and \
-                        (best is None or sub["kv_usage"][-1] > best[0]):
-                    best = (sub["kv_usage"][-1], sub, str(eng))
+                kv = sub["kv_usage"]
+                if sub.height < p["min_intervals"] or kv[-1] < p["kv_usage"] or kv[-1] - kv[0] < p["rise_pp"] \
+                        or _ramp_up(running, a, b, float(p["ramp_running_frac"])):
+                    continue
+                fc = forecast(sub.select("ts", "kv_usage"), sub["ts"][-1] + timedelta(seconds=1), sub.height)
+                if fc is None or fc["time_to_full_s"] > p["horizon_s"]:
+                    continue   # flat in time (every line on one second), or too slow to matter
+                if best is None or kv[-1] > best[0]:
+                    best = (kv[-1], sub, str(eng), fc)
         if best is None:
             continue
-        last, sub, eng = best
-        fc = forecast(sub.select("ts", "kv_usage"), sub["ts"][-1] + timedelta(seconds=1), sub.height)
+        last, sub, eng, fc = best
         ev: dict[str, Any] = {"engine": eng, "intervals": sub.height, "kv_pct_from": sub["kv_usage"][0],
-                              "kv_pct_to": last, "running": int(sub["running"][-1])}
-        msg = (f"engine {eng} of {ep.id}: KV cache rose at each of {number(sub.height)} stats lines, "
-               f"{sub['kv_usage'][0]:,.1f} -> {last:,.1f} %, with {number(ev['running'])} running and nobody waiting yet")
-        if fc:
-            ev["forecast"] = fc
-            msg += f"; at {fc['kv_rise_pct_per_min']:,.1f} %/min it is full in ~{fc['time_to_full_s']:,.0f} s"
+                              "kv_pct_to": last, "running": int(sub["running"][-1]), "forecast": fc}
+        msg = (f"engine {eng} of {ep.id}: KV cache rose over {number(sub.height)} stats lines, "
+               f"{sub['kv_usage'][0]:,.1f} -> {last:,.1f} %, with {number(ev['running'])} running and nobody waiting "
+               f"yet; at {fc['kv_rise_pct_per_min']:,.1f} %/min it is full in ~{fc['time_to_full_s']:,.0f} s")
         out.append(_finding(rule, msg, endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1],
                             open=sub["ts"][-1] == ep.stats["ts"].max(), location=_loc(sub["file"][0], sub["line"][0]),
                             evidence=ev))

@@ -278,7 +278,7 @@ def exported_for(rule: Rule) -> float:
     module docstring), so a window of ``for`` seconds is ``for`` minus one interval after the first."""
     p = rule.params
     if rule.template == "stall_vs_median":
-        return max(0.0, (int(p.get("min_intervals", 1)) - 1) * STATS_INTERVAL_S)
+        return max(0.0, float(p.get("stall_s", STATS_INTERVAL_S)) - STATS_INTERVAL_S)
     if rule.for_s and rule.template in ("role_balance", "engine_skew", "window_threshold"):
         return max(0.0, rule.for_s - float(p.get("interval_s", STATS_INTERVAL_S)))
     return rule.for_s

@@ -1,9 +1,9 @@
 """The coded templates behind the runtime rules. A template reads its thresholds from the rule.
 
-Templates here: role_balance (prefill- vs decode-bound), engine_skew, stall_vs_median,
-window_threshold, presence, absence, capacity, noise_ratio; fault_incident and accuracy are in
-:mod:`rules.incidents`, startup_stage in :mod:`rules.startup_rule` (registered here too: ``TEMPLATES``
-is the one registry).
+Templates here: role_balance (prefill- vs decode-bound), engine_skew, window_threshold, presence,
+absence, capacity, noise_ratio; fault_incident and accuracy are in :mod:`rules.incidents`, startup_stage in
+:mod:`rules.startup_rule`, kv_filling in :mod:`rules.kv_trend`, stall_vs_median in :mod:`rules.stall`
+(registered here too: ``TEMPLATES`` is the one registry).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from diag.parsers.engine import SAYS
 from diag.parsers.faults import TAXONOMY
 from diag.parsers.records import Fault, KVExpiry, KVLoadFailure, NixlFailure, Preemption
 
-from . import effective, incidents, kv_trend, startup_rule, validity
+from . import effective, incidents, kv_trend, stall, startup_rule, validity
 from .catalog import Rule
 from .finding import Finding
 from .present import number
 from .runmodel import Endpoint, Run
 from .templating import Template, _finding, _loc, empty_logs, log_empty
-from .windows import bucketed, engine_rows, per_engine, windows
+from .windows import bucketed, per_engine, step_s, windows
 
 TEMPLATES: dict[str, Template] = {
     "fault_incident": incidents.fault_incident,
@@ -39,6 +39,7 @@ TEMPLATES: dict[str, Template] = {
     "startup_stage": startup_rule.startup_stage,
     "run_validity": validity.run_validity,
     "kv_filling": kv_trend.kv_filling,
+    "stall_vs_median": stall.stall_vs_median,
 }
 
 
@@ -118,7 +119,9 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
         cond = saturated & idle
     out = []
     ts = df["bucket"].to_list()
-    for w in windows(ts, cond.to_list(), for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s):
+    # a sparse series (a paste, lines cut out): one observation stands for its own cadence
+    for w in windows(ts, cond.to_list(), for_s=rule.for_s, interval_s=step_s(ts, iv),
+                     keep_firing_for_s=rule.keep_firing_for_s):
         sub = df[list(w.rows)]
         ev = {
             "window_s": w.seconds, "prefill_waiting_per_engine": round(sub["waiting"].mean(), 2),
@@ -190,75 +193,6 @@ def engine_skew(rule: Rule, run: Run) -> list[Finding]:
     return out
 
 
-# ---------------------------------------------------------------- stall vs running median (B004)
-
-@template("stall_vs_median")
-def stall_vs_median(rule: Rule, run: Run) -> list[Finding]:
-    p = rule.params
-    out = []
-    for ep in run.endpoints.values():
-        if not ep.startup.serving:
-            continue  # no request served yet: nothing can have stalled
-        col = "prompt_tps" if ep.role == "prefill" else "gen_tps"
-        for eng in ep.engines:
-            df = engine_rows(ep.stats, eng, float(p["batch_interval_s"]) if ep.per_batch_stats else None)
-            busy = df.filter(pl.col("running") > 0)
-            if busy.height < p["min_intervals"]:
-                continue
-            med = busy[col].median() or 0.0
-            if med < p["min_median"]:
-                out.extend(_zero_stall(rule, ep, eng, df))
-                continue
-            if busy.height < p["min_intervals"] + 2:
-                continue
-            stalled = ((df["running"] > 0) & (df[col] < p["stall_frac"] * med)).to_list()
-            run_start = None
-            for i, s in enumerate([*stalled, False]):
-                if s and run_start is None:
-                    run_start = i
-                elif not s and run_start is not None:
-                    n = i - run_start
-                    if n >= p["min_intervals"]:
-                        sub = df[run_start:i]
-                        out.append(_finding(
-                            rule, f"engine {eng} of {ep.id} had {number(sub['running'].mean())} requests running but "
-                            f"{col.replace('_tps', '')} throughput {sub[col].mean():,.1f} tok/s, below "
-                            f"{p['stall_frac']:,.0%} of its median {med:,.1f}, for {number(n)} consecutive stats lines",
-                            endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=i == len(stalled),
-                            location=_loc(sub["file"][0], sub["line"][0]),
-                            evidence={"engine": eng, "intervals": n, "median_tps": round(med, 1),
-                                      "stalled_tps": round(sub[col].mean(), 1)}))
-                    run_start = None
-    return out
-
-
-def _zero_stall(rule: Rule, ep: Endpoint, eng: str, df: pl.DataFrame) -> list[Finding]:
-    """No productive interval to compare with: requests running and zero throughput (prompt and
-    generation) in at least min_intervals consecutive stats lines is a stall by itself."""
-    p = rule.params
-    zero = ((df["running"] > 0) & (df["prompt_tps"].fill_null(0) <= 0) & (df["gen_tps"].fill_null(0) <= 0)).to_list()
-    best: tuple[int, int] | None = None
-    start = None
-    for i, z in enumerate([*zero, False]):
-        if z and start is None:
-            start = i
-        elif not z and start is not None:
-            if i - start >= p["min_intervals"] and (best is None or i - start > best[1] - best[0]):
-                best = (start, i)
-            start = None
-    if best is None:
-        return []
-    sub = df[best[0]:best[1]]
-    n = best[1] - best[0]
-    return [_finding(rule, f"engine {eng} of {ep.id} had {number(sub['running'].mean())} requests running and zero "
-                     f"prompt and generation throughput for {number(n)} consecutive stats lines"
-                     + (" (every stats line of the log)" if n == df.height else ""),
-                     endpoint=ep.id, first_ts=sub["ts"][0], last_ts=sub["ts"][-1], open=best[1] == len(zero),
-                     location=_loc(sub["file"][0], sub["line"][0]),
-                     evidence={"engine": eng, "intervals": n, "median_tps": 0.0, "stalled_tps": 0.0,
-                               "zero_throughput": True, "window_short": n == df.height})]
-
-
 # ---------------------------------------------------------------- threshold over a window (K001)
 
 def _bridge_refills(cond: list[bool], refill: list[bool]) -> list[bool]:
@@ -269,6 +203,27 @@ def _bridge_refills(cond: list[bool], refill: list[bool]) -> list[bool]:
     for i in range(1, len(cond) - 1):
         if not cond[i] and refill[i] and cond[i - 1] and cond[i + 1]:
             out[i] = True
+    return out
+
+
+def _evicting_stretches(buckets: list[datetime], full: list[bool], evictions: list[datetime],
+                        step: float) -> list[bool]:
+    """Per bucket: whether it lies in a stretch of consecutive full buckets in which (or within one ``step``
+    after which) the engine preempted or retracted a request (a logged eviction): the pool was not merely
+    high but exhausted, over the whole stretch, queue or not."""
+    out = [False] * len(buckets)
+    i = 0
+    while i < len(buckets):
+        if not full[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(buckets) and full[j + 1] and (buckets[j + 1] - buckets[j]).total_seconds() <= 2 * step:
+            j += 1
+        lo, hi = buckets[i], buckets[j] + timedelta(seconds=2 * step)
+        if any(lo <= t < hi for t in evictions):
+            out[i:j + 1] = [True] * (j + 1 - i)
+        i = j + 1
     return out
 
 
@@ -284,16 +239,24 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
               .agg(kv=pl.col("kv_usage").max(), waiting=pl.col("waiting").sum(),
                    preempt=pl.col("preemptions").fill_null(0).sum(),
                    prompt=pl.col("prompt_tps").fill_null(0).sum()).sort("bucket"))
-        cond = _bridge_refills(((df["kv"] >= p["kv_usage"]) & ((df["waiting"] > 0) | (df["preempt"] > 0))).to_list(),
+        buckets = df["bucket"].to_list()
+        step = step_s(buckets, iv)   # a sparse series (a paste, lines cut out): one observation per its cadence
+        gap = float(p.get("max_gap_s", 0))
+        full = (df["kv"] >= p["kv_usage"]).fill_null(False).to_list()
+        evicted = _evicting_stretches(buckets, full, [t for _, r in ep.of(Preemption) if (t := r.ts) is not None], step)
+        cond = _bridge_refills([f and (w > 0 or n > 0 or e) for f, w, n, e in
+                                zip(full, df["waiting"].fill_null(0), df["preempt"], evicted, strict=True)],
                                ((df["waiting"] > 0) & (df["prompt"] > 0)).to_list())
         kv_by_ts = None
-        buckets = df["bucket"].to_list()
-        found = windows(buckets, cond, for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s)
-        # a log shorter than the rule's window: fire on all the evidence there is, at most short_severity
-        span = (buckets[-1] - buckets[0]).total_seconds() + iv if buckets else 0.0
-        short = not found and span < rule.for_s and "short_min_intervals" in p
-        if short:
-            found = windows(buckets, cond, for_s=int(p["short_min_intervals"]) * iv, interval_s=iv)
+        found = windows(buckets, cond, for_s=rule.for_s, interval_s=step, keep_firing_for_s=rule.keep_firing_for_s,
+                        max_gap_s=gap)
+        # the log cut a window short (it begins or ends inside it: a paste, a run cut off): fire on all the
+        # evidence there is, at most short_severity; a window inside the log that ended before for_s did not last
+        short = not found and "short_min_intervals" in p
+        if short:   # that many consecutive observations, in distinct intervals: the queue stood over real time
+            found = [w for w in windows(buckets, cond, for_s=0, interval_s=step, max_gap_s=gap)
+                     if len(w.rows) >= int(p["short_min_intervals"]) and (w.rows[0] == 0 or w.open)]
+        span = (buckets[-1] - buckets[0]).total_seconds() + step if buckets else 0.0
         for w in found:
             sub = df[list(w.rows)]
             ev: dict[str, Any] = {"kv_pct_min": sub["kv"].min(), "kv_pct_max": sub["kv"].max(),
@@ -304,13 +267,18 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
             fc = kv_trend.forecast(kv_by_ts, w.start, int(p.get("forecast_samples", 6)))
             msg = (f"KV cache at {ev['kv_pct_min']:,.1f}-{ev['kv_pct_max']:,.1f} % for {w.seconds:,.0f} s with up to "
                    f"{number(ev['waiting_max'])} waiting and {number(ev['preemptions'])} preemptions")
+            if any(evicted[i] and not (df["waiting"][i] or df["preempt"][i]) for i in w.rows):
+                ev["evicted"] = True   # intervals without a queue or a counted preemption: the evictions logged say it
+                msg += "; requests were evicted from the full cache (preemption or retraction lines logged)"
             if fc:
                 ev["forecast"] = fc
                 msg += (f"; it had risen {fc['from_pct']:,.0f}->{fc['to_pct']:,.0f} % at "
                         f"{fc['kv_rise_pct_per_min']:,.1f} %/min (full in ~{fc['time_to_full_s']:,.0f} s at that rate)")
             if short:
                 ev["window_short"] = True
-                msg += f" (the log holds only {span:,.0f} s of stats: short window, every interval in it)"
+                msg += (f" (the log holds only {span:,.0f} s of stats: short window, every interval in it)"
+                        if w.rows[0] == 0 and w.open else
+                        f" (the log {'ends' if w.open else 'begins'} inside it: short window, {w.seconds:,.0f} s seen)")
                 out.append(replace(_finding(rule, msg, endpoint=ep.id, first_ts=w.start, last_ts=w.end, open=w.open,
                                             evidence=ev), severity=p.get("short_severity", rule.severity)))
                 continue
@@ -335,8 +303,13 @@ def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, An
             for row in hit.iter_rows(named=True):
                 counts["stats"] += row["preemptions"]
                 items.append((row["file"], row))
+        last: dict[str, int] = {}   # per file: the engine's cumulative preemption counter at its last warning
         for f, r in ep.of(Preemption):
-            counts[f"v0-{r.mode}"] += 1
+            cum = r.cumulative
+            # V0 warns at its 1st, 51st, 101st ... preemption with the running total: the total's rise is the count
+            counts[f"v0-{r.mode}"] += cum - last[f] if cum is not None and f in last and cum > last[f] else 1
+            if cum is not None:
+                last[f] = cum
             items.append((f, r))
     elif signal == "kv_failures":
         for f, r in ep.of(NixlFailure):

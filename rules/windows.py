@@ -7,8 +7,11 @@ bucket breaks the run: no stats means no evidence); firing windows closer than
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
+from statistics import median
 
 import polars as pl
 
@@ -58,14 +61,29 @@ def per_engine(frame: pl.DataFrame, interval_s: float) -> pl.DataFrame:
             .agg(pl.col("ts").last(), *agg))
 
 
+def cadence_s(ts: Sequence[datetime | None]) -> float | None:
+    """A series' own cadence: the median gap (s) between its consecutive distinct times; None with fewer than two."""
+    times = sorted({t for t in ts if t is not None})
+    gaps = [(b - a).total_seconds() for a, b in pairwise(times)]
+    return median(gaps) if gaps else None
+
+
+def step_s(ts: Sequence[datetime | None], interval_s: float) -> float:
+    """The time one observation of a series stands for: its cadence, never less than the stats interval (a
+    sparse series, a paste with lines cut out, observes every few intervals; a dense one is bucketed)."""
+    return max(interval_s, cadence_s(ts) or interval_s)
+
+
 def windows(ts: list[datetime], cond: list[bool], *, for_s: float, interval_s: float,
-            keep_firing_for_s: float = 0.0, gap_tolerance: int = 1) -> list[Window]:
-    """Runs of ``cond`` over sorted bucket times that last at least ``for_s``."""
+            keep_firing_for_s: float = 0.0, gap_tolerance: int = 1, max_gap_s: float = 0.0) -> list[Window]:
+    """Runs of ``cond`` over sorted bucket times that last at least ``for_s``. Two true buckets stay one run
+    across a hole without buckets of up to ``gap_tolerance`` intervals, or of ``max_gap_s``, the longer."""
     step = timedelta(seconds=interval_s)
+    hole = max(step * (1 + gap_tolerance), timedelta(seconds=max_gap_s))
     runs: list[list[int]] = []
     cur: list[int] = []
     for i, (t, c) in enumerate(zip(ts, cond, strict=True)):
-        if c and cur and (t - ts[cur[-1]]) > step * (1 + gap_tolerance):
+        if c and cur and (t - ts[cur[-1]]) > hole:
             runs.append(cur)
             cur = []
         if c:
