@@ -39,6 +39,9 @@ _PIECE = re.compile(r"\{\{|\}\}|\{(?:" + "|".join(HOLE_RE) + r")\}|\s+|[^\s{}]+|
 _SPACE = re.compile(r"\s+")
 _TAIL = r"\s*(?:\.\.\.|…)?\s*$"   # where a cut line ends: nothing, or an ellipsis
 
+# The classes a reader gives a site (a fault class of parsers/catalog/faults.toml each, but benign).
+SITE_CLASSES = ("oom", "kv_capacity", "config", "cuda", "collective", "transport", "kv_connector", "grammar", "timeout",
+                "death", "infra", "teardown", "weights", "request", "internal", "benign")
 LOADS = 0   # how many times the tables were read (the hot-path test asserts it stays 0)
 
 
