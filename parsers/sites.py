@@ -177,10 +177,14 @@ def tolerant_regex(pattern: str) -> re.Pattern[str] | None:
     return re.compile("".join(rx for _, _, rx in pieces[:lead]) + tail + _TAIL, re.DOTALL)
 
 
+def lead(pattern: str) -> str:
+    """The pattern's leading part: what a wrapped or cut line must still show (the whole of a short one)."""
+    return "".join(m.group(0) for m in list(_PIECE.finditer(pattern))[:_lead_size(pattern)])
+
+
 def anchor(pattern: str, frequency: Counter[str]) -> str | None:
     """The rarest literal word (4+ characters) of the pattern's leading part, the longest of equals."""
-    lead = "".join(m.group(0) for m in list(_PIECE.finditer(pattern))[:_lead_size(pattern)])
-    words = _WORD.findall(literal_text(lead))
+    words = _WORD.findall(literal_text(lead(pattern)))
     return min(words, key=lambda w: (frequency[w], -len(w), w)) if words else None
 
 
