@@ -84,6 +84,8 @@ _FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record)
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
+# The record formats' triggers alone: a candidate line holding none of them is read only for its level word.
+FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in sites.LEVEL_WORDS)
 TRIGGERS = re.compile(TRIGGER_PATTERN)
 # Real escape sequences (clean.py's first three kinds), as a pattern both Python's re and polars read.
 ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
