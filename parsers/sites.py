@@ -7,7 +7,7 @@ implementation both the extractor and the matcher use.
 
 Matching is lazy and off the hot path: the line parser asks only for a line the fault parsing left
 unclassified (an exception line ending a traceback that no cause names, an ERROR/CRITICAL line no fault format
-took). The tables are read on the first such question (:data:`LOADS` counts reads); each row is indexed by one
+took). The tables are read on the first such question (:data:`table_loads` counts reads); each row is indexed by one
 rare literal word of its leading part (its anchor), and only the rows whose anchor the line holds have their
 regexes compiled and tried: the exact pattern on the message first, then the same pattern tolerant to a paste's
 damage (text before the message, a line wrapped or cut after a long enough leading part, whitespace collapsed).
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.abc import Traversable
 from pathlib import Path
@@ -34,7 +34,7 @@ CORE_TABLE = Path(__file__).with_name("catalog") / TABLE
 LEVEL_WORDS = ("ERROR", "CRITICAL")  # the heads of the lines the matcher is asked about (record triggers too)
 MIN_LITERAL = 12   # a pattern with fewer literal characters is too generic to name a line: never matched
 MIN_LEAD = 24      # literal characters of the leading part a wrapped or cut line must still show
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_WORD = re.compile(r"(?<![\w\x00])[A-Za-z_]\w{3,}(?![\w\x00])")   # a whole word (not glued to a hole: \x00)
 _PIECE = re.compile(r"\{\{|\}\}|\{(?:" + "|".join(HOLE_RE) + r")\}|\s+|[^\s{}]+|[{}]")
 _SPACE = re.compile(r"\s+")
 _TAIL = r"\s*(?:\.\.\.|…)?\s*$"   # where a cut line ends: nothing, or an ellipsis
@@ -42,7 +42,7 @@ _TAIL = r"\s*(?:\.\.\.|…)?\s*$"   # where a cut line ends: nothing, or an elli
 # The classes a reader gives a site (a fault class of parsers/catalog/faults.toml each, but benign).
 SITE_CLASSES = ("oom", "kv_capacity", "config", "cuda", "collective", "transport", "kv_connector", "grammar", "timeout",
                 "death", "infra", "teardown", "weights", "request", "internal", "benign")
-LOADS = 0   # how many times the tables were read (the hot-path test asserts it stays 0)
+table_loads = 0   # how many times the tables were read (the hot-path test asserts it stays 0)
 
 
 def holes_of(pattern: str) -> list[str]:
@@ -92,6 +92,8 @@ class SiteRow:
     exceptions: tuple[str, ...]    # the raised types (raise sites)
     ids: tuple[str, ...]           # the site ids (tools/data/logsites) this row stands for
     releases: tuple[str, ...]
+    anchor: str | None = None      # the rare word a line must hold to be tried (None: too generic, never tried)
+    words: tuple[str, ...] = ()    # the words of its leading part: a line must hold them all
 
     @property
     def id(self) -> str:
@@ -100,14 +102,14 @@ class SiteRow:
     def to_json(self) -> str:
         row = {"engine": self.engine, "pattern": self.pattern, "class": self.cls, "phase": self.phase,
                "severity": self.severity, "levels": list(self.levels), "exceptions": list(self.exceptions),
-               "ids": list(self.ids), "releases": list(self.releases)}
+               "ids": list(self.ids), "releases": list(self.releases), "anchor": self.anchor, "words": list(self.words)}
         return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, line: str) -> SiteRow:
         r = json.loads(line)
         return cls(r["engine"], r["pattern"], r["class"], r["phase"], r["severity"], tuple(r["levels"]),
-                   tuple(r["exceptions"]), tuple(r["ids"]), tuple(r["releases"]))
+                   tuple(r["exceptions"]), tuple(r["ids"]), tuple(r["releases"]), r["anchor"], tuple(r["words"]))
 
 
 def read_table(path: Path | Traversable) -> list[SiteRow]:
@@ -140,25 +142,15 @@ def _pieces(pattern: str) -> list[tuple[str, str]]:
     return out
 
 
-def _lead_size(pattern: str) -> int:
+def _lead_size(pieces: list[str]) -> int:
     """How many pieces the leading part a damaged line must show holds (all of them for a short pattern)."""
-    count, pieces = 0, list(_PIECE.finditer(pattern))
-    for i, m in enumerate(pieces):
-        tok = m.group(0)
+    count = 0
+    for i, tok in enumerate(pieces):
         if not tok.isspace() and not PATTERN_TOKEN.fullmatch(tok):
             count += len(tok)
         if count >= MIN_LEAD:
             return i + 1
     return len(pieces)
-
-
-def _partial(literal: str) -> str:
-    """A regex of any non-empty proper prefix of a literal word (where a cut line ends inside it)."""
-    chars = [re.escape(c) for c in literal[:-1]]
-    out = ""
-    for c in reversed(chars[1:]):
-        out = f"(?:{c}{out})?"
-    return chars[0] + out if chars else "(?!)"
 
 
 def tolerant_regex(pattern: str) -> re.Pattern[str] | None:
@@ -167,57 +159,90 @@ def tolerant_regex(pattern: str) -> re.Pattern[str] | None:
     is too short to have a leading part of its own."""
     pieces = [(m.group(0), kind, rx) for m, (kind, rx) in zip(_PIECE.finditer(pattern), _pieces(pattern),
                                                                 strict=True)]
-    lead = _lead_size(pattern)
+    lead = _lead_size([tok for tok, _, _ in pieces])
     if lead >= len(pieces):
         return None
     tail = ""
     for tok, kind, rx in reversed(pieces[lead:]):
-        cut = f"|{_partial(tok)}" if kind == "lit" and len(tok) > 1 else ""
+        cut = f"|{re.escape(tok[0])}\\S*" if kind == "lit" and len(tok) > 1 else ""   # cut inside the word
         tail = f"(?:{rx}{tail}{cut})?"
     return re.compile("".join(rx for _, _, rx in pieces[:lead]) + tail + _TAIL, re.DOTALL)
 
 
 def lead(pattern: str) -> str:
     """The pattern's leading part: what a wrapped or cut line must still show (the whole of a short one)."""
-    return "".join(m.group(0) for m in list(_PIECE.finditer(pattern))[:_lead_size(pattern)])
+    pieces = _PIECE.findall(pattern)
+    return "".join(pieces[:_lead_size(pieces)])
 
 
-def anchor(pattern: str, frequency: Counter[str]) -> str | None:
-    """The rarest literal word (4+ characters) of the pattern's leading part, the longest of equals."""
-    words = _WORD.findall(literal_text(lead(pattern)))
-    return min(words, key=lambda w: (frequency[w], -len(w), w)) if words else None
+def _holed(pattern: str) -> str:
+    """The pattern's text with each hole one NUL (so no word runs into a hole)."""
+    return PATTERN_TOKEN.sub(lambda m: "\x00" if m.group(1) else m.group(0)[0], pattern)
 
 
-@dataclass
+def words(pattern: str) -> list[str]:
+    """The pattern's literal words of 4+ characters that a line printing it holds whole (none glued to a hole)."""
+    return _WORD.findall(_holed(pattern))
+
+
+def anchored(rows: list[SiteRow]) -> list[SiteRow]:
+    """The rows with their anchor (the rarest word of the leading part among all the rows', the longest of
+    equals; any word of a leading part of glued words only) and the words of their leading part; a row with
+    fewer than :data:`MIN_LITERAL` literal characters gets none (too generic to name a line)."""
+    shown = []
+    for row in rows:
+        # the leading part's words: those of the whole pattern ending inside it (a word glued to the hole
+        # after the leading part is no whole word)
+        end = len(_holed(lead(row.pattern)))
+        spans = list(_WORD.finditer(_holed(row.pattern)))
+        shown.append((row, [m.group(0) for m in spans], [m.group(0) for m in spans if m.end() <= end]))
+    frequency: Counter[str] = Counter(w for _, every, _ in shown for w in set(every))
+    out = []
+    for row, every, leading in shown:
+        pool = leading or every
+        if not pool or len(literal_text(row.pattern).strip()) < MIN_LITERAL:
+            out.append(replace(row, anchor=None, words=()))
+            continue
+        out.append(replace(row, anchor=min(pool, key=lambda w: (frequency[w], -len(w), w)),
+                           words=tuple(dict.fromkeys(leading))))
+    return out
+
+
 class _Entry:
-    row: SiteRow
-    exact: re.Pattern[str] | None = None
-    tolerant: re.Pattern[str] | None = None
-    compiled: bool = False
+    """A row with the words its leading part shows and its regexes, compiled on first use."""
 
-    def regexes(self) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
-        if not self.compiled:
-            self.exact, self.tolerant, self.compiled = pattern_regex(self.row.pattern), tolerant_regex(
-                self.row.pattern), True
-        assert self.exact is not None
-        return self.exact, self.tolerant
+    def __init__(self, row: SiteRow) -> None:
+        self.row = row
+        self.words = frozenset(row.words)
+        self._exact: re.Pattern[str] | None = None
+        self._tolerant: re.Pattern[str] | bool | None = False   # False: not compiled yet
+
+    def exact(self) -> re.Pattern[str]:
+        if self._exact is None:
+            self._exact = pattern_regex(self.row.pattern.strip())
+        return self._exact
+
+    def tolerant(self) -> re.Pattern[str] | None:
+        if self._tolerant is False:
+            self._tolerant = tolerant_regex(self.row.pattern.strip())
+        assert self._tolerant is not True
+        return self._tolerant
 
 
 class SiteIndex:
-    """Rows indexed by their anchor word; regexes compiled on first use."""
+    """Rows indexed by their anchor word; a row is a candidate for a line holding every word of its leading part."""
 
     def __init__(self, rows: list[SiteRow]) -> None:
-        usable = [r for r in rows if len(literal_text(r.pattern).strip()) >= MIN_LITERAL]
-        frequency: Counter[str] = Counter(w for r in usable for w in set(_WORD.findall(literal_text(r.pattern))))
+        """``rows`` as :func:`anchored` gives them (the generated tables are)."""
         self.by_anchor: dict[str, list[_Entry]] = {}
-        for row in usable:
-            if (word := anchor(row.pattern, frequency)) is not None:
-                self.by_anchor.setdefault(word, []).append(_Entry(row))
-        self.rows = len(usable)
+        for row in rows:
+            if row.anchor is not None:
+                self.by_anchor.setdefault(row.anchor, []).append(_Entry(row))
+        self.rows = sum(map(len, self.by_anchor.values()))
 
     def candidates(self, text: str) -> list[_Entry]:
-        words = set(_WORD.findall(text))
-        return [e for w in words & self.by_anchor.keys() for e in self.by_anchor[w]]
+        seen = set(_WORD.findall(text))
+        return [e for w in seen & self.by_anchor.keys() for e in self.by_anchor[w] if e.words <= seen]
 
     def match(self, text: str, exception: str | None = None) -> SiteRow | None:
         """The site of a message (``text``: the message after its head, or a whole damaged line): the exact
@@ -227,10 +252,9 @@ class SiteIndex:
         if not found:
             return None
         message = _SPACE.sub(" ", text).strip()
-        exact = [e for e in found if e.regexes()[0].fullmatch(message)]
-        if not exact:
-            exact = [e for e in found if e.regexes()[0].search(message)]
-        hits = exact or [e for e in found if (t := e.regexes()[1]) is not None and t.search(message)]
+        hits = [e for e in found if e.exact().fullmatch(message)] or [
+            e for e in found if e.exact().search(message)] or [
+            e for e in found if (t := e.tolerant()) is not None and t.search(message)]
         if not hits:
             return None
 
@@ -246,8 +270,8 @@ class SiteIndex:
 @cache
 def index() -> SiteIndex:
     """Every generated table's rows, indexed (read once, on the first line that needs it)."""
-    global LOADS
-    LOADS += 1
+    global table_loads
+    table_loads += 1
     rows: list[SiteRow] = []
     for path in table_files():
         if path.is_file():
