@@ -125,7 +125,8 @@ def classify_span(df: pl.DataFrame, counts: Counts) -> None:
 
 def _count_noise(df: pl.DataFrame, counts: Counts) -> None:
     col = pl.col("line")
-    flags = df.select(col, *[col.str.contains(f.regex.pattern).alias(f"noise{i}") for i, f in enumerate(NOISE[:-1])],
+    flags = df.select(col, *[col.str.contains(f.regex.pattern).alias(f"noise{i}")
+                             for i, f in enumerate(NOISE[:-1])],
                       col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress"))
     free = pl.lit(True)
     sums = []

@@ -7,10 +7,11 @@ implementation both the extractor and the matcher use.
 
 Matching is lazy and off the hot path: the line parser asks only for a line the fault parsing left
 unclassified (an exception line ending a traceback that no cause names, an ERROR/CRITICAL line no fault format
-took). The tables are read on the first such question (:data:`table_loads` counts reads); each row is indexed by one
-rare literal word of its leading part (its anchor), and only the rows whose anchor the line holds have their
-regexes compiled and tried: the exact pattern on the message first, then the same pattern tolerant to a paste's
-damage (text before the message, a line wrapped or cut after a long enough leading part, whitespace collapsed).
+took). The tables are read on the first such question (:data:`table_loads` counts reads); each row is indexed
+by one rare literal word of its leading part (its anchor, chosen by the tool), and only the rows whose anchor
+and leading words the line holds have their regexes compiled and tried: the exact pattern on the message
+first, then the same pattern tolerant to a paste's damage (text before the message, a line wrapped or cut after
+a long enough leading part, whitespace collapsed).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ _SPACE = re.compile(r"\s+")
 _TAIL = r"\s*(?:\.\.\.|…)?\s*$"   # where a cut line ends: nothing, or an ellipsis
 
 # The classes a reader gives a site (a fault class of parsers/catalog/faults.toml each, but benign).
-SITE_CLASSES = ("oom", "kv_capacity", "config", "cuda", "collective", "transport", "kv_connector", "grammar", "timeout",
-                "death", "infra", "teardown", "weights", "request", "internal", "benign")
+SITE_CLASSES = ("oom", "kv_capacity", "config", "cuda", "collective", "transport", "kv_connector", "grammar",
+                "timeout", "death", "infra", "teardown", "weights", "request", "internal", "benign")
 table_loads = 0   # how many times the tables were read (the hot-path test asserts it stays 0)
 
 
@@ -102,7 +103,8 @@ class SiteRow:
     def to_json(self) -> str:
         row = {"engine": self.engine, "pattern": self.pattern, "class": self.cls, "phase": self.phase,
                "severity": self.severity, "levels": list(self.levels), "exceptions": list(self.exceptions),
-               "ids": list(self.ids), "releases": list(self.releases), "anchor": self.anchor, "words": list(self.words)}
+               "ids": list(self.ids), "releases": list(self.releases), "anchor": self.anchor,
+               "words": list(self.words)}
         return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -230,7 +232,8 @@ class _Entry:
 
 
 class SiteIndex:
-    """Rows indexed by their anchor word; a row is a candidate for a line holding every word of its leading part."""
+    """Rows indexed by their anchor word; a row is a candidate for a line holding every word of its leading
+    part."""
 
     def __init__(self, rows: list[SiteRow]) -> None:
         """``rows`` as :func:`anchored` gives them (the generated tables are)."""

@@ -113,7 +113,8 @@ def test_a_wrapped_line_is_matched_and_a_short_fragment_is_not() -> None:
     row = next(r for r in FAULTY if sites.lead(r.pattern) != r.pattern and "raise" not in r.levels)
     message = sites.example_line(row.pattern)
     wrapped = parse_text(_line(row, message[: len(message) - 3]) + "\n" + message[-3:])
-    assert [(f.cause, f.phase) for f in wrapped if isinstance(f, Fault)] == [(faults.SITE_CAUSES[row.cls], row.phase)]
+    want = [(faults.SITE_CAUSES[row.cls], row.phase)]
+    assert [(f.cause, f.phase) for f in wrapped if isinstance(f, Fault)] == want
     assert sites.match(message[: sites.MIN_LEAD // 2]) is None
 
 

@@ -2,8 +2,8 @@
 
     python tools/site_catalog.py [--check | --tables]
 
-Classifications (``engines/<engine>/catalog/sites.toml`` for vLLM and SGLang, ``parsers/catalog/sites/<engine>.toml``
-for Dynamo, NIXL, Mooncake and LMCache; docs/notes of issue 36 give the schema): a ``[[site]]`` by id wins, else
+Classifications (``engines/<engine>/catalog/sites.toml`` for vLLM and SGLang,
+``parsers/catalog/sites/<engine>.toml`` for Dynamo, NIXL, Mooncake and LMCache; issue 36's schema): a ``[[site]]`` by id wins, else
 the first ``[[scope]]`` whose every selector matches (``files``/``functions`` fnmatch globs, ``levels``,
 ``exceptions``, ``patterns`` regexes searched in the site's pattern). Writes one generated table per owner,
 ``engines/<engine>/catalog/sites.generated.jsonl`` (engine vocabulary stays in its adapter) and
@@ -13,8 +13,9 @@ pattern) of the classified sites with a pattern, releases merged, benign rows ke
 It prints coverage: per source, the error-class sites (error/exception/critical/raise) classified of all and
 per engine the same counted once per id; the warning sites whose pattern matches a line of a corpus
 (tests/data/real-logs, ../shared/samples/real-logs, samples/runs/**/*.out) classified of all; and writes every
-unclassified one of those to ``tools/data/logsites/unclassified.txt`` (``--tables``: the tables only). ``--check`` writes nothing and exits 1
-when a committed table differs from what its inputs give (tests/test_sites.py runs the same comparison).
+unclassified one of those to ``tools/data/logsites/unclassified.txt`` (``--tables``: the tables only).
+``--check`` writes nothing and exits 1 when a committed table differs from what its inputs give
+(tests/test_sites.py runs the same comparison).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class Classification:
 
     def __init__(self, path: Path) -> None:
         data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        self.sites = {s["id"]: Verdict(s["class"], s["phase"], s["severity"], "site") for s in data.get("site", [])}
+        self.sites = {s["id"]: Verdict(s["class"], s["phase"], s["severity"], "site")
+                      for s in data.get("site", [])}
         self.scopes = [(s, [re.compile(p) for p in s.get("patterns", [])]) for s in data.get("scope", [])]
 
     def verdict(self, site: Site) -> Verdict | None:
@@ -146,7 +148,8 @@ def build() -> tuple[dict[Path, str], dict[str, list[Site]], dict[str, dict[str,
 
 
 def corpus_lines() -> Iterator[str]:
-    files = [p for d in CORPORA for p in sorted(d.glob("*.log"))] + sorted((ROOT / "samples" / "runs").rglob("*.out"))
+    files = [p for d in CORPORA for p in sorted(d.glob("*.log"))]
+    files += sorted((ROOT / "samples" / "runs").rglob("*.out"))
     for path in files:
         with path.open(encoding="utf-8", errors="replace") as fh:
             yield from fh
@@ -222,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     lines, todo = coverage(by_source, verdicts)
     print("\n".join(lines))
     for engine in verdicts:
-        for line in conflicts((s for ss in by_source.values() for s in ss if s.engine == engine), verdicts[engine]):
+        mine = (s for sites in by_source.values() for s in sites if s.engine == engine)
+        for line in conflicts(mine, verdicts[engine]):
             print(f"conflict: {line}")
     UNCLASSIFIED.write_text("# engine\tid\tlevel\tfile:line\tfunction\tpattern (tools/site_catalog.py)\n"
                             + "".join(t + "\n" for t in todo), encoding="utf-8")
