@@ -249,8 +249,9 @@ class SiteIndex:
 
     def match(self, text: str, exception: str | None = None) -> SiteRow | None:
         """The site of a message (``text``: the message after its head, or a whole damaged line): the exact
-        pattern first, then the tolerant one; among several, the row whose level fits (a raise site of the
-        same exception type for an exception line, a log call for a log line), then the longest pattern."""
+        pattern first, then the tolerant one; among several, the most literal text (the most specific), then the
+        row whose level fits (a raise site of the same exception type for an exception line, a log call for a
+        log line)."""
         found = self.candidates(text)
         if not found:
             return None
@@ -261,11 +262,11 @@ class SiteIndex:
         if not hits:
             return None
 
-        def fit(e: _Entry) -> tuple[bool, int]:
+        def fit(e: _Entry) -> tuple[int, bool]:
             raised = "raise" in e.row.levels
             fits = (exception is not None and raised and exception.rsplit(".", 1)[-1] in e.row.exceptions) or (
                 exception is None and not raised)
-            return fits, len(literal_text(e.row.pattern))
+            return len(literal_text(e.row.pattern)), fits
 
         return max(hits, key=fit).row
 

@@ -32,6 +32,19 @@ MATCHED = [r for r in ROWS if r.anchor is not None]   # the rest are too generic
 FAULTY = [r for r in MATCHED if r.cls != "benign"]
 SAMPLE = FAULTY if len(FAULTY) <= 60 else FAULTY[:: len(FAULTY) // 60]
 HEAD = "(EngineCore_DP0 pid=9) ERROR 08-06 12:00:00 [site.py:1] "
+
+
+def _text(row: sites.SiteRow) -> str:
+    """What a line shows of a row: its pattern, whitespace collapsed, any hole alike."""
+    return " ".join(sites.PATTERN_TOKEN.sub(lambda m: "{}" if m.group(1) else m.group(0), row.pattern).split())
+
+
+_VERDICTS: dict[str, set[tuple[str, str]]] = {}
+for _row in MATCHED:
+    _VERDICTS.setdefault(_text(_row), set()).add((_row.cls, _row.phase))
+# The same text printed by sites the catalogs judge differently (two engines, two releases): a line cannot tell
+# them apart, so such a row is only asked to be found by its text (tools/site_catalog.py lists the conflicts).
+AMBIGUOUS = frozenset(t for t, v in _VERDICTS.items() if len(v) > 1)
 _PY_EXC = re.compile(r"[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Timeout)")
 
 
@@ -69,7 +82,8 @@ def _wrong(rows: list[sites.SiteRow], damage) -> list[tuple]:
     for row in rows:
         text = damage(row, sites.example_line(row.pattern))
         got = sites.match(text, _exception(row))
-        if got is None or (got.cls, got.phase) != (row.cls, row.phase):
+        if got is None or ((got.cls, got.phase) != (row.cls, row.phase) and not (
+                _text(row) in AMBIGUOUS and _text(got) == _text(row))):
             wrong.append((row.engine, row.id, text, got and (got.cls, got.phase)))
     return wrong
 
@@ -97,14 +111,12 @@ def test_a_cut_site_line_is_matched_after_its_leading_part() -> None:
 def test_a_site_line_is_a_fault_of_its_class_and_phase(row: sites.SiteRow) -> None:
     """Through the line parser: the site's line is a fault of its class's generic cause, carrying the site id
     and phase, unless a hand-written cause claims the line first (they keep precedence)."""
-    line = _line(row)
-    exc = _exception(row)
-    message = sites.example_line(row.pattern)
-    claimed = faults.classify(line) is not None or (
-        exc is not None and faults.classify_exception(exc, message) != faults.UNCLASSIFIED.name)
-    got = [r for r in parse_text(line) if isinstance(r, Fault)]
-    if claimed:
+    got = [r for r in parse_text(_line(row)) if isinstance(r, Fault)]
+    if _claimed(row):
         assert got and got[0].site is None
+        return
+    if _text(row) in AMBIGUOUS:
+        assert not got or got[0].site is not None
         return
     assert [(f.cause, f.site in row.ids, f.phase) for f in got] == [(faults.SITE_CAUSES[row.cls], True, row.phase)]
 
@@ -118,8 +130,15 @@ def test_a_wrapped_line_is_matched_and_a_short_fragment_is_not() -> None:
     assert sites.match(message[: sites.MIN_LEAD // 2]) is None
 
 
+def _claimed(row: sites.SiteRow) -> bool:
+    """Whether a hand-written cause takes the row's line first (they keep precedence over a site)."""
+    exc, message = _exception(row), sites.example_line(row.pattern)
+    return faults.classify(_line(row)) is not None or (
+        exc is not None and faults.classify_exception(exc, message) != faults.UNCLASSIFIED.name)
+
+
 def test_a_benign_site_raises_no_finding(tmp_path: Path) -> None:
-    row = next(r for r in MATCHED if r.cls == "benign")
+    row = next(r for r in MATCHED if r.cls == "benign" and _text(r) not in AMBIGUOUS and not _claimed(r))
     assert sites.match(sites.example_line(row.pattern)) == row
     assert not [r for r in parse_text(_line(row)) if isinstance(r, Fault)]
     log = tmp_path / "engine.log"
