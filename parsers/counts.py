@@ -112,12 +112,23 @@ def ansi_lines(lines: pl.Series) -> int:
 
 def classify_span(df: pl.DataFrame, counts: Counts) -> None:
     """Noise per category of a span of lines: a non-candidate line counts for the first category it
-    matches (the progress-bar regex, the costly one, only on lines that may be one)."""
+    matches (the progress-bar regex, the costly one, only on lines that may be one); so does a candidate
+    read only for its level word (an ERROR line, for its log site: parsers.sites), which is still noise."""
+    from .lineparser import FORMAT_TRIGGER_PATTERN
+
     col = pl.col("line")
-    flags = df.select(col, pl.col("cand"),
-                      *[col.str.contains(f.regex.pattern).alias(f"noise{i}") for i, f in enumerate(NOISE[:-1])],
+    _count_noise(df.filter(~pl.col("cand"))[["line"]], counts)
+    level_only = df.filter(pl.col("cand")).filter(~col.str.contains(FORMAT_TRIGGER_PATTERN))
+    if level_only.height:
+        _count_noise(level_only[["line"]], counts)
+
+
+def _count_noise(df: pl.DataFrame, counts: Counts) -> None:
+    col = pl.col("line")
+    flags = df.select(col, *[col.str.contains(f.regex.pattern).alias(f"noise{i}")
+                             for i, f in enumerate(NOISE[:-1])],
                       col.str.contains_any(_PROGRESS_LITERALS).alias("maybe_progress"))
-    free = ~pl.col("cand")
+    free = pl.lit(True)
     sums = []
     for i in range(len(NOISE) - 1):
         sums.append((free & pl.col(f"noise{i}")).sum().alias(str(i)))

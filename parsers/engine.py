@@ -191,7 +191,7 @@ class EngineAdapter:
         return resources.files(self.package).joinpath(rel)
 
     def catalog_file(self, kind: str) -> Traversable | None:
-        """The adapter's catalog of ``kind`` (faults, startup, call_sites), if it has one."""
+        """The adapter's catalog of ``kind`` (faults, startup, call_sites, sites), if it has one."""
         rel = self.catalogs.get(kind)
         return None if rel is None else self.resource(rel)
 

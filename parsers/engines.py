@@ -120,7 +120,7 @@ def load_checks() -> None:
 
 
 def catalog_files(kind: str) -> tuple[tuple[EngineAdapter, Traversable], ...]:
-    """Every adapter's catalog of ``kind`` (faults, startup, call_sites), in registry order."""
+    """Every adapter's catalog of ``kind`` (faults, startup, call_sites, sites), in registry order."""
     return tuple((a, f) for a in adapters() if (f := a.catalog_file(kind)) is not None)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib.abc import Traversable
 from pathlib import Path
 
-from . import engines
+from . import engines, sites
 from .formats import declare, record_parser
 from .records import Fault, Header
 
@@ -44,6 +44,7 @@ class Cause:
     teardown: bool = False           # what a failure's teardown produces: a consequence, never a root cause
     specific: bool = False           # a specific wording a catch-all record format (a bare "UCX ERROR") would
                                      # also take: its line format is tried before the frequent kinds
+    site_class: str | None = None    # the generic cause of this class of log site (parsers.sites)
 
 
 def _read(path: Traversable, engine: str | None) -> list[Cause]:
@@ -55,13 +56,14 @@ def _read(path: Traversable, engine: str | None) -> list[Cause]:
                       bool(entry.get("death", False)), entry.get("phase", "any"), tuple(entry.get("triggers", ())),
                       entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]),
                       int(entry["rank"]), entry.get("label"), engine, entry.get("owner"),
-                      bool(entry.get("teardown", False)), bool(entry.get("specific", False)))
+                      bool(entry.get("teardown", False)), bool(entry.get("specific", False)),
+                      entry.get("site_class"))
         if len(cause.samples) < 2:
             raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
         if cause.phase not in PHASES:
             raise ValueError(f"fault cause {cause.name!r}: phase {cause.phase!r} is none of {', '.join(PHASES)}")
-        if cause.pattern is None and not cause.exceptions:
-            raise ValueError(f"fault cause {cause.name!r} has neither a pattern nor exception names")
+        if cause.pattern is None and not cause.exceptions and cause.site_class is None:
+            raise ValueError(f"fault cause {cause.name!r} has neither a pattern, exception names nor a site class")
         out.append(cause)
     return out
 
@@ -79,7 +81,7 @@ def _load_taxonomy() -> tuple[Cause, ...]:
 
 # The fault classes rules read (a cause of any catalog, core's or an engine's, is one of them).
 CLASSES = ("oom", "cuda", "collective", "transport", "kv_connector", "kv_capacity", "timeout", "death", "config",
-           "grammar", "infra", "teardown")
+           "grammar", "infra", "teardown", "weights", "request", "internal")
 
 TAXONOMY: tuple[Cause, ...] = _load_taxonomy()
 if _unknown := sorted({f"{c.name}: {c.cls}" for c in TAXONOMY if c.cls not in CLASSES}):
@@ -93,6 +95,10 @@ CUT = Cause("cut_traceback", "unknown", "an exception (its traceback cut before 
 CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT)}
 TEARDOWN = frozenset(c.name for c in TAXONOMY if c.teardown)
 _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptions}
+# A line matched to a log site (parsers.sites) takes its class's generic cause: one per site class but benign.
+SITE_CAUSES: dict[str, str] = {c.site_class: c.name for c in TAXONOMY if c.site_class}
+if _no_cause := sorted(set(sites.SITE_CLASSES) - {"benign"} - SITE_CAUSES.keys()):
+    raise ValueError(f"site classes without a generic fault cause: {', '.join(_no_cause)}")
 
 # Declared without an engine tag, an engine's causes too: their triggers are words core's samples and rule
 # texts quote (an engine's death), not a line format only that engine's adapter may name.

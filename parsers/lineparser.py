@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import engines, faults, stages, startup  # noqa: F401  (register their formats)
+from . import engines, faults, sites, stages, startup  # noqa: F401  (register their formats)
 from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
@@ -64,10 +64,14 @@ def _trigger_index(fmts: list[LineFormat]) -> tuple[tuple[str, tuple[int, ...]],
 
 
 def trigger_literals() -> list[str]:
+    """Every record format's triggers, and the level words of the lines a log site may name (an ERROR line no
+    format takes is read to match its site, :func:`_site_fault`)."""
     seen: dict[str, None] = {}
     for f in formats("record"):
         for t in f.triggers:
             seen.setdefault(t, None)
+    for t in sites.LEVEL_WORDS:
+        seen.setdefault(t, None)
     return sorted(seen, key=lambda t: (-len(t), t))
 
 
@@ -80,6 +84,8 @@ _FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record)
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
+# The record formats' triggers alone: a candidate line holding none of them is read only for its level word.
+FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in sites.LEVEL_WORDS)
 TRIGGERS = re.compile(TRIGGER_PATTERN)
 # Real escape sequences (clean.py's first three kinds), as a pattern both Python's re and polars read.
 ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
@@ -107,6 +113,23 @@ _JOINABLE = ("stats", "kv_transfer", "nixl_failure", "kv_expiry", "kv_load_failu
 _JOINABLE_KINDS = frozenset(_JOINABLE)
 JOIN_TRIGGERS = re.compile("|".join(
     _rx_escape(t) for f in formats("record") if f.emits in _JOINABLE for t in f.triggers))
+
+
+def _site_fault(line: int, msg: str, cause: str | None, exc: tuple[str, str] | None, stamp: dict[str, Any],
+                **fields: Any) -> list[Fault]:
+    """The fault of a line the fault parsing left unclassified (``cause`` None or the unclassified exception),
+    by the log site that printed it: its class's generic cause, phase and id; none for a benign site; else the
+    line's own cause (an unclassified exception stays one). The site tables are read only here."""
+    site = None
+    if cause is None or cause == faults.UNCLASSIFIED.name:
+        text = exc[1] if exc is not None else msg
+        site = sites.match(text, exc[0] if exc is not None else None) if text else None
+    if site is not None:
+        if site.cls == "benign":
+            return []
+        return [Fault(line, cause=faults.SITE_CAUSES[site.cls], message=msg.strip()[:500], site=site.id,
+                      phase=site.phase, **fields, **stamp)]
+    return [] if cause is None else [Fault(line, cause=cause, message=msg.strip()[:500], **fields, **stamp)]
 
 
 class LineParser:
@@ -249,15 +272,16 @@ class LineParser:
                     break
             else:
                 cause = faults.classify(msg) or ("kv_connector" if in_connector else faults.classify_exception(*exc))
-                recs.append(Fault(line, cause=cause, message=msg.strip()[:500], exception=exc_text,
-                                  traceback_line=start, frames=tuple(fns), **stamp))
+                recs += _site_fault(line, msg, cause, exc, stamp, exception=exc_text, traceback_line=start,
+                                    frames=tuple(fns))
         elif not recs and hdr.level in _ERROR_LEVELS and key not in self._tb_open:
             # logger.exception(e) in V0 prints the exception itself as an ERROR line (then the traceback)
             bare = faults.exception_line(msg)
             if bare is not None:
                 text = f"{bare[0]}: {bare[1]}" if bare[1] else bare[0]
-                recs.append(Fault(line, cause=faults.classify_exception(*bare), message=msg.strip()[:500],
-                                  exception=text, **stamp))
+                recs += _site_fault(line, msg, faults.classify_exception(*bare), bare, stamp, exception=text)
+            else:  # an error line no fault format took: the site that printed it, if one is classified
+                recs += _site_fault(line, msg, None, None, stamp)
         if hdr.source:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs

@@ -184,6 +184,8 @@ class Fault(Record):
     traceback_line: int | None = None  # line where the grouped traceback starts
     frames: tuple[str, ...] = ()       # innermost-last function names of the traceback (at most 12)
     where: str | None = None           # the logger's file:line (vLLM) or target (Dynamo)
+    site: str | None = None            # the log site matched (parsers.sites): its id
+    phase: str | None = None           # that site's phase: startup | serving | any
 
     kind = "fault"
 

@@ -11,7 +11,7 @@ from typing import IO
 
 from diag.engines.vllm.knowledge import _data, fixes, nightlies
 from diag.parsers.headers import ORCHESTRATOR
-from diag.parsers.lineparser import LineParser, is_candidate
+from diag.parsers.lineparser import FORMAT_TRIGGER_PATTERN, LineParser, is_candidate
 from diag.parsers.noise import NOISE
 from diag.parsers.orchestrator import parse_banner, parse_lifecycle
 from diag.parsers.records import Lifecycle, Record
@@ -152,6 +152,9 @@ def versions_markdown() -> str:
 # ---------------------------------------------------------------- the record path (the reference)
 
 
+_FORMAT_TRIGGERS = re.compile(FORMAT_TRIGGER_PATTERN)
+
+
 def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -> tuple[list[Record], object]:
     """Every record of a log and its counts, line by line in Python: each candidate line (Python
     regexes classify) goes to one :class:`LineParser` with its neighbours, as the bulk path once did
@@ -176,7 +179,7 @@ def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -
         counts.ansi_lines += bool(ansi.search(raw))
         if is_cand:
             counts.candidates += 1
-        else:
+        if not is_cand or not _FORMAT_TRIGGERS.search(raw):  # a line read only for its level word is noise too
             name = next((f.emits for f in NOISE if f.regex.search(raw)), None)
             if name:
                 counts.noise[name] += 1

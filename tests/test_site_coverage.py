@@ -1,5 +1,6 @@
-"""The site-classification checker (tools/site_coverage.py): precedence and schema checks on a small inline
-catalog, and the committed vLLM catalog (engines/vllm/catalog/sites.toml) against the extracted vLLM sites."""
+"""The site classifications (issue 36's schema) through tools/site_catalog.py: precedence and schema checks on a
+small inline catalog, and every committed classification file against the extracted sites (schema-clean, only
+extracted ids, >= 95 % of each engine's error-class sites classified)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("site_coverage_tool", ROOT / "tools" / "site_coverage.py")
+_spec = importlib.util.spec_from_file_location("site_catalog_tool", ROOT / "tools" / "site_catalog.py")
 assert _spec and _spec.loader
-site_coverage = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = site_coverage
-_spec.loader.exec_module(site_coverage)
+site_catalog = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = site_catalog
+_spec.loader.exec_module(site_catalog)
 
 CATALOG = '''\
 [[site]]
@@ -50,32 +53,33 @@ severity = "error"
 
 
 def _site(sid: str, file: str, level: str, pattern: str) -> object:
-    return site_coverage.Site(id=sid, engine="vllm", package="vllm", release="0", file=file, line=1,
-                              function="Worker.step", level=level, exception=None, exc_info=False, pattern=pattern,
-                              holes=[], format="", extractor="ast")
+    return site_catalog.Site(id=sid, engine="vllm", package="vllm", release="0", file=file, line=1,
+                             function="Worker.step", level=level, exception=None, exc_info=False, pattern=pattern,
+                             holes=[], format="", extractor="ast")
 
 
 def test_precedence_and_schema(tmp_path: Path) -> None:
     path = tmp_path / "sites.toml"
     path.write_text(CATALOG, encoding="utf-8")
-    by_id, scopes, problems = site_coverage.read_catalog(path)
+    rules = site_catalog.Classification(path)
     kv = "vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py"
-    by_name = {s: site_coverage.classify(_site(*s), by_id, scopes) for s in [
+    got = [rules.verdict(_site(*s)) for s in [
         ("aaaaaaaaaaaa", kv, "error", "NIXL transfer failed"),  # the [[site]] wins over every scope
         ("bbbbbbbbbbbb", kv, "error", "NIXL transfer failed"),  # first scope whose every selector matches
         ("cccccccccccc", kv, "raise", "NIXL transfer failed"),  # level not selected: the next scope
         ("dddddddddddd", "vllm/v1/engine/core.py", "error", "failed"),  # no scope names the file
-    ]}
-    assert [e.name if e else None for e in by_name.values()] == [
-        "aaaaaaaaaaaa", "nixl-failures", "rest-of-kv-transfer", None]
-    assert sorted(problems) == ["scope bad: class = 'explosion' is not one of the schema's", "scope bad: no why"]
+    ]]
+    assert [v.source if v else None for v in got] == ["site", "nixl-failures", "rest-of-kv-transfer", None]
+    assert [(v.cls, v.phase) for v in got if v] == [("oom", "startup"), ("kv_connector", "serving"),
+                                                    ("config", "startup")]
+    assert sorted(rules.problems) == ["scope bad: class = 'explosion' is not one of the schema's", "scope bad: no why"]
 
 
-def test_vllm_catalog_covers_the_extracted_sites() -> None:
-    by_id, scopes, problems = site_coverage.read_catalog(ROOT / site_coverage.CATALOGS["vllm"])
-    assert problems == []
-    sites = {s.id: s for p in sorted(site_coverage.DATA.glob("vllm-*.jsonl")) for s in site_coverage.load(p)}
-    assert set(by_id) <= set(sites), "a [[site]] names an id the extractor never wrote"
-    errors = [s for s in sites.values() if s.level != "warning"]
-    classified = sum(site_coverage.classify(s, by_id, scopes) is not None for s in errors)
-    assert classified / len(errors) >= 0.95
+@pytest.mark.parametrize("engine", site_catalog.ENGINES)
+def test_a_classification_covers_its_extracted_sites(engine: str) -> None:
+    rules = site_catalog.Classification(site_catalog.classification_file(engine))
+    assert rules.problems == []
+    sites = {s.id: s for p in sorted(site_catalog.OUT.glob(f"{engine}-*.jsonl")) for s in site_catalog.load(p)}
+    assert set(rules.sites) <= set(sites), "a [[site]] names an id the extractor never wrote"
+    errors = [s for s in sites.values() if s.level in site_catalog.ERROR_LEVELS]
+    assert sum(rules.verdict(s) is not None for s in errors) / len(errors) >= 0.95

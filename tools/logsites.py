@@ -28,7 +28,8 @@ C++ (``NIXL_ERROR << ...``, ``LOG(ERROR) << ...``, ``TLLM_LOG_ERROR("%s", ...)``
 (``error!``/``warn!``/``tracing::…!``/``anyhow!``/``bail!``, ``{}`` holes) are read by regular expressions.
 
 It prints a summary: sites per engine/release/level, and per engine how many ids of a release recur in the next.
-:func:`pattern_regex` and :func:`example_line` turn a pattern into a matcher and a sample line (tests, matching).
+:func:`pattern_regex` and :func:`example_line` (``diag.parsers.sites``, shared with the matcher) turn a pattern
+into a matcher and a sample line.
 
 Long because the three readers (Python, C++, Rust) share the pattern language, the id and the data format,
 and the tool stays one command (about 600 lines).
@@ -56,6 +57,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from upstream_vocab import download  # tools/ is not a package
 
+from diag.parsers.sites import PATTERN_TOKEN, example_line, holes_of, pattern_regex  # noqa: F401  (tests, matching)
+
 ROOT = Path(__file__).resolve().parent.parent
 PINS = Path(__file__).with_suffix(".toml")
 OUT = ROOT / "tools" / "data" / "logsites"
@@ -64,10 +67,6 @@ LEVELS = {"error": "error", "error_once": "error", "warning": "warning", "warn":
           "warning_once": "warning", "exception": "exception", "critical": "critical", "fatal": "critical"}
 LOGGER_NAMES = frozenset({"logger", "log", "_logger", "_log", "LOGGER", "_LOGGER", "logging"})
 LOGGER_FACTORIES = frozenset({"getLogger", "init_logger", "get_logger", "getChild"})
-HOLE_RE = {"int": r"-?\d+", "float": r"-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)", "hex": r"(?:0[xX])?[0-9a-fA-F]+",
-           "str": r".*?", "any": r".*?"}
-HOLE_SAMPLE = {"int": "42", "float": "3.14", "hex": "7f3a", "str": "name", "any": "value x"}
-PATTERN_TOKEN = re.compile(r"\{\{|\}\}|\{(" + "|".join(HOLE_RE) + r")\}")
 
 
 @dataclass(frozen=True)
@@ -141,32 +140,6 @@ def brace_pattern(fmt: str) -> str:
         if field is not None:
             out.append("{" + _spec_type(spec or "", conversion) + "}")
     return "".join(out)
-
-
-def holes_of(pattern: str) -> list[str]:
-    return [m.group(1) for m in PATTERN_TOKEN.finditer(pattern) if m.group(1)]
-
-
-def pattern_regex(pattern: str) -> re.Pattern[str]:
-    """A regex matching a whole message printed by the site of ``pattern`` (holes as typed groups, runs of
-    whitespace loose); search it in a log line, or ``fullmatch`` the message part."""
-    out, pos = [], 0
-    for m in PATTERN_TOKEN.finditer(pattern):
-        out.append(_loose(pattern[pos:m.start()]))
-        out.append(re.escape(m.group(0)[0]) if not m.group(1) else f"({HOLE_RE[m.group(1)]})")
-        pos = m.end()
-    out.append(_loose(pattern[pos:]))
-    return re.compile("".join(out), re.DOTALL)
-
-
-def _loose(literal: str) -> str:
-    return r"\s+".join(re.escape(part) for part in re.split(r"\s+", literal)) if literal.strip() else (
-        r"\s*" if literal else "")
-
-
-def example_line(pattern: str) -> str:
-    """The message the site prints with every hole filled by a sample value of its type."""
-    return PATTERN_TOKEN.sub(lambda m: HOLE_SAMPLE[m.group(1)] if m.group(1) else m.group(0)[0], pattern)
 
 
 def site_id(engine: str, file: str, function: str, pattern: str | None, ordinal: int = 0) -> str:
