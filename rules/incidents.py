@@ -28,8 +28,10 @@ from .templating import _finding, _loc
 
 _EPOCH = datetime.min.replace(tzinfo=UTC)
 # The taxonomy (parsers/catalog/faults.toml and each engine's) is the one source of causes: its order is the rank.
-CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death), UNCLASSIFIED.name, CUT.name,
-              *(c.name for c in TAXONOMY if c.death))
+# Deaths come after every other cause (they are the consequence side of an incident), and one request's failure
+# after them all: it is what a dying engine does to the requests in flight, never why it died.
+CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death and c.cls != "request"), UNCLASSIFIED.name, CUT.name,
+              *(c.name for c in TAXONOMY if c.death), *(c.name for c in TAXONOMY if c.cls == "request"))
 DEATH = frozenset(c.name for c in TAXONOMY if c.death)
 FATAL = frozenset(c.name for c in TAXONOMY if c.fatal)
 CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}
