@@ -178,7 +178,7 @@ VOCAB: tuple[Vocab, ...] = (
     Vocab("engine-failed-start", _V, "vllm/v1/engine/core.py", r"^EngineCore failed to start\.$",
           {"kind": "fault", "cause": "engine_failed_start"}, traceback=True),
     Vocab("engine-fatal", _V, "vllm/v1/engine/core.py", r"^EngineCore encountered a fatal error\.$",
-          {"kind": "fault", "cause": "engine_dead"}, traceback=True),
+          {"kind": "fault", "cause": "engine_core_fatal"}, traceback=True),
     # --- KV transfer (NIXL push mode) ------------------------------------------------------------------------
     Vocab("nixl-push-unrecognized", _V, "vllm/distributed/kv_transfer/kv_connector/v1/nixl/push_worker.py",
           r"^Unrecognized request %s notif \(may have expired\)\.$",
