@@ -3,10 +3,13 @@ package itself does not need."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 from diag.engines.vllm.knowledge import _data, fixes, nightlies
@@ -239,3 +242,13 @@ def run_diag(*args: str, cwd: Path | str | None = None, env: Mapping[str, str | 
         os.environ.clear()
         os.environ.update(environ)
     return subprocess.CompletedProcess(["diag", *args], res.exit_code, res.stdout, res.stderr)
+
+
+def load_tool(name: str) -> ModuleType:
+    """A script of tools/ (not a package) imported as a module, registered under ``<name>_tool``."""
+    spec = importlib.util.spec_from_file_location(f"{name}_tool", ROOT / "tools" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

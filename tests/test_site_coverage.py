@@ -4,18 +4,13 @@ extracted ids, >= 95 % of each engine's error-class sites classified)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("site_catalog_tool", ROOT / "tools" / "site_catalog.py")
-assert _spec and _spec.loader
-site_catalog = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = site_catalog
-_spec.loader.exec_module(site_catalog)
+from helpers import load_tool
+
+site_catalog = load_tool("site_catalog")
 
 CATALOG = '''\
 [[site]]

@@ -5,9 +5,7 @@ hot path."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,14 +16,10 @@ from diag.parsers.records import Fault
 from diag.pipeline import Pipeline
 from diag.rules.settings import Settings
 
-from helpers import parse_text
+from helpers import load_tool, parse_text
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("site_catalog_tool", ROOT / "tools" / "site_catalog.py")
-assert _spec and _spec.loader
-site_catalog = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = site_catalog
-_spec.loader.exec_module(site_catalog)
+site_catalog = load_tool("site_catalog")
 
 ROWS = [row for path in sites.table_files() for row in sites.read_table(path)]
 MATCHED = [r for r in ROWS if r.anchor is not None]   # the rest are too generic to name a line
