@@ -38,6 +38,7 @@ MIN_LEAD = 24      # literal characters of the leading part a wrapped or cut lin
 _WORD = re.compile(r"(?<![\w\x00])[A-Za-z_]\w{3,}(?![\w\x00])")   # a whole word (not glued to a hole: \x00)
 _PIECE = re.compile(r"\{\{|\}\}|\{(?:" + "|".join(HOLE_RE) + r")\}|\s+|[^\s{}]+|[{}]")
 _SPACE = re.compile(r"\s+")
+_OPEN_CLOSE_HOLES = re.compile(r"^(?:\{(?:any|str)\})+|(?:\{(?:any|str)\})+$")
 _TAIL = r"\s*(?:\.\.\.|…)?\s*$"   # where a cut line ends: nothing, or an ellipsis
 
 # The classes a reader gives a site (a fault class of parsers/catalog/faults.toml each, but benign).
@@ -210,18 +211,36 @@ def anchored(rows: list[SiteRow]) -> list[SiteRow]:
     return out
 
 
+class _Literal:
+    """A pattern without holes, searched as its text (whitespace collapsed, as the messages are): no regex."""
+
+    def __init__(self, pattern: str) -> None:
+        text = example_line(pattern)
+        self.text = " ".join(text.split())
+        # whitespace where a dropped opening or closing hole was: the text must have a neighbour there
+        self.text = (" " if text[:1].isspace() else "") + self.text + (" " if text[-1:].isspace() else "")
+
+    def search(self, message: str) -> bool:
+        return self.text in message
+
+
 class _Entry:
     """A row with the words its leading part shows and its regexes, compiled on first use."""
 
     def __init__(self, row: SiteRow) -> None:
         self.row = row
         self.words = frozenset(row.words)
-        self._exact: re.Pattern[str] | None = None
+        self.shown = len(literal_text(row.pattern))               # the literal text a whole match shows
+        self.lead_shown = len(literal_text(lead(row.pattern)))    # what a cut or wrapped line still shows
+        self._exact: re.Pattern[str] | _Literal | None = None
         self._tolerant: re.Pattern[str] | bool | None = False   # False: not compiled yet
 
-    def exact(self) -> re.Pattern[str]:
+    def exact(self) -> re.Pattern[str] | _Literal:
         if self._exact is None:
-            self._exact = pattern_regex(self.row.pattern.strip())
+            # searched, not anchored: an opening or closing hole that takes any text adds nothing but backtracking
+            # (the whitespace beside it stays: the text must still be preceded or followed by some)
+            pattern = _OPEN_CLOSE_HOLES.sub("", self.row.pattern.strip())
+            self._exact = pattern_regex(pattern) if holes_of(pattern) else _Literal(pattern)
         return self._exact
 
     def tolerant(self) -> re.Pattern[str] | None:
@@ -259,9 +278,11 @@ class SiteIndex:
         # exact (as the whole message or behind a prefix) and tolerant (cut or wrapped) hits ranked together by
         # the literal text they show: a pattern that opens with a hole takes any prefix whole, and a short pattern
         # found whole inside a cut line shows less than the long one whose leading part it holds
-        hits = [(e, len(literal_text(e.row.pattern)), True) for e in found if e.exact().search(message)]
-        hits += [(e, len(literal_text(lead(e.row.pattern))), False) for e in found
-                 if (t := e.tolerant()) is not None and not e.exact().search(message) and t.search(message)]
+        hits = [(e, e.shown, True) for e in found if e.exact().search(message)]
+        best = max((shown for _, shown, _ in hits), default=0)
+        # a tolerant form only where it could show more than the best whole match (it shows its leading part)
+        hits += [(e, e.lead_shown, False) for e in found if e.lead_shown > best
+                 and (t := e.tolerant()) is not None and not e.exact().search(message) and t.search(message)]
         if not hits:
             return None
 
