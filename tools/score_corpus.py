@@ -26,6 +26,7 @@ from pathlib import Path
 from diag.files import find_runs
 from diag.parsers.ingest import parse_bulk
 from diag.pipeline import Pipeline
+from diag.report import Report
 from diag.rules.settings import Settings
 from diag.sources import BatchSource
 
@@ -73,7 +74,12 @@ def score_file(path: Path, row: dict) -> FileScore:
     """One excerpt read alone with default settings (a run of that one file), judged against ``row``."""
     records, _ = parse_bulk([path.read_bytes()], year=LOG_YEAR)
     runs = find_runs([str(path)])
-    report = Pipeline(BatchSource(runs[0]), Settings()).once()
+    return judge(row, records, Pipeline(BatchSource(runs[0]), Settings()).once())
+
+
+def judge(row: dict, records: list, report: Report) -> FileScore:
+    """An excerpt's records and report against its ``row`` (tests/test_real_corpus.py judges its cached
+    reports with this)."""
     health = {ep.id: ep.health for ep in report.endpoints}
     return FileScore(
         file=row["file"], expected=frozenset(row["expected"]),
