@@ -20,6 +20,7 @@ from typing import Any
 
 from diag.parsers import inputs
 from diag.parsers.inputs import ReadStopped, Refused
+from diag.rules.postmortem import kept
 
 from .confine import Confined, Limits, Roots
 from .emit import dumps
@@ -29,7 +30,6 @@ EVIDENCE_TEXT = 400         # characters of one evidence string
 EVIDENCE_ITEMS = 20         # items of one evidence list
 TIMELINE_ITEMS = 120        # timeline events of one run (errors, deaths and failures kept first)
 SET_ASIDE_ITEMS = 20        # consequences, and noise, of one postmortem
-KEPT_KINDS = ("error", "death", "failure")   # the timeline events a bounded timeline keeps first
 OUT_DIR = ".diag-mcp"       # under the first root: where the report tool writes its HTML pages
 # diag report --format json without its plot tables (series, windows, steps): what an agent reads
 REPORT_KEYS = ("tool", "version", "schema", "denominators", "sla", "pick", "runs", "points", "frontier", "diffs")
@@ -134,8 +134,7 @@ def bound_events(run: dict[str, Any], what: str) -> tuple[dict[str, Any], list[s
     notes: list[str] = []
     events = run.get("timeline") or []
     if len(events) > TIMELINE_ITEMS:
-        key = sorted(range(len(events)), key=lambda i: (events[i]["kind"] not in KEPT_KINDS, i))[:TIMELINE_ITEMS]
-        run = {**run, "timeline": [events[i] for i in sorted(key)]}
+        run = {**run, "timeline": [events[i] for i in kept([e["kind"] for e in events], TIMELINE_ITEMS)]}
         notes.append(f"{what}: {TIMELINE_ITEMS} of {len(events)} timeline events shown (errors, deaths and "
                      "failures first)")
     pm = run.get("postmortem")

@@ -261,6 +261,17 @@ def _benchmark_events(run: Run) -> list[Event]:
     return out
 
 
+KEPT_KINDS = ("error", "death", "failure")   # the events a timeline cut to a size keeps whatever the size
+SPARE_KINDS = ("startup",)                  # the events that give way first
+
+
+def kept(kinds: Sequence[str], limit: int) -> list[int]:
+    """The indices (in order) of the timeline events, given as their kinds, that a timeline cut to ``limit``
+    events shows: the failure's always, start-up stages last."""
+    ranked = sorted(range(len(kinds)), key=lambda i: (kinds[i] not in KEPT_KINDS, kinds[i] in SPARE_KINDS, i))
+    return sorted(ranked[:limit])
+
+
 def timeline(run: Run, pm: Postmortem | None = None) -> tuple[Event, ...]:
     """The run's events in time order (those without a time last, in their files' order): the orchestrator's
     stages, each endpoint's start-up stages, ready time and first death, the benchmark points, and a failed

@@ -15,12 +15,10 @@ from collections.abc import Sequence
 from diag.parsers.clean import strip_ansi
 from diag.report import Report
 from diag.rules.finding import Finding
-from diag.rules.postmortem import Event, Postmortem, RootCause, SetAside, next_step
+from diag.rules.postmortem import Postmortem, RootCause, SetAside, kept, next_step
 from diag.rules.present import clock, number
 
 TIMELINE_ROWS = 24                          # the timeline table's rows; the failure's are always among them
-KEPT_KINDS = ("error", "death", "failure")  # timeline kinds shown whatever the cap
-SPARE_KINDS = ("startup",)                  # the kinds that give way first to the cap
 SET_ASIDE_ROWS = 10
 FINDING_ROWS = 15
 FLAG_ROWS = 8
@@ -222,20 +220,11 @@ def _fix(report: Report, pm: Postmortem) -> list[str]:
     return ["### Fix", "", *(f"- {label}: {inline(text)}" for text, label in fixes.items())] if fixes else []
 
 
-def _picked(events: Sequence[Event]) -> list[Event]:
-    """At most TIMELINE_ROWS events in time order: the failure's always, then the orchestrator's, ready and
-    benchmark events, then start-up stages, each group earliest first."""
-    ranked = sorted(range(len(events)), key=lambda i: (events[i].kind not in KEPT_KINDS,
-                                                       events[i].kind in SPARE_KINDS, i))
-    keep = sorted(ranked[:TIMELINE_ROWS])
-    return [events[i] for i in keep]
-
-
 def _timeline(report: Report) -> list[str]:
     events = report.timeline
     if not events:
         return []
-    shown = _picked(events)
+    shown = [events[i] for i in kept([e.kind for e in events], TIMELINE_ROWS)]
     rows = [[clock(e.ts), e.kind, inline(e.endpoint or "-", cell=True), inline(e.text, CELL_CHARS, cell=True),
              _where(e.at)] for e in shown]
     left: dict[str, int] = {}
