@@ -79,9 +79,9 @@ def _load_taxonomy() -> tuple[Cause, ...]:
     return tuple(sorted(causes, key=lambda c: c.rank))
 
 
-# The fault classes rules read (a cause of any catalog, core's or an engine's, is one of them).
-CLASSES = ("oom", "cuda", "collective", "transport", "kv_connector", "kv_capacity", "timeout", "death", "config",
-           "grammar", "infra", "teardown", "weights", "request", "internal")
+# The fault classes rules read (a cause of any catalog, core's or an engine's, is one of them): the classes a
+# reader gives a log site, but benign (a benign site is no fault).
+CLASSES = tuple(c for c in sites.SITE_CLASSES if c != "benign")
 
 TAXONOMY: tuple[Cause, ...] = _load_taxonomy()
 if _unknown := sorted({f"{c.name}: {c.cls}" for c in TAXONOMY if c.cls not in CLASSES}):
