@@ -115,10 +115,13 @@ def classify_span(df: pl.DataFrame, counts: Counts) -> None:
     matches (the progress-bar regex, the costly one, only on lines that may be one); so does a candidate
     read only for its level word (an ERROR line, for its log site: parsers.sites), which is still noise."""
     from .lineparser import FORMAT_TRIGGER_PATTERN
+    from .sites import LEVEL_WORDS
 
     col = pl.col("line")
     _count_noise(df.filter(~pl.col("cand"))[["line"]], counts)
-    level_only = df.filter(pl.col("cand")).filter(~col.str.contains(FORMAT_TRIGGER_PATTERN))
+    # the level words first (one literal scan), the format triggers' regex only on the few lines holding one
+    level_only = df.filter(pl.col("cand") & col.str.contains_any(list(LEVEL_WORDS))).filter(
+        ~col.str.contains(FORMAT_TRIGGER_PATTERN))
     if level_only.height:
         _count_noise(level_only[["line"]], counts)
 
