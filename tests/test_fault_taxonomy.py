@@ -35,6 +35,22 @@ def test_every_cause_is_ranked_and_has_a_class() -> None:
     assert DEATH and FATAL and not DEATH & FATAL
 
 
+def test_every_hand_written_cause_says_why_it_stays_and_names_the_sites_it_takes() -> None:
+    """Issue 36: a hand-written cause is a named fallback beside the log sites, with its reason; its ``sites`` are
+    exactly the generated rows whose lines it takes (recomputed here: a regenerated table that changes them is
+    reviewed in the catalog's diff; ``python tools/site_catalog.py --fault-sites`` prints the new lists)."""
+    from diag.parsers import sites
+
+    from helpers import load_tool
+
+    assert all(len(c.why) > 20 for c in faults.TAXONOMY)
+    table = [r for path in sites.table_files() for r in sites.read_table(path)]
+    known = {i for r in table for i in r.ids}
+    assert {i for c in faults.TAXONOMY for i in c.sites} <= known
+    expected = load_tool("site_catalog").fault_sites(table)
+    assert {c.name: list(c.sites) for c in faults.TAXONOMY} == expected
+
+
 def test_owners_and_teardown_are_declared_consistently() -> None:
     """A cause's own owner is one of the postmortem's owners; a teardown cause is no root cause by itself (neither
     fatal nor a death) and is of the teardown class; the infrastructure's causes state their owner."""
