@@ -61,6 +61,5 @@ ADAPTER = EngineAdapter(
     phrases=PHRASES,
     frames={  # the scheduler: run_event_loop, event_loop_overlap, run_batch
         "runtime": ("event_loop", "run_batch", "rid="),   # rid=: a request id in a fault line
-        "serving_loop": ("event_loop", "run_batch"),
     },
 )

@@ -82,7 +82,6 @@ ADAPTER = EngineAdapter(
         "startup": ("determine_num_available_blocks", "profile_run", "initialize_kv_caches", "from_vllm_config",
                     "wait_for_engine_startup", "run_engine_core", "init_device", "launch_core_engines",
                     "make_async_mp_client", "capture_model"),
-        "serving_loop": ("execute_model", "run_busy_loop"),
     },
     metrics_module="diag.engines.vllm.metrics",
     why_no_stats=why_no_stats,
