@@ -92,6 +92,11 @@ def tables() -> tuple[tuple[Table, ...], tuple[str, ...]]:
     return (*own, *rest), tuple(core["construction"])
 
 
+@cache
+def _by_package() -> dict[str, Table]:
+    return {pkg: t for t in tables()[0] for pkg in t.packages}
+
+
 def module_of(path: str) -> tuple[str | None, str]:
     """A frame path's package (a table's, or the one under ``site-packages/``) and its module path from there."""
     p = path.replace("\\", "/")
@@ -99,7 +104,7 @@ def module_of(path: str) -> tuple[str | None, str]:
         if (i := p.rfind(root)) >= 0:
             module = p[i + len(root):]
             return module.split("/", 1)[0], module
-    known = {pkg for t in tables()[0] for pkg in t.packages}
+    known = _by_package()
     parts = p.split("/")
     for j in range(len(parts) - 2, -1, -1):
         if parts[j] in known:
@@ -111,26 +116,20 @@ def judge(calls: Sequence[tuple[str, str]], whole: bool = False) -> Verdict:
     """The engine and phase of a traceback's frames ``calls`` ((path, function), outermost first); ``whole``:
     its exception line was seen, so the last frame is the one that raised."""
     all_tables, construction = tables()
-    by_package = {pkg: t for t in all_tables for pkg in t.packages}
     anywhere = [t for t in all_tables if not t.packages]
-    owners = [_owner(path, by_package) for path, _ in calls]
+    modules = [module_of(path) for path, _ in calls]
+    owners = [_by_package().get(package) if package else None for package, _ in modules]
     engine = next((t.owner for t in owners if t is not None and t.engine), None)
     unknown: set[str] = set()   # engines with a frame no table names, outer to the one at hand
-    for i, ((path, fn), table) in enumerate(zip(calls, owners, strict=True)):
+    for i, ((_, fn), (_, module), table) in enumerate(zip(calls, modules, owners, strict=True)):
         fn = fn.rsplit(".", 1)[-1]
-        module = module_of(path)[1]
         last = whole and i == len(calls) - 1
         found = next((f for t in ([table] if table else []) + anywhere if (f := t.lookup(fn, module, last))), None)
-        own = table is not None and table.engine
-        if found is None and own and table.owner not in unknown and any(fnmatchcase(fn, c) for c in construction):
+        own = table.owner if table is not None and table.engine else None   # the engine whose package it is in
+        if found is None and own is not None and own not in unknown and any(fnmatchcase(fn, c) for c in construction):
             found = Function(fn, "startup")
         if found is not None and found.phase != "neutral":
             return Verdict(engine, found.phase, f"{module}:{fn}")
-        if found is None and own:
-            unknown.add(table.owner)
+        if found is None and own is not None:
+            unknown.add(own)
     return Verdict(engine)
-
-
-def _owner(path: str, by_package: dict[str, Table]) -> Table | None:
-    package = module_of(path)[0]
-    return by_package.get(package) if package else None
