@@ -162,3 +162,14 @@ def test_parsed_fault_carries_the_verdict() -> None:
     (fault,) = recs
     assert (fault.engine, fault.frame_phase, fault.frame_at) == (
         "sglang", "startup", "sglang/srt/managers/scheduler.py:__init__")
+
+
+def test_headers_and_chained_tracebacks_are_one_failure(tmp_path: Path) -> None:
+    """'Exception in <Name>:' before a traceback and the chaining line between two are part of it: the cause's
+    traceback (a worker's execute_model) and the one it caused (the busy loop) are one death, no E005 beside it."""
+    worker = [(f"{SITE}vllm/v1/worker/gpu_worker.py", "execute_model"), (f"{SITE}torch/nn/modules/module.py", "forward")]
+    text = ("Exception in thread Thread-3 (process_output):\n" + _tb("", worker, "frob.FrobError: quux")
+            + "\nThe above exception was the direct cause of the following exception:\n\n"
+            + _tb("", SERVING[:3], "RuntimeError: Worker failed with error 'quux'"))
+    codes, ev, _ = _codes(tmp_path, text)
+    assert codes == {"DIAG-E001"} and ev["phase_by"] == "frames"
