@@ -143,7 +143,7 @@ ENGINES_HELP = (
     "Engines: vLLM and SGLang, behind Dynamo or alone, launched by srt-slurm. A run's engine is its recipe's "
     "backend.type; without one, what its logs show: the launch module on a command line (dynamo.vllm, "
     "dynamo.sglang, sglang.launch_server), else the lines only that engine writes (vLLM's stats lines, "
-    "SGLang's batch lines). --format json says which and from what (summary.engine, engine_by); the index "
+    "SGLang's batch lines), else the package its tracebacks' frames ran in. --format json says which and from what (summary.engine, engine_by); the index "
     "has an engine column.")
 
 app = typer.Typer(

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import engines, faults, sites, stages, startup  # noqa: F401  (register their formats)
+from . import engines, faults, frames, sites, stages, startup  # noqa: F401  (register their formats)
 from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
@@ -30,6 +30,7 @@ _ERROR_LEVELS = ("ERROR", "CRITICAL")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>[\w.<>]+))?')
 # A traceback frame whose path holds one of these ran in a KV connector (each engine names its own).
 _CONNECTOR_PATHS = tuple(p for a in engines.adapters() for p in a.connector_paths)
+MAX_CALLS = 256     # a traceback's frames kept for judging it (outermost first)
 MAX_LINE = 1 << 20   # a physical line is parsed up to 1 MiB: records are short, giant lines are dumps
 MAX_JOIN = 1 << 14   # torn records are rejoined only from lines of ordinary length
 
@@ -132,6 +133,26 @@ def _site_fault(line: int, msg: str, cause: str | None, exc: tuple[str, str] | N
     return [] if cause is None else [Fault(line, cause=cause, message=msg.strip()[:500], **fields, **stamp)]
 
 
+@dataclass
+class _Traceback:
+    """A traceback being read: its first line, stamp and logging call site, its frames, and its level."""
+
+    start: int
+    stamp: dict[str, Any]
+    source: str | None
+    level: str | None
+    in_connector: bool = False
+    fns: list[str] = field(default_factory=list)                 # the innermost function names (at most 12)
+    calls: list[tuple[str, str]] = field(default_factory=list)   # (path, function), outermost first
+
+    def verdict(self, whole: bool) -> dict[str, Any]:
+        """The Fault fields its frames give (:mod:`parsers.frames`): the engine always; the phase only of a
+        traceback logged at ERROR/CRITICAL or printed bare (exc_info on a warning is no failure)."""
+        v = frames.judge(self.calls, whole)
+        counts = self.level is None or self.level in _ERROR_LEVELS
+        return {"engine": v.engine, "frame_phase": v.phase if counts else None, "frame_at": v.at if counts else None}
+
+
 class LineParser:
     """Stateful per file: groups tracebacks with their exception line, and gives vLLM's year-less
     month-day times a year (in line order, so a run over New Year stays ordered) and UTC."""
@@ -143,9 +164,7 @@ class LineParser:
         self._tz = tz_offset_s
         self._last_md: tuple[str | None, datetime | None] = (None, None)  # engines share a second
         self._month: tuple[str | None, int | None] = (None, None)        # the month last seen, its year
-        # per process key: [first line of the traceback, whether a frame ran in a KV connector, function names,
-        # the stamp of its first line]
-        self._tb_open: dict[tuple[str | None, int | None, int | None], list[Any]] = {}
+        self._tb_open: dict[tuple[str | None, int | None, int | None], _Traceback] = {}   # per process key
 
     def _resolve(self, md: str) -> datetime | None:
         """UTC time of a month-day: the year tracker decides the year when the month changes (a
@@ -251,29 +270,33 @@ class LineParser:
         recs = self.parse_message(msg, line, hdr, stamp)
         key = (hdr.proc, hdr.pid, task)
         if "Traceback (most recent call last)" in msg:
-            self._tb_open[key] = [line, False, [], stamp, hdr.source]
+            self._tb_open[key] = _Traceback(line, stamp, hdr.source, hdr.level)
             return recs
         frame = _FRAME.match(msg)
         if frame:  # a traceback whose head was cut off still groups from its first frame
-            tb = self._tb_open.setdefault(key, [line, False, [], stamp, hdr.source])
-            tb[1] = tb[1] or any(p in frame["path"] for p in _CONNECTOR_PATHS)
+            tb = self._tb_open.setdefault(key, _Traceback(line, stamp, hdr.source, hdr.level))
+            tb.in_connector = tb.in_connector or any(p in frame["path"] for p in _CONNECTOR_PATHS)
             if frame["fn"]:
-                tb[2] = [*tb[2][-11:], frame["fn"]]
+                tb.fns = [*tb.fns[-11:], frame["fn"]]
+                if len(tb.calls) < MAX_CALLS:
+                    tb.calls.append((frame["path"], frame["fn"]))
             return recs
         exc = faults.exception_line(msg) if key in self._tb_open else None
         if exc is not None:
-            start, in_connector, fns, _, _ = self._tb_open.pop(key)
+            tb = self._tb_open.pop(key)
             exc_text = f"{exc[0]}: {exc[1]}" if exc[1] else exc[0]
+            judged = tb.verdict(whole=True)
             for i, r in enumerate(recs):
                 if isinstance(r, Fault):
                     recs[i] = Fault(r.line, cause=r.cause, message=r.message, exception=exc_text,
-                                    traceback_line=start, frames=tuple(fns), ts=r.ts, md=r.md, proc=r.proc,
-                                    task=r.task)
+                                    traceback_line=tb.start, frames=tuple(tb.fns), ts=r.ts, md=r.md, proc=r.proc,
+                                    task=r.task, **judged)
                     break
             else:
-                cause = faults.classify(msg) or ("kv_connector" if in_connector else faults.classify_exception(*exc))
-                recs += _site_fault(line, msg, cause, exc, stamp, exception=exc_text, traceback_line=start,
-                                    frames=tuple(fns))
+                cause = faults.classify(msg) or ("kv_connector" if tb.in_connector
+                                                 else faults.classify_exception(*exc))
+                recs += _site_fault(line, msg, cause, exc, stamp, exception=exc_text, traceback_line=tb.start,
+                                    frames=tuple(tb.fns), **judged)
         elif not recs and hdr.level in _ERROR_LEVELS and key not in self._tb_open:
             # logger.exception(e) in V0 prints the exception itself as an ERROR line (then the traceback)
             bare = faults.exception_line(msg)
@@ -291,11 +314,11 @@ class LineParser:
         never) as a fault of cause ``cut_traceback`` carrying its frames and its logging call site (the
         ``file:line`` of its head); the rules judge it by them."""
         out = []
-        for start, _, fns, stamp, source in self._tb_open.values():
-            if fns:
-                out.append(Fault(start, cause=faults.CUT.name, message=f"traceback cut before its exception line "
-                                 f"(innermost frame seen: {fns[-1]})", traceback_line=start, frames=tuple(fns),
-                                 where=source, **stamp))
+        for tb in self._tb_open.values():
+            if tb.fns:
+                out.append(Fault(tb.start, cause=faults.CUT.name, message=f"traceback cut before its exception line "
+                                 f"(innermost frame seen: {tb.fns[-1]})", traceback_line=tb.start,
+                                 frames=tuple(tb.fns), where=tb.source, **tb.verdict(whole=False), **tb.stamp))
         self._tb_open.clear()
         return out
 

@@ -106,8 +106,9 @@ def test_unknown_exception_is_unclassified_and_quoted(prefix: str) -> None:
 def test_unclassified_exception_yields_a_finding(tmp_path) -> None:
     log = tmp_path / "engine.log"
     log.write_text("\n".join((
-        "(EngineCore pid=9)   File \"/x/vllm/v1/engine/core.py\", line 10, in run_busy_loop",
-        "(EngineCore pid=9)     self.step()",
+        # a request handler, no serving loop (through run_busy_loop it is the engine's death: tests/test_frames.py)
+        "(EngineCore pid=9)   File \"/x/vllm/entrypoints/openai/serving_completion.py\", line 10, in create_completion",
+        "(EngineCore pid=9)     self.frobnicate()",
         "(EngineCore pid=9) frobnicate.QuuxWidgetError: the widget is quuxed",
     )) + "\n")
     report = report_of([str(log)])
