@@ -63,14 +63,20 @@ def _trigger_index(fmts: list[LineFormat]) -> tuple[tuple[str, tuple[int, ...]],
     return tuple((t, tuple(ix)) for t, ix in index.items())
 
 
+def site_literals() -> tuple[str, ...]:
+    """The literals of the lines read only for their level, to match their log site (:func:`_site_fault`): the
+    level words, and the triggers of the heads whose level is no word (a glog line's letter)."""
+    return tuple(dict.fromkeys((*sites.LEVEL_WORDS, *(t for f in formats("header") for t in f.triggers))))
+
+
 def trigger_literals() -> list[str]:
-    """Every record format's triggers, and the level words of the lines a log site may name (an ERROR line no
+    """Every record format's triggers, and the literals of the lines a log site may name (an ERROR line no
     format takes is read to match its site, :func:`_site_fault`)."""
     seen: dict[str, None] = {}
     for f in formats("record"):
         for t in f.triggers:
             seen.setdefault(t, None)
-    for t in sites.LEVEL_WORDS:
+    for t in site_literals():
         seen.setdefault(t, None)
     return sorted(seen, key=lambda t: (-len(t), t))
 
@@ -84,8 +90,8 @@ _FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record)
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
-# The record formats' triggers alone: a candidate line holding none of them is read only for its level word.
-FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in sites.LEVEL_WORDS)
+# The record formats' triggers alone: a candidate line holding none of them is read only for its level.
+FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in site_literals())
 TRIGGERS = re.compile(TRIGGER_PATTERN)
 # Real escape sequences (clean.py's first three kinds), as a pattern both Python's re and polars read.
 ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
@@ -116,20 +122,39 @@ JOIN_TRIGGERS = re.compile("|".join(
 
 
 def _site_fault(line: int, msg: str, cause: str | None, exc: tuple[str, str] | None, stamp: dict[str, Any],
-                **fields: Any) -> list[Fault]:
+                engine: str | None = None, **fields: Any) -> list[Fault]:
     """The fault of a line the fault parsing left unclassified (``cause`` None or the unclassified exception),
     by the log site that printed it: its class's generic cause, phase and id; none for a benign site; else the
-    line's own cause (an unclassified exception stays one). The site tables are read only here."""
+    line's own cause (an unclassified exception stays one). A line of a level-less head (``engine``: its engine)
+    takes only a site of that engine logging an error. The site tables are read only here."""
     site = None
     if cause is None or cause == faults.UNCLASSIFIED.name:
         text = exc[1] if exc is not None else msg
-        site = sites.match(text, exc[0] if exc is not None else None) if text else None
+        scope = {"engines": (engine,), "logged": True} if engine else {}
+        site = sites.match(text, exc[0] if exc is not None else None, **scope) if text else None
     if site is not None:
         if site.cls == "benign":
             return []
         return [Fault(line, cause=faults.SITE_CAUSES[site.cls], message=msg.strip()[:500], site=site.id,
                       phase=site.phase, **fields, **stamp)]
     return [] if cause is None else [Fault(line, cause=cause, message=msg.strip()[:500], **fields, **stamp)]
+
+
+def _bare_fault(line: int, msg: str, stamp: dict[str, Any]) -> list[Fault]:
+    """The fault of an exception line standing alone (no traceback open, no level: quoted, printed): only when a
+    site raises that very exception with that message (a bare ``SomeError: text`` is no evidence by itself)."""
+    bare = faults.exception_line(msg)
+    if bare is None or not bare[1]:
+        return []
+    site = sites.match(bare[1], bare[0])
+    if site is None or "raise" not in site.levels or bare[0] not in site.exceptions:
+        return []
+    return _site_fault(line, msg, None, bare, stamp, exception=f"{bare[0]}: {bare[1]}")
+
+
+# The heads that carry no level, with their engine: such a line is an error when its message is one of that
+# engine's sites logging an error (SGLang's logger).
+_LEVELLESS = {f.emits: f.engine for f in formats("header") if f.levelless}
 
 
 class LineParser:
@@ -282,6 +307,11 @@ class LineParser:
                 recs += _site_fault(line, msg, faults.classify_exception(*bare), bare, stamp, exception=text)
             else:  # an error line no fault format took: the site that printed it, if one is classified
                 recs += _site_fault(line, msg, None, None, stamp)
+        elif not recs and hdr.level is None and not self._tb_open:
+            if hdr.cls in _LEVELLESS and faults.exception_line(msg) is None:
+                recs += _site_fault(line, msg, None, None, stamp, engine=_LEVELLESS[hdr.cls])
+            else:  # an exception line quoted alone (no traceback, no level)
+                recs += _bare_fault(line, msg, stamp)
         if hdr.source:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs

@@ -33,6 +33,7 @@ PATTERN_TOKEN = re.compile(r"\{\{|\}\}|\{(" + "|".join(HOLE_RE) + r")\}")
 TABLE = "sites.generated.jsonl"   # core's under parsers/catalog/, each engine's under its adapter's catalog
 CORE_TABLE = Path(__file__).with_name("catalog") / TABLE
 LEVEL_WORDS = ("ERROR", "CRITICAL")  # the heads of the lines the matcher is asked about (record triggers too)
+LOGGED_ERROR = frozenset({"error", "critical", "exception"})  # the levels of a site that logs an error
 MIN_LITERAL = 12   # a pattern with fewer literal characters is too generic to name a line: never matched
 MIN_LEAD = 24      # literal characters of the leading part a wrapped or cut line must still show
 _WORD = re.compile(r"(?<![\w\x00])[A-Za-z_]\w{3,}(?![\w\x00])")   # a whole word (not glued to a hole: \x00)
@@ -266,12 +267,19 @@ class SiteIndex:
         seen = set(_WORD.findall(text))
         return [e for w in seen & self.by_anchor.keys() for e in self.by_anchor[w] if e.words <= seen]
 
-    def match(self, text: str, exception: str | None = None) -> SiteRow | None:
-        """The site of a message (``text``: the message after its head, or a whole damaged line): the exact
+    def match(self, text: str, exception: str | None = None, *, engines: tuple[str, ...] = (),
+              logged: bool = False) -> SiteRow | None:
+        """The site of a message (``text``: the message after its head, or a whole damaged line), among the rows of
+        ``engines`` (all when empty) and, when ``logged``, those logging an error (a line whose head tells no
+        level is an error only by its site's own level): the exact
         pattern (anywhere in the text) first, then the tolerant one; among several, the most literal text (the most specific), then the
         row whose level fits (a raise site of the same exception type for an exception line, a log call for a
         log line)."""
         found = self.candidates(text)
+        if engines:
+            found = [e for e in found if e.row.engine in engines]
+        if logged:
+            found = [e for e in found if LOGGED_ERROR & set(e.row.levels)]
         if not found:
             return None
         message = _SPACE.sub(" ", text).strip()
@@ -310,6 +318,8 @@ def index() -> SiteIndex:
     return SiteIndex(rows)
 
 
-def match(text: str, exception: str | None = None) -> SiteRow | None:
-    """The classified site that printed ``text`` (a log message, or an exception line's message), or None."""
-    return index().match(text, exception)
+def match(text: str, exception: str | None = None, *, engines: tuple[str, ...] = (),
+          logged: bool = False) -> SiteRow | None:
+    """The classified site that printed ``text`` (a log message, or an exception line's message), or None
+    (:meth:`SiteIndex.match`)."""
+    return index().match(text, exception, engines=engines, logged=logged)
