@@ -64,9 +64,11 @@ def _trigger_index(fmts: list[LineFormat]) -> tuple[tuple[str, tuple[int, ...]],
 
 
 def site_literals() -> tuple[str, ...]:
-    """The literals of the lines read only for their level, to match their log site (:func:`_site_fault`): the
-    level words, and the triggers of the heads whose level is no word (a glog line's letter)."""
-    return tuple(dict.fromkeys((*sites.LEVEL_WORDS, *(t for f in formats("header") for t in f.triggers))))
+    """The literals of the lines read only to match their log site (:func:`_site_fault`): the level words, the
+    triggers of the heads whose level is no word (a glog line's letter) and the phrases of the error sites of the
+    engines whose heads carry no level (:func:`parsers.sites.phrases`)."""
+    return tuple(dict.fromkeys((*sites.LEVEL_WORDS, *(t for f in formats("header") for t in f.triggers),
+                                *sites.phrases())))
 
 
 def trigger_literals() -> list[str]:
@@ -90,9 +92,11 @@ _FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record)
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
-# The record formats' triggers alone: a candidate line holding none of them is read only for its level.
+# The record formats' triggers alone: a candidate line holding none of them is read only for its log site.
 FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in site_literals())
-TRIGGERS = re.compile(TRIGGER_PATTERN)
+# In Python, the trigger phrases are looked up by the line's words (:func:`parsers.sites.holds_phrase`), not by
+# one alternation of hundreds of literals: the same candidates as TRIGGER_PATTERN gives the native scans.
+TRIGGERS = re.compile("|".join(_rx_escape(t) for t in trigger_literals() if t not in sites.phrases()))
 # Real escape sequences (clean.py's first three kinds), as a pattern both Python's re and polars read.
 ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
 _ANSI_SEQ = re.compile(ANSI_PATTERN)
@@ -101,7 +105,12 @@ _ANSI_SEQ = re.compile(ANSI_PATTERN)
 def is_candidate(raw: str) -> bool:
     """Whether a physical line holds a record trigger, also when escape sequences split its words
     (the bulk path's rule, :func:`parsers.ingest._bulk_classify`)."""
-    return bool(TRIGGERS.search(raw)) or ("\x1b" in raw and bool(TRIGGERS.search(_ANSI_SEQ.sub("", raw))))
+    if TRIGGERS.search(raw) or sites.holds_phrase(raw):
+        return True
+    if "\x1b" not in raw:
+        return False
+    plain = _ANSI_SEQ.sub("", raw)
+    return bool(TRIGGERS.search(plain)) or sites.holds_phrase(plain)
 
 
 # The two heads that stamp nearly every line of a run, matched on the raw line (colours allowed): vLLM's

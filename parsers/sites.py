@@ -128,6 +128,66 @@ def table_files() -> list[Path | Traversable]:
     return [CORE_TABLE, *(path for _, path in engines.catalog_files("sites"))]
 
 
+# ------------------------------------------------------------------------------------------- trigger phrases
+# A line whose head carries no level (SGLang's logger) is read only when it holds the phrase of one of its
+# engine's error sites: each such row's first literal run of MIN_PHRASE characters or more (not broken by a hole,
+# a newline or a run of spaces) holding a whole word inside it. The generator writes a table's phrases into its
+# header line, so the line prefilter knows them without reading the tables.
+MIN_PHRASE = 16
+_RUN_BREAK = re.compile(r"\x00|\n|\s{2,}")
+_INNER_WORD = re.compile(r"(?<=\W)\w{3,}(?=\W)")   # a word with its neighbours inside the phrase: whole in any line
+_LINE_WORD = re.compile(r"\w+")
+
+
+def levelless_engines() -> tuple[str, ...]:
+    """The engines one of whose heads carries no level (``levelless`` header formats)."""
+    from .formats import formats
+
+    return tuple(sorted({f.engine for f in formats("header") if f.levelless and f.engine}))
+
+
+def phrase(pattern: str) -> str | None:
+    """The literal phrase a line printed by ``pattern`` holds (its first long enough run), or None."""
+    for run in _RUN_BREAK.split(_holed(pattern)):
+        run = run.strip()
+        if len(run) >= MIN_PHRASE and _INNER_WORD.search(run):
+            return run
+    return None
+
+
+def trigger_phrases(rows: list[SiteRow], engines: tuple[str, ...]) -> list[str]:
+    """The phrases of the rows of ``engines`` that log an error of a fault class (a line of a level-less head is
+    read for them)."""
+    return sorted({p for r in rows if r.engine in engines and r.cls != "benign" and LOGGED_ERROR & set(r.levels)
+                   and (p := phrase(r.pattern))})
+
+
+@cache
+def phrases() -> tuple[str, ...]:
+    """Every generated table's trigger phrases (its header line only: the rows are not read)."""
+    out: set[str] = set()
+    for path in table_files():
+        if path.is_file():
+            with path.open("r", encoding="utf-8") as fh:
+                out.update(json.loads(fh.readline()).get("phrases", ()))
+    return tuple(sorted(out))
+
+
+@cache
+def _phrases_by_word() -> dict[str, tuple[str, ...]]:
+    by: dict[str, list[str]] = {}
+    for p in phrases():
+        by.setdefault(max(_INNER_WORD.findall(p), key=len), []).append(p)
+    return {w: tuple(ps) for w, ps in by.items()}
+
+
+def holds_phrase(text: str) -> bool:
+    """Whether ``text`` holds a trigger phrase (as a substring, the prefilter's test): the phrases of the line's
+    whole words are tried only (each phrase keyed by a word it holds whole)."""
+    by = _phrases_by_word()
+    return any(p in text for w in set(_LINE_WORD.findall(text)) & by.keys() for p in by[w])
+
+
 # ------------------------------------------------------------------------------------------------ matching
 
 def _pieces(pattern: str) -> list[tuple[str, str]]:

@@ -8,11 +8,13 @@ bulk path as a file is read: the fault must carry the site's id on its own physi
 
 from __future__ import annotations
 
+import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diag.parsers import faults, sites
 from diag.parsers.ingest import parse_bulk
+from diag.parsers.lineparser import TRIGGER_PATTERN, TRIGGERS, is_candidate
 from diag.parsers.records import Fault
 
 # (head template, site id, the message's pattern): a Mooncake C++ LOG(ERROR) under glog, an SGLang logger.error
@@ -22,7 +24,9 @@ MOONCAKE_OP = ("E0328 09:06:16.413112 114360 client_service.cpp:1265] {}", "f37c
 SGLANG_BATCH = ("[2025-05-20 10:00:11 TP0] {}", "ef9babc0079d", "Error in dynamic batch loop: {any}")
 SGLANG_BATCH_2024 = ("[16:43:29 TP3] {}", "ef9babc0079d", "Error in dynamic batch loop: {any}")
 SGLANG_RAISE = ("RuntimeError: {}", "a390dae119a8", "Decode out of memory. Try to lower your batch size.")
-CASES = (MOONCAKE_OP, SGLANG_BATCH, SGLANG_BATCH_2024, SGLANG_RAISE)
+# no record trigger in it: read for its phrase only (the prefilter's trigger phrases of level-less engines)
+SGLANG_REGISTER = ("[2025-05-20 10:00:11 DP1 TP0] {}", "7eb5cad8aa57", "Failed to register buffer to Mooncake Store: {any}")
+CASES = (MOONCAKE_OP, SGLANG_BATCH, SGLANG_BATCH_2024, SGLANG_RAISE, SGLANG_REGISTER)
 DAMAGE = {
     "none": lambda s: s,
     "backticks": lambda s: f"`{s}`",
@@ -78,3 +82,14 @@ def test_rust_tracing_without_stamp() -> None:
                   'with config ClientOptions { etcd_url: ["http://localhost:2379"] }\n')
     assert [(f.cause, f.where) for f in got] == [("control_plane_unreachable", "dynamo_runtime::worker")]
     assert faults.CAUSES["control_plane_unreachable"].fatal
+
+
+def test_phrases_are_candidates_alike_in_python_and_polars() -> None:
+    """The streaming path's candidate test (format triggers, then the phrases by the line's words) gives what the
+    native scan of every trigger literal gives, for a phrase whole, glued to other words or broken."""
+    phrase = sites.phrase(SGLANG_REGISTER[2])
+    assert phrase is not None and phrase in sites.phrases() and phrase not in TRIGGERS.pattern
+    lines = [f"[2025-05-20 10:00:11 TP0] {phrase} x", f"x{phrase}y", phrase[:-1], phrase.replace(" ", "  "),
+             f"\x1b[31m{phrase}\x1b[0m", "[2025-05-20 10:00:11 TP0] nothing to see here"]
+    native = pl.Series(lines).str.contains(TRIGGER_PATTERN).to_list()
+    assert [is_candidate(t) for t in lines] == native == [True, True, False, False, True, False]
