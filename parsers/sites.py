@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
@@ -135,8 +136,10 @@ def table_files() -> list[Path | Traversable]:
 # header line, so the line prefilter knows them without reading the tables.
 MIN_PHRASE = 16
 _RUN_BREAK = re.compile(r"\x00|\n|\s{2,}")
-_INNER_WORD = re.compile(r"(?<=\W)\w{3,}(?=\W)")   # a word with its neighbours inside the phrase: whole in any line
-_LINE_WORD = re.compile(r"\w+")
+_INNER_WORD = re.compile(r"(?<=\W)\w{3,}(?=\W)")   # a word with its neighbours inside the phrase
+_SPLIT = str.maketrans(dict.fromkeys(string.punctuation, " "))   # a line's words: split at spaces and punctuation
+_KEY_WORD = re.compile(r"(?<=[\s" + re.escape(string.punctuation) + r"])\w{3,}(?=[\s" + re.escape(string.punctuation)
+                       + r"])")   # a word a line holding the phrase shows as one of its words
 
 
 def levelless_engines() -> tuple[str, ...]:
@@ -174,18 +177,24 @@ def phrases() -> tuple[str, ...]:
 
 
 @cache
-def _phrases_by_word() -> dict[str, tuple[str, ...]]:
+def _phrases_by_word() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """The phrases by a word each holds between spaces or punctuation (its longest), and those without one."""
     by: dict[str, list[str]] = {}
+    bare: list[str] = []
     for p in phrases():
-        by.setdefault(max(_INNER_WORD.findall(p), key=len), []).append(p)
-    return {w: tuple(ps) for w, ps in by.items()}
+        if keys := _KEY_WORD.findall(p):
+            by.setdefault(max(keys, key=len), []).append(p)
+        else:
+            bare.append(p)
+    return {w: tuple(ps) for w, ps in by.items()}, tuple(bare)
 
 
 def holds_phrase(text: str) -> bool:
-    """Whether ``text`` holds a trigger phrase (as a substring, the prefilter's test): the phrases of the line's
-    whole words are tried only (each phrase keyed by a word it holds whole)."""
-    by = _phrases_by_word()
-    return any(p in text for w in set(_LINE_WORD.findall(text)) & by.keys() for p in by[w])
+    """Whether ``text`` holds a trigger phrase (as a substring: the native scans' test), trying only the phrases
+    keyed by one of the line's words (split at spaces and punctuation: one C pass, no regex)."""
+    by, bare = _phrases_by_word()
+    return any(p in text for w in set(text.translate(_SPLIT).split()) & by.keys() for p in by[w]) or \
+        any(p in text for p in bare)
 
 
 # ------------------------------------------------------------------------------------------------ matching
