@@ -316,10 +316,10 @@ class LineParser:
                 recs += _site_fault(line, msg, faults.classify_exception(*bare), bare, stamp, exception=text)
             else:  # an error line no fault format took: the site that printed it, if one is classified
                 recs += _site_fault(line, msg, None, None, stamp)
-        elif not recs and hdr.level is None and not self._tb_open:
-            if hdr.cls in _LEVELLESS and faults.exception_line(msg) is None:
+        elif not recs and hdr.level is None:
+            if hdr.cls in _LEVELLESS and key not in self._tb_open and faults.exception_line(msg) is None:
                 recs += _site_fault(line, msg, None, None, stamp, engine=_LEVELLESS[hdr.cls])
-            else:  # an exception line quoted alone (no traceback, no level)
+            elif not self._tb_open:  # an exception line quoted alone (no traceback anywhere, no level)
                 recs += _bare_fault(line, msg, stamp)
         if hdr.source:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]

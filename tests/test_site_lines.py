@@ -119,3 +119,11 @@ def test_kv_transfer_sites_give_the_kv_transfer_finding(tmp_path: Path) -> None:
     etcd = ("ERROR dynamo_runtime::worker: Application shutdown with error: Failed to connect to etcd server with "
             'config ClientOptions { etcd_url: ["http://localhost:2379"] }\n')
     assert _codes(tmp_path, "dynamo.log", etcd) == {"DIAG-E004"}
+
+
+def test_levelless_error_after_a_cut_traceback_of_another_process() -> None:
+    """A traceback left open by another process (frames with no head, never closed) does not hide a level-less
+    error line of the scheduler from its site."""
+    text = ('Traceback (most recent call last):\n  File "/x/y.py", line 3, in run\n'
+            + _line(SGLANG_REGISTER) + "\n")
+    assert SGLANG_REGISTER[1] in [f.site for f in _faults(text)]
