@@ -64,14 +64,22 @@ def _trigger_index(fmts: list[LineFormat]) -> tuple[tuple[str, tuple[int, ...]],
     return tuple((t, tuple(ix)) for t, ix in index.items())
 
 
+def site_literals() -> tuple[str, ...]:
+    """The literals of the lines read only to match their log site (:func:`_site_fault`): the level words, the
+    triggers of the heads whose level is no word (a glog line's letter) and the phrases of the error sites of the
+    engines whose heads carry no level (:func:`parsers.sites.phrases`)."""
+    return tuple(dict.fromkeys((*sites.LEVEL_WORDS, *(t for f in formats("header") for t in f.triggers),
+                                *sites.phrases())))
+
+
 def trigger_literals() -> list[str]:
-    """Every record format's triggers, and the level words of the lines a log site may name (an ERROR line no
+    """Every record format's triggers, and the literals of the lines a log site may name (an ERROR line no
     format takes is read to match its site, :func:`_site_fault`)."""
     seen: dict[str, None] = {}
     for f in formats("record"):
         for t in f.triggers:
             seen.setdefault(t, None)
-    for t in sites.LEVEL_WORDS:
+    for t in site_literals():
         seen.setdefault(t, None)
     return sorted(seen, key=lambda t: (-len(t), t))
 
@@ -85,9 +93,11 @@ _FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record)
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
-# The record formats' triggers alone: a candidate line holding none of them is read only for its level word.
-FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in sites.LEVEL_WORDS)
-TRIGGERS = re.compile(TRIGGER_PATTERN)
+# The record formats' triggers alone: a candidate line holding none of them is read only for its log site.
+FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in site_literals())
+# In Python, the trigger phrases are looked up by the line's words (:func:`parsers.sites.holds_phrase`), not by
+# one alternation of hundreds of literals: the same candidates as TRIGGER_PATTERN gives the native scans.
+TRIGGERS = re.compile("|".join(_rx_escape(t) for t in trigger_literals() if t not in sites.phrases()))
 # Real escape sequences (clean.py's first three kinds), as a pattern both Python's re and polars read.
 ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
 _ANSI_SEQ = re.compile(ANSI_PATTERN)
@@ -96,7 +106,12 @@ _ANSI_SEQ = re.compile(ANSI_PATTERN)
 def is_candidate(raw: str) -> bool:
     """Whether a physical line holds a record trigger, also when escape sequences split its words
     (the bulk path's rule, :func:`parsers.ingest._bulk_classify`)."""
-    return bool(TRIGGERS.search(raw)) or ("\x1b" in raw and bool(TRIGGERS.search(_ANSI_SEQ.sub("", raw))))
+    if TRIGGERS.search(raw) or sites.holds_phrase(raw):
+        return True
+    if "\x1b" not in raw:
+        return False
+    plain = _ANSI_SEQ.sub("", raw)
+    return bool(TRIGGERS.search(plain)) or sites.holds_phrase(plain)
 
 
 # The two heads that stamp nearly every line of a run, matched on the raw line (colours allowed): vLLM's
@@ -117,14 +132,16 @@ JOIN_TRIGGERS = re.compile("|".join(
 
 
 def _site_fault(line: int, msg: str, cause: str | None, exc: tuple[str, str] | None, stamp: dict[str, Any],
-                **fields: Any) -> list[Fault]:
+                only: str | None = None, **fields: Any) -> list[Fault]:
     """The fault of a line the fault parsing left unclassified (``cause`` None or the unclassified exception),
     by the log site that printed it: its class's generic cause, phase and id; none for a benign site; else the
-    line's own cause (an unclassified exception stays one). The site tables are read only here."""
+    line's own cause (an unclassified exception stays one). A line of a level-less head (``only``: its engine)
+    takes only a site of that engine logging an error. The site tables are read only here."""
     site = None
     if cause is None or cause == faults.UNCLASSIFIED.name:
         text = exc[1] if exc is not None else msg
-        site = sites.match(text, exc[0] if exc is not None else None) if text else None
+        scope = {"engines": (only,), "logged": True} if only else {}
+        site = sites.match(text, exc[0] if exc is not None else None, **scope) if text else None
     if site is not None:
         if site.cls == "benign":
             return []
@@ -151,6 +168,23 @@ class _Traceback:
         v = frames.judge(self.calls, whole)
         counts = self.level is None or self.level in _ERROR_LEVELS
         return {"engine": v.engine, "frame_phase": v.phase if counts else None, "frame_at": v.at if counts else None}
+
+
+def _bare_fault(line: int, msg: str, stamp: dict[str, Any]) -> list[Fault]:
+    """The fault of an exception line standing alone (no traceback open, no level: quoted, printed): only when a
+    site raises that very exception with that message (a bare ``SomeError: text`` is no evidence by itself)."""
+    bare = faults.exception_line(msg)
+    if bare is None or not bare[1]:
+        return []
+    site = sites.match(bare[1], bare[0])
+    if site is None or "raise" not in site.levels or bare[0] not in site.exceptions:
+        return []
+    return _site_fault(line, msg, None, bare, stamp, exception=f"{bare[0]}: {bare[1]}")
+
+
+# The heads that carry no level, with their engine: such a line is an error when its message is one of that
+# engine's sites logging an error (SGLang's logger).
+_LEVELLESS = {f.emits: f.engine for f in formats("header") if f.levelless}
 
 
 class LineParser:
@@ -305,6 +339,11 @@ class LineParser:
                 recs += _site_fault(line, msg, faults.classify_exception(*bare), bare, stamp, exception=text)
             else:  # an error line no fault format took: the site that printed it, if one is classified
                 recs += _site_fault(line, msg, None, None, stamp)
+        elif not recs and hdr.level is None:
+            if hdr.cls in _LEVELLESS and key not in self._tb_open and faults.exception_line(msg) is None:
+                recs += _site_fault(line, msg, None, None, stamp, only=_LEVELLESS[hdr.cls])
+            elif not self._tb_open:  # an exception line quoted alone (no traceback anywhere, no level)
+                recs += _bare_fault(line, msg, stamp)
         if hdr.source:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs

@@ -36,7 +36,15 @@ from logsites import OUT, Site, load  # tools/ is not a package
 from diag.parsers import faults
 from diag.parsers import sites as site_tables
 from diag.parsers.faults import PHASES
-from diag.parsers.sites import SITE_CLASSES, TABLE, SiteIndex, SiteRow, anchored
+from diag.parsers.sites import (
+    SITE_CLASSES,
+    TABLE,
+    SiteIndex,
+    SiteRow,
+    anchored,
+    levelless_engines,
+    trigger_phrases,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_DIRS = {"vllm": ROOT / "engines" / "vllm" / "catalog", "sglang": ROOT / "engines" / "sglang" / "catalog"}
@@ -139,7 +147,11 @@ def conflicts(sites: Iterable[Site], verdicts: dict[str, Verdict | None]) -> lis
 
 
 def render(table: list[SiteRow], inputs: list[str]) -> str:
-    head = {"generated_by": "tools/site_catalog.py", "inputs": inputs, "rows": len(table)}
+    """A table's text: its header (inputs, rows, the trigger phrases of its level-less engines' error sites),
+    then one row a line."""
+    head: dict[str, object] = {"generated_by": "tools/site_catalog.py", "inputs": inputs, "rows": len(table)}
+    if found := trigger_phrases(table, levelless_engines()):
+        head["phrases"] = found
     return "\n".join([json.dumps(head, separators=(",", ":")), *(r.to_json() for r in table)]) + "\n"
 
 
