@@ -175,6 +175,20 @@ impl<T: Send> Transport for Worker<T> {
 fn free() -> Result<()> {
     Err(anyhow!("plain {}", 3))
 }
+
+impl Client {
+    pub async fn new(config: Options) -> Result<Self> {
+        let c = Connector::new(&config.urls).await.with_context(|| {
+            format!("Unable to connect to etcd server at {}. Check etcd server status", config.urls.join(", "))
+        })?;
+        let lease = grant(c).await.context("creating primary lease")?;
+        if lease.ttl() == 0 {
+            return Err(error!("lease expired or revoked"));
+        }
+        error!("lease {} granted", lease.id());
+        Ok(Client { c, lease })
+    }
+}
 '''
 
 
@@ -185,6 +199,12 @@ def test_rust_sites_are_read_by_regex_with_brace_holes() -> None:
         (6, "Worker.connect", "warning", None, "lease {hex} expired"),
         (7, "Worker.connect", "raise", "bail!", "no endpoint {any} in {{ns}}"),
         (12, "free", "raise", "anyhow!", "plain {any}"),
+        # anyhow's context messages, and Dynamo's error! building the error returned (a log call elsewhere)
+        (17, "Client.new", "raise", "with_context",
+         "Unable to connect to etcd server at {any}. Check etcd server status"),
+        (20, "Client.new", "raise", "context", "creating primary lease"),
+        (22, "Client.new", "raise", "error!", "lease expired or revoked"),
+        (24, "Client.new", "error", None, "lease {any} granted"),
     ]
 
 
