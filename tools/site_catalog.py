@@ -2,7 +2,7 @@
 
     python tools/site_catalog.py [--check | --tables]
 
-Classifications (``engines/<engine>/catalog/sites.toml`` for vLLM and SGLang,
+Classifications (``engines/<engine>/catalog/sites.toml`` for vLLM, SGLang and TensorRT-LLM,
 ``parsers/catalog/sites/<engine>.toml`` for Dynamo, NIXL, Mooncake and LMCache; issue 36's schema): a ``[[site]]`` by id wins, else
 the first ``[[scope]]`` whose every selector matches (``files``/``functions`` fnmatch globs, ``levels``,
 ``exceptions``, ``patterns`` regexes searched in the site's pattern). Writes one generated table per owner,
@@ -37,7 +37,7 @@ from diag.parsers.faults import PHASES
 from diag.parsers.sites import SITE_CLASSES, TABLE, SiteIndex, SiteRow, anchored
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINE_DIRS = {"vllm": ROOT / "engines" / "vllm" / "catalog", "sglang": ROOT / "engines" / "sglang" / "catalog"}
+ENGINE_DIRS = {name: ROOT / "engines" / name / "catalog" for name in ("vllm", "sglang", "trtllm")}
 CORE_DIR = ROOT / "parsers" / "catalog"
 CORE_ENGINES = ("dynamo", "nixl", "mooncake", "lmcache")
 ENGINES = (*ENGINE_DIRS, *CORE_ENGINES)
