@@ -254,3 +254,9 @@ def test_the_vllm_table_agrees_with_the_call_site_catalog() -> None:
         base, _, line = row["at"].rpartition(":")
         site = table[(base, int(line))]
         assert (site.exc_info, site.pattern) == (True, logsites.percent_pattern(row["message"])), row["at"]
+
+
+def test_printf_length_modifiers_and_pointers_are_holes() -> None:
+    """C++'s ``%zu``/``%ld``/``%lld`` are integers and ``%p`` a pointer (TLLM_LOG_*, NIXL's printf-style logs)."""
+    assert logsites.percent_pattern("request id:%zu ctx:%ld at %p size=%lld (%.1f%%)") == (
+        "request id:{int} ctx:{int} at {hex} size={int} ({float}%)")

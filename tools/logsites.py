@@ -116,13 +116,14 @@ def _spec_type(spec: str, conversion: int | str | None = None) -> str:
     return "any"
 
 
-_PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
-_PERCENT_TYPE = {"d": "int", "i": "int", "u": "int", "o": "int", "x": "hex", "X": "hex",
+_PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|ll|[hlLzjtq])?([diouxXeEfFgGcrsap%])")
+_PERCENT_TYPE = {"d": "int", "i": "int", "u": "int", "o": "int", "x": "hex", "X": "hex", "p": "hex",
                  "e": "float", "E": "float", "f": "float", "F": "float", "g": "float", "G": "float"}
 
 
 def percent_pattern(fmt: str) -> str:
-    """A printf/%-format string as a pattern: ``%d``→``{int}``, ``%.2f``→``{float}``, ``%s``→``{any}``."""
+    """A printf/%-format string as a pattern: ``%d``/``%zu``/``%ld``→``{int}``, ``%.2f``→``{float}``, ``%p``→``{hex}``,
+    ``%s``→``{any}``."""
     out, pos = [], 0
     for m in _PERCENT.finditer(fmt):
         out.append(_esc(fmt[pos:m.start()]))
