@@ -144,7 +144,7 @@ ENGINES_HELP = (
     "backend.type; without one, what its logs show: the launch module on a command line (dynamo.vllm, "
     "dynamo.sglang, sglang.launch_server), else the lines only that engine writes (vLLM's stats lines, "
     "SGLang's batch lines), else the package its tracebacks' frames ran in. --format json says which and from what (summary.engine, engine_by); the index "
-    "has an engine column.")
+    "has an engine column. TensorRT-LLM: only its executor's error lines, by their log sites.")
 
 app = typer.Typer(
     name="diag",

@@ -175,6 +175,20 @@ impl<T: Send> Transport for Worker<T> {
 fn free() -> Result<()> {
     Err(anyhow!("plain {}", 3))
 }
+
+impl Client {
+    pub async fn new(config: Options) -> Result<Self> {
+        let c = Connector::new(&config.urls).await.with_context(|| {
+            format!("Unable to connect to etcd server at {}. Check etcd server status", config.urls.join(", "))
+        })?;
+        let lease = grant(c).await.context("creating primary lease")?;
+        if lease.ttl() == 0 {
+            return Err(error!("lease expired or revoked"));
+        }
+        error!("lease {} granted", lease.id());
+        Ok(Client { c, lease })
+    }
+}
 '''
 
 
@@ -185,6 +199,12 @@ def test_rust_sites_are_read_by_regex_with_brace_holes() -> None:
         (6, "Worker.connect", "warning", None, "lease {hex} expired"),
         (7, "Worker.connect", "raise", "bail!", "no endpoint {any} in {{ns}}"),
         (12, "free", "raise", "anyhow!", "plain {any}"),
+        # anyhow's context messages, and Dynamo's error! building the error returned (a log call elsewhere)
+        (17, "Client.new", "raise", "with_context",
+         "Unable to connect to etcd server at {any}. Check etcd server status"),
+        (20, "Client.new", "raise", "context", "creating primary lease"),
+        (22, "Client.new", "raise", "error!", "lease expired or revoked"),
+        (24, "Client.new", "error", None, "lease {any} granted"),
     ]
 
 
@@ -234,3 +254,9 @@ def test_the_vllm_table_agrees_with_the_call_site_catalog() -> None:
         base, _, line = row["at"].rpartition(":")
         site = table[(base, int(line))]
         assert (site.exc_info, site.pattern) == (True, logsites.percent_pattern(row["message"])), row["at"]
+
+
+def test_printf_length_modifiers_and_pointers_are_holes() -> None:
+    """C++'s ``%zu``/``%ld``/``%lld`` are integers and ``%p`` a pointer (TLLM_LOG_*, NIXL's printf-style logs)."""
+    assert logsites.percent_pattern("request id:%zu ctx:%ld at %p size=%lld (%.1f%%)") == (
+        "request id:{int} ctx:{int} at {hex} size={int} ({float}%)")

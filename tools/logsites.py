@@ -1,9 +1,12 @@
 """Log-site extractor: every error/warning log call and raise message of the engines' released sources, as data.
 
-    python tools/logsites.py [--wheels DIR] [--mirrors DIR] [--git OWNER/NAME=PATH] [--out DIR] [ENGINE-RELEASE ...]
+    python tools/logsites.py [--wheels DIR] [--mirrors DIR] [--git OWNER/NAME=PATH] [--saved DIR] [--out DIR]
+                             [ENGINE-RELEASE ...]
 
 Reads the pinned sources of ``tools/logsites.toml`` (wheels from PyPI via ``pip download --no-deps``, looked up
-under ``--wheels`` first; public repositories at a pinned commit from a git dir) and writes one JSON-lines file
+under ``--wheels`` first; public repositories at a pinned commit from a git dir; files saved one by one from a
+repository too large to fetch, exactly those a committed manifest ``tools/data/logsites/sources/*.tsv`` lists
+with their commits) and writes one JSON-lines file
 per (engine, release), ``tools/data/logsites/<engine>-<release>.jsonl``, one site a line:
 
 - ``id``: 12 hex digits, a hash of engine, package-relative file, enclosing function and normalised pattern (an
@@ -25,14 +28,16 @@ warning, ``exception`` its category), argparse's ``parser.error`` (level raise, 
 a concatenation of those, or a local variable assigned one of those earlier in the function. ``%d``→int, ``%.1f``→float, ``%s``/``%r``→any,
 ``{x:.2f}``→float, ``{x:d}``→int, other f-string fields→any. A log call with no arguments prints its ``%`` as is.
 C++ (``NIXL_ERROR << ...``, ``LOG(ERROR) << ...``, ``TLLM_LOG_ERROR("%s", ...)``, ``throw X("...")``) and Rust
-(``error!``/``warn!``/``tracing::…!``/``anyhow!``/``bail!``, ``{}`` holes) are read by regular expressions.
+(``error!``/``warn!``/``tracing::…!``/``anyhow!``/``bail!``/``panic!``, anyhow's ``.context("...")`` and
+``.with_context(|| format!(...))``, ``{}`` holes; an unqualified ``error!`` inside ``Err(...)``/``ok_or(...)`` builds
+the error returned, a raise) are read by regular expressions.
 
 It prints a summary: sites per engine/release/level, and per engine how many ids of a release recur in the next.
 :func:`pattern_regex` and :func:`example_line` (``diag.parsers.sites``, shared with the matcher) turn a pattern
 into a matcher and a sample line.
 
 Long because the three readers (Python, C++, Rust) share the pattern language, the id and the data format,
-and the tool stays one command (about 600 lines).
+and the tool stays one command (about 650 lines).
 """
 
 from __future__ import annotations
@@ -111,13 +116,14 @@ def _spec_type(spec: str, conversion: int | str | None = None) -> str:
     return "any"
 
 
-_PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
-_PERCENT_TYPE = {"d": "int", "i": "int", "u": "int", "o": "int", "x": "hex", "X": "hex",
+_PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|ll|[hlLzjtq])?([diouxXeEfFgGcrsap%])")
+_PERCENT_TYPE = {"d": "int", "i": "int", "u": "int", "o": "int", "x": "hex", "X": "hex", "p": "hex",
                  "e": "float", "E": "float", "f": "float", "F": "float", "g": "float", "G": "float"}
 
 
 def percent_pattern(fmt: str) -> str:
-    """A printf/%-format string as a pattern: ``%d``→``{int}``, ``%.2f``→``{float}``, ``%s``→``{any}``."""
+    """A printf/%-format string as a pattern: ``%d``/``%zu``/``%ld``→``{int}``, ``%.2f``→``{float}``, ``%p``→``{hex}``,
+    ``%s``→``{any}``."""
     out, pos = [], 0
     for m in _PERCENT.finditer(fmt):
         out.append(_esc(fmt[pos:m.start()]))
@@ -283,6 +289,9 @@ _CPP_STREAM = re.compile(r"\b(NIXL_(ERROR|WARN|FATAL|PERROR)|LOG\((ERROR|WARNING
 _CPP_CALL = re.compile(r"\b(TLLM_LOG_(ERROR|WARNING|EXCEPTION)|TLLM_THROW|TLLM_CHECK_WITH_INFO"
                        r"|throw\s+(?P<exc>[\w:]+))\s*\((?P<body>[^;]*)\)\s*;")
 _RUST = re.compile(r"\b(?:tracing::|log::|anyhow::)?(error|warn|anyhow|bail|panic)!\s*\((?P<body>[^;]*?)\)\s*;?")
+_RUST_CONTEXT = re.compile(r"\.(with_context|context)\s*\(")
+# where an unqualified error! builds an error (Dynamo's crate::error!, anyhow's alias) instead of logging one
+_RUST_ERROR_VALUE = re.compile(r"(?:\bErr|\bok_or|\bok_or_else\s*\(\s*\|\|)\s*\(\s*$")
 _CPP_LEVEL = {"ERROR": "error", "WARN": "warning", "WARNING": "warning", "FATAL": "critical", "PERROR": "error",
               "EXCEPTION": "exception"}
 _NAME = r"([~\w]+(?:<[^<>;{}()]*>)?(?:::[~\w]+(?:<[^<>;{}()]*>)?)*)"  # ns::Class<T>::method
@@ -412,8 +421,11 @@ def native_sites(source: str, rust: bool) -> list[tuple[int, str, str, str | Non
             exception = None
             if rx is _RUST:
                 macro = m.group(1)
+                if macro == "error" and not masked[:start].endswith("::") and _RUST_ERROR_VALUE.search(
+                        masked[max(0, start - 40):start]):
+                    macro = "error-value"   # Err(error!("...")): the error returned, not a log call
                 level = {"error": "error", "warn": "warning"}.get(macro, "raise")
-                exception = None if macro in ("error", "warn") else macro + "!"
+                exception = None if macro in ("error", "warn") else macro.replace("-value", "") + "!"
                 pattern = _first_literal(body, brace=True)
             elif rx is _CPP_STREAM:
                 level = _CPP_LEVEL[next(g for g in m.groups()[1:5] if g)]
@@ -428,11 +440,41 @@ def native_sites(source: str, rust: bool) -> list[tuple[int, str, str, str | Non
                 pattern = _first_literal(body, brace=False)
                 if pattern is None and m.group("exc"):
                     continue
-            inside = [f for f in funcs if f[0] < start < f[1]]
-            function = max(inside, key=lambda f: f[0])[2] if inside else "<file>"
-            line = source.count("\n", 0, start) + 1
-            found.append((line, function, level, exception, False, pattern, " ".join(source[start:m.end()].split())[:300]))
+            found.append(_native_site(source, funcs, start, m.end(), level, exception, pattern))
+    if rust:
+        found += [_native_site(source, funcs, start, end, "raise", kind, pattern)
+                  for start, end, kind, pattern in _rust_contexts(source, masked)]
     return sorted(found)
+
+
+def _native_site(source: str, funcs: list[tuple[int, int, str]], start: int, end: int, level: str,
+                 exception: str | None, pattern: str | None) -> tuple[int, str, str, str | None, bool, str | None, str]:
+    inside = [f for f in funcs if f[0] < start < f[1]]
+    function = max(inside, key=lambda f: f[0])[2] if inside else "<file>"
+    line = source.count("\n", 0, start) + 1
+    return line, function, level, exception, False, pattern, " ".join(source[start:end].split())[:300]
+
+
+def _rust_contexts(source: str, masked: str) -> Iterator[tuple[int, int, str, str]]:
+    """(start, end, kind, pattern) of each anyhow ``.context("...")`` / ``.with_context(|| format!(...))`` with
+    a literal message: the text an error gains as it is passed up (printed before its causes)."""
+    for m in _RUST_CONTEXT.finditer(masked):
+        depth, end = 0, None
+        for i in range(m.end() - 1, len(masked)):
+            depth += masked[i] == "("
+            depth -= masked[i] == ")"
+            if depth == 0:
+                end = i
+                break
+        if end is None:
+            continue
+        body = source[m.end():end]
+        literal = re.search(_STR, body)
+        if literal is None:
+            continue
+        formatted = re.search(r"\bformat!\s*\(\s*$", body[:literal.start()]) is not None
+        text = _unquote(literal.group(0))
+        yield m.start() + 1, end + 1, m.group(1), brace_pattern(text) if formatted else _esc(text)
 
 
 # ------------------------------------------------------------------------------------------------ sources
@@ -489,9 +531,30 @@ def git_files(gitdir: Path, commit: str, include: list[str], exclude: list[str])
                 yield name, shown.stdout.decode("utf-8", "replace")
 
 
-def extract(source: dict, wheels: Path, mirrors: Path, gits: dict[str, Path]) -> list[Site]:
+def manifest(path: Path) -> list[dict[str, str]]:
+    """The provenance list of a ``files`` source: one row per file read (repository, path, commit, the characters
+    read of the file's total), tab-separated under a header line of column names; ``#`` lines are comments."""
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    head, *rows = (ln.split("\t") for ln in lines)
+    return [dict(zip(head, row, strict=True)) for row in rows]
+
+
+def listed_files(root: Path, rows: list[dict[str, str]]) -> Iterator[tuple[str, str]]:
+    """The (path, text) of each file a manifest lists, read from ``root`` (a copy saved file by file)."""
+    for row in rows:
+        path = root / row["path"]
+        if not path.is_file():
+            raise OSError(f"{path}: listed in the manifest but not saved")
+        yield row["path"], path.read_text(encoding="utf-8")
+
+
+def extract(source: dict, wheels: Path, mirrors: Path, gits: dict[str, Path], saved: Path = Path()) -> list[Site]:
     """The sites of one pinned source of ``logsites.toml``."""
     engine, release = source["engine"], source["release"]
+    if "files" in source:
+        rows = manifest(OUT / source["manifest"])
+        return sites_of(engine, rows[0]["repo"] if rows else source["files"], release,
+                        listed_files(saved / source["files"], rows))
     if "git" in source:
         gitdir = gits.get(source["git"], mirrors / source["git"].replace("/", "+") / "repo")
         return sites_of(engine, source["git"], release,
@@ -563,6 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wheels", type=Path, default=Path("/work/wheels"))
     ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     ap.add_argument("--git", action="append", default=[], help="OWNER/NAME=PATH: the git dir of a repository")
+    ap.add_argument("--saved", type=Path, default=Path("/work/wheels/logsites/src"),
+                    help="where the files of a files source were saved (DIR/<files>/<path>)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     pins = tomllib.loads(PINS.read_text(encoding="utf-8"))
@@ -576,11 +641,12 @@ def main(argv: list[str] | None = None) -> int:
                 tables[(source["engine"], source["release"])] = load(path)
             continue
         try:
-            sites = extract(source, args.wheels, args.mirrors, gits)
+            sites = extract(source, args.wheels, args.mirrors, gits, args.saved)
         except (OSError, subprocess.CalledProcessError, SystemExit) as exc:
             print(f"logsites: {name}: not read ({exc})", file=sys.stderr)
             continue
-        write(sites, path, [f"{source['git']}@{source['commit']}"] if 'git' in source else source['wheels'])
+        write(sites, path, [f"{source['git']}@{source['commit']}"] if "git" in source else
+              [f"tools/data/logsites/{source['manifest']}"] if "files" in source else source["wheels"])
         tables[(source["engine"], source["release"])] = sites
         print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {len(sites)} sites, "
               f"{path.stat().st_size / 1e6:.2f} MB")

@@ -2,7 +2,7 @@
 
     python tools/site_catalog.py [--check | --tables]
 
-Classifications (``engines/<engine>/catalog/sites.toml`` for vLLM and SGLang,
+Classifications (``engines/<engine>/catalog/sites.toml`` for vLLM, SGLang and TensorRT-LLM,
 ``parsers/catalog/sites/<engine>.toml`` for Dynamo, NIXL, Mooncake and LMCache; issue 36's schema): a ``[[site]]`` by id wins, else
 the first ``[[scope]]`` whose every selector matches (``files``/``functions`` fnmatch globs, ``levels``,
 ``exceptions``, ``patterns`` regexes searched in the site's pattern). Writes one generated table per owner,
@@ -47,7 +47,7 @@ from diag.parsers.sites import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINE_DIRS = {"vllm": ROOT / "engines" / "vllm" / "catalog", "sglang": ROOT / "engines" / "sglang" / "catalog"}
+ENGINE_DIRS = {name: ROOT / "engines" / name / "catalog" for name in ("vllm", "sglang", "trtllm")}
 CORE_DIR = ROOT / "parsers" / "catalog"
 CORE_ENGINES = ("dynamo", "nixl", "mooncake", "lmcache")
 ENGINES = (*ENGINE_DIRS, *CORE_ENGINES)
@@ -250,6 +250,46 @@ def fault_sites(table: Iterable[SiteRow]) -> dict[str, list[str]]:
     return out
 
 
+def _sites_lines(ids: list[str]) -> list[str]:
+    """``sites = [...]`` wrapped at 118 columns (no line when there is no id)."""
+    if not ids:
+        return []
+    out, cur = [], "sites = ["
+    for i, tok in enumerate(f'"{x}"' for x in ids):
+        add = tok + (", " if i < len(ids) - 1 else "]")
+        if len(cur) + len(add) > 118:
+            out.append(cur.rstrip())
+            cur = "  "
+        cur += add
+    return [*out, cur]
+
+
+def write_fault_sites(changed: dict[str, list[str]]) -> list[Path]:
+    """Rewrite the ``sites`` of the causes in ``changed`` in their catalogs (after each cause's ``why``)."""
+    files = [CORE_DIR / "faults.toml", *(d / "faults.toml" for d in ENGINE_DIRS.values())]
+    written = []
+    for path in (f for f in files if f.is_file()):
+        lines, out, cause = path.read_text(encoding="utf-8").split("\n"), [], None
+        skipping = False
+        for line in lines:
+            if skipping:
+                skipping = not line.rstrip().endswith("]")
+                continue
+            if m := re.match(r'^name = "(\w+)"$', line):
+                cause = m[1]
+            if cause in changed and line.startswith("sites = ["):
+                skipping = not line.rstrip().endswith("]")
+                continue
+            out.append(line)
+            if cause in changed and line.startswith("why = "):
+                out += _sites_lines(changed[cause])
+        text = "\n".join(out)
+        if text != path.read_text(encoding="utf-8"):
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:5.1f} %" if whole else "    - "
 
@@ -260,12 +300,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables", action="store_true", help="write the tables only (no coverage: the corpus scan)")
     ap.add_argument("--fault-sites", action="store_true",
                     help="print the hand-written fault causes whose `sites` differ from the committed tables")
+    ap.add_argument("--write", action="store_true", help="with --fault-sites: rewrite those `sites` in the catalogs")
     args = ap.parse_args(argv)
     if args.fault_sites:
         table = [r for path in site_tables.table_files() for r in site_tables.read_table(path)]
         changed = {n: ids for n, ids in fault_sites(table).items() if tuple(ids) != faults.CAUSES[n].sites}
         for name, ids in changed.items():
             print(f"{name}: sites = [{', '.join(repr(i).replace(chr(39), chr(34)) for i in ids)}]")
+        if args.write:
+            for path in write_fault_sites(changed):
+                print(f"wrote {path.relative_to(ROOT)}")
+            return 0
         return 1 if changed else 0
     problems = [f"{f.relative_to(ROOT)}: {p}" for f in sorted({classification_file(e) for e in ENGINES})
                 for p in Classification(f).problems]
