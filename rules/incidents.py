@@ -34,6 +34,7 @@ CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death and c.cls != "request"),
               *(c.name for c in TAXONOMY if c.death), *(c.name for c in TAXONOMY if c.cls == "request"))
 DEATH = frozenset(c.name for c in TAXONOMY if c.death)
 FATAL = frozenset(c.name for c in TAXONOMY if c.fatal)
+FATAL_RAISED = frozenset(c.name for c in TAXONOMY if c.fatal_raised)   # fatal as an exception (catalog fatal_raised)
 CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}
 STARTUP_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "startup")   # only a starting engine meets them
 SERVING_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "serving")   # only a serving engine meets them
@@ -44,7 +45,8 @@ RUNTIME_MARKERS = ("serving_", "completion", "generate", "step", *engines.frames
 STARTUP_MARKERS = ("load_model", "__init__", "initialization failed", "failed to start", "capture_end",
                    "ncclCommInitRank", "init_process_group", *engines.frames("startup"))  # a communicator's creation
 # What decided an incident's phase (its finding's evidence ``phase_by``; :func:`_phase` gives the order).
-PHASE_BY = ("cause phase", "readiness", "frames", "serving evidence", "never ready", "no evidence: default")
+PHASE_BY = ("cause phase", "readiness", "frames", "site phase", "serving evidence", "never ready",
+            "no evidence: default")
 FRAME_PHASE = {"startup": "startup", "serving": "runtime"}   # parsers.frames' phases as an incident's
 
 
@@ -91,7 +93,9 @@ def _never_ready(run: Run, group: list[tuple[str, str, Fault]]) -> str | None:
 def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> Phase:
     """The incident's phase from evidence, in this order: a start-up-only cause (``cause phase``); the endpoint
     ready before the fault (its ready line, a stats line, the orchestrator's readiness or benchmark: ``readiness``);
-    the frames of its first traceback an engine's start-up path or serving loop decides (``frames``); request lines in its files (``serving evidence``); start-up code named in its lines with no serving code, the
+    the frames of its first traceback an engine's start-up path or serving loop decides (``frames``); the phase of
+    the log site that printed a line of it, start-up or serving only (``site phase``); request lines in its files
+    (``serving evidence``); start-up code named in its lines with no serving code, the
     fault before the orchestrator saw the workers ready, start-up stage lines with no ready line or the orchestrator
     still waiting (``never ready``); a serving-only cause (``cause phase``); serving code or a request id in its
     lines (``serving evidence``); else a runtime death (``no evidence: default``)."""
@@ -106,6 +110,10 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     if framed := next((f for _, _, f in group if f.frame_phase), None):
         return Phase(FRAME_PHASE[framed.frame_phase], "frames",
                      f"its traceback runs through {framed.frame_at} ({framed.frame_phase} code)")
+    if sited := next((f for _, _, f in group if f.site and f.phase in FRAME_PHASE), None):
+        where = "while it starts" if sited.phase == "startup" else "while it serves"
+        return Phase(FRAME_PHASE[sited.phase], "site phase",
+                     f"its line is printed by engine code that runs only {where} (log site {sited.site})")
     if any(ep.served.requests for eid in {e for e, _, _ in group} if (ep := run.endpoints.get(eid))):
         return Phase("runtime", "serving evidence", "request lines in its log")
     texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
@@ -141,15 +149,16 @@ def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[li
 
 def fatal_phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> Phase | None:
     """The phase of an incident that killed or kept an engine from starting, None when it did not: a death or
-    fatal cause in it, or an error traceback (cut or whole, whatever its cause) whose frames run through an
+    fatal cause in it (or a cause fatal when raised, raised: catalog ``fatal_raised``), or an error traceback (cut or whole, whatever its cause) whose frames run through an
     engine's start-up path (an exception escaping its construction stops it from starting) or its serving loop
     (an exception escaping it ends the engine), the incident's phase agreeing (:mod:`parsers.frames`)."""
     causes = {f.cause for _, _, f in group}
+    fatal = bool(causes & (DEATH | FATAL) or any(f.exception and f.cause in FATAL_RAISED for _, _, f in group))
     framed = {FRAME_PHASE[f.frame_phase] for _, _, f in group if f.frame_phase}
-    if not causes & (DEATH | FATAL) and not framed:
+    if not fatal and not framed:
         return None
     phase = _phase(run, group, ready)
-    return phase if causes & (DEATH | FATAL) or phase.phase in framed else None
+    return phase if fatal or phase.phase in framed else None
 
 
 def fault_incident(rule: Rule, run: Run) -> list[Finding]:

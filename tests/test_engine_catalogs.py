@@ -13,6 +13,7 @@ from diag.parsers import engines, faults, prom_vocab, stages
 CAUSE = """
 [[cause]]
 name = "{name}"
+why = "a test engine's own death wording, no extracted site"
 class = "death"
 rank = {rank}
 text = "a test engine's process died"
