@@ -19,7 +19,7 @@ from types import ModuleType
 
 from .engine import EngineAdapter
 
-BUNDLED = ("diag.engines.vllm", "diag.engines.sglang")
+BUNDLED = ("diag.engines.vllm", "diag.engines.sglang", "diag.engines.trtllm")
 GROUP = "diag.engines"
 _ERRORS: list[str] = []
 _CURRENT: ContextVar[str | None] = ContextVar("diag_engine", default=None)

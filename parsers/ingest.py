@@ -390,8 +390,8 @@ class StreamParser:
 
 def infer_tz_offset(head: str) -> int:
     """Seconds the node's local time is ahead of UTC, from a line that carries both a container's UTC
-    stamp and an engine's local time (its adapter's ``tz_probe``; 0 when no line does: engine times are
-    then taken as UTC)."""
+    stamp and an engine's local time (its adapter's ``tz_probe``), else as an adapter's ``clock_offset`` settles
+    it from the order of the head's lines; 0 when neither does: engine times are then taken as UTC."""
     from . import engines
     from .timestamps import tz_offset_from
 
@@ -402,4 +402,7 @@ def infer_tz_offset(head: str) -> int:
                 return tz_offset_from(m.group(1), m.group(2))
             except ValueError:
                 return 0
+    for adapter in engines.adapters():
+        if adapter.clock_offset is not None and (seconds := adapter.clock_offset(head).seconds) is not None:
+            return int(seconds)
     return 0

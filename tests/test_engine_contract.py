@@ -201,7 +201,7 @@ def test_a_plug_in_that_fails_to_import_is_skipped_and_named(monkeypatch: pytest
     monkeypatch.setattr(engines, "_ERRORS", [])
     engines.adapters.cache_clear()
     try:
-        assert engines.names() == ("vllm", "sglang")
+        assert engines.names() == ("vllm", "sglang", "trtllm")
         assert [e.split(":")[0] for e in engines.load_errors()] == ["diag.engines.no_such_engine"]
     finally:
         engines.adapters.cache_clear()
