@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from diag.parsers.formats import declare, record_parser
+from diag.parsers.formats import LineFormat, declare, record_parser
 from diag.parsers.records import Header
 
 _LEVELS = {"F": "CRITICAL", "E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "D": "DEBUG"}
@@ -23,56 +23,36 @@ _LEVELS = {"F": "CRITICAL", "E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEB
 _BODY = (r"\[TRT-LLM\] (?:\[MPI_Rank (?P<mpi>\d+)\] )?\[(?P<sev>[FEWIVD])\] "
          r"(?:(?:\[_torch\])?\[RANK (?P<rank>\d+)\] |\[(?P<crank>\d+)\] )?(?P<msg>.*)$")
 
-PYTHON = declare(
-    "trtllm-record", "header",
-    r"^\[(?P<mon>\d\d)/(?P<day>\d\d)/(?P<year>\d{4})-(?P<time>\d\d:\d\d:\d\d)\] " + _BODY,
-    samples=[
-        "[08/19/2026-14:11:49] [TRT-LLM] [I] [_torch][RANK 0] iter = 2, global_rank = 0, rank = 0, "
-        "num_scheduled_requests = 0, kv_cache_util = 0.000, currank_total_requests = 0/1, host_step_time = 4.08ms, "
-        "prev_device_step_time = 243.13ms, timestamp = 2026-08-19 14:11:49, states = {'num_ctx_requests': 1, "
-        "'num_ctx_tokens': 4, 'num_generation_tokens': 0, 'cached_kv_tokens': 0}",
-        "[08/19/2026-14:02:10] [TRT-LLM] [MPI_Rank 3] [W] Logger level already set from environment. Discard new "
-        "verbosity: info",
-        "[08/19/2026-14:02:11] [TRT-LLM] [E] Requested log level debug2 is invalid. Using 'warning' instead",
-    ],
-    emits="trtllm",
-    engine="trtllm",
-    lead="[",
-    rank=32,
-    guard="[TRT-LLM]",
-    doc="TensorRT-LLM's Python logger: local month/day/year time, [TRT-LLM], its MPI rank, severity, rank tag",
-)
-NATIVE = declare(
-    "trtllm-native-record", "header",
-    r"^(?P<mon>\d\d)-(?P<day>\d\d)-(?P<year>\d{4}) (?P<time>\d\d:\d\d:\d\d(?:\.\d{1,6})?) " + _BODY,
-    samples=[
-        "08-19-2026 14:02:31.123456 [TRT-LLM] [I] Set logger level to [I]",
-        "08-19-2026 14:02:31.200001 [TRT-LLM] [W] [3] Set logger level to [W]",
-    ],
-    emits="trtllm",
-    engine="trtllm",
-    lead="0123456789",
-    rank=39,
-    guard="[TRT-LLM]",
-    doc="TensorRT-LLM's C++ logger: local month-day-year time with microseconds, [TRT-LLM], severity, rank",
-)
-BARE = declare(
-    "trtllm-bare-record", "header",
-    r"^" + _BODY,
-    samples=[
-        "[TRT-LLM] [I] [_torch][RANK 0] iter = 5, global_rank = 0, rank = 0, num_scheduled_requests = 1, "
-        "kv_cache_util = 0.100, currank_total_requests = 1/1, host_step_time = 5.0ms, prev_device_step_time = 5.2ms, "
-        "timestamp = 2026-07-22 00:00:00, states = {'num_ctx_requests': 0, 'num_ctx_tokens': 0, "
-        "'num_generation_tokens': 256, 'cached_kv_tokens': 0}",
-        "[TRT-LLM] [W] Logger level already set from environment. Discard new verbosity: info",
-    ],
-    emits="trtllm",
-    engine="trtllm",
-    lead="[",
-    rank=33,
-    guard="[TRT-LLM]",
-    doc="TensorRT-LLM's logger message without a stamp (a handler that prints the message alone)",
-)
+
+def _declare(name: str, pattern: str, samples: list[str], lead: str, rank: int, doc: str) -> LineFormat:
+    return declare(name, "header", pattern + _BODY, samples=samples, emits="trtllm", engine="trtllm", lead=lead,
+                   rank=rank, guard="[TRT-LLM]", doc=doc)
+
+
+PYTHON = _declare(
+    "trtllm-record", r"^\[(?P<mon>\d\d)/(?P<day>\d\d)/(?P<year>\d{4})-(?P<time>\d\d:\d\d:\d\d)\] ",
+    ["[08/19/2026-14:11:49] [TRT-LLM] [I] [_torch][RANK 0] iter = 2, global_rank = 0, rank = 0, "
+     "num_scheduled_requests = 0, kv_cache_util = 0.000, currank_total_requests = 0/1, host_step_time = 4.08ms, "
+     "prev_device_step_time = 243.13ms, timestamp = 2026-08-19 14:11:49, states = {'num_ctx_requests': 1, "
+     "'num_ctx_tokens': 4, 'num_generation_tokens': 0, 'cached_kv_tokens': 0}",
+     "[08/19/2026-14:02:10] [TRT-LLM] [MPI_Rank 3] [W] Logger level already set from environment. Discard new "
+     "verbosity: info",
+     "[08/19/2026-14:02:11] [TRT-LLM] [E] Requested log level debug2 is invalid. Using 'warning' instead"],
+    "[", 32, "TensorRT-LLM's Python logger: local month/day/year time, [TRT-LLM], its MPI rank, severity, rank tag")
+NATIVE = _declare(
+    "trtllm-native-record",
+    r"^(?P<mon>\d\d)-(?P<day>\d\d)-(?P<year>\d{4}) (?P<time>\d\d:\d\d:\d\d(?:\.\d{1,6})?) ",
+    ["08-19-2026 14:02:31.123456 [TRT-LLM] [I] Set logger level to [I]",
+     "08-19-2026 14:02:31.200001 [TRT-LLM] [W] [3] Set logger level to [W]"],
+    "0123456789", 39, "TensorRT-LLM's C++ logger: local month-day-year time with microseconds, [TRT-LLM], severity, rank")
+BARE = _declare(
+    "trtllm-bare-record", "^",
+    ["[TRT-LLM] [I] [_torch][RANK 0] iter = 5, global_rank = 0, rank = 0, num_scheduled_requests = 1, "
+     "kv_cache_util = 0.100, currank_total_requests = 1/1, host_step_time = 5.0ms, prev_device_step_time = 5.2ms, "
+     "timestamp = 2026-07-22 00:00:00, states = {'num_ctx_requests': 0, 'num_ctx_tokens': 0, "
+     "'num_generation_tokens': 256, 'cached_kv_tokens': 0}",
+     "[TRT-LLM] [W] Logger level already set from environment. Discard new verbosity: info"],
+    "[", 33, "TensorRT-LLM's logger message without a stamp (a handler that prints the message alone)")
 
 
 def _header(m: re.Match[str], text: str) -> Header:
