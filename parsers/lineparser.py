@@ -191,7 +191,7 @@ class LineParser:
             iso = ext_ts or hdr.iso
             if iso:
                 try:
-                    return parse_iso(iso)
+                    return parse_iso(iso, self._tz if hdr.local and not ext_ts else 0)
                 except ValueError:
                     pass
             if hdr.md is not None and self._tracker is not None:
