@@ -29,7 +29,7 @@ from diag.parsers.benchmark import (
     read_sa_bench_json,
 )
 from diag.parsers.engines import engine_of
-from diag.parsers.ingest import LineCap, ParsedLog, infer_tz_offset, parse_blocks
+from diag.parsers.ingest import LineCap, ParsedLog, infer_clock, parse_blocks
 from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
 from diag.parsers.layout import (
     VOCABULARY,
@@ -311,8 +311,9 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     head = head_b.decode("utf-8", errors="replace")
     src.year = year_of(path, head, ref)
     src.engine = engine_of(head)
+    tz, src.clock_note = infer_clock(head)
     try:
-        parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=infer_tz_offset(head))
+        parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=tz)
         src.records, src.stats, src.kv, src.counts = parsed.records, parsed.stats, parsed.kv, parsed.counts
     except (OSError, EOFError) as e:
         src.error = f"{path}: cannot read: {_reason(e)}"

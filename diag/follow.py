@@ -25,7 +25,7 @@ import polars as pl
 from diag.parsers import inputs
 from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.engines import engine_of
-from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
+from diag.parsers.ingest import ParsedLog, StreamParser, infer_clock
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Record
 
@@ -141,8 +141,10 @@ class Follower:
         except (OSError, EOFError):
             return
         year = year_of(path, head, self.ref)
-        tz = infer_tz_offset(head)
-        f = Followed(ParsedLog(str(path), info, year=year), StreamParser(year=year, tz_offset_s=tz),
+        tz, note = infer_clock(head)
+        log = ParsedLog(str(path), info, year=year)
+        log.clock_note = note
+        f = Followed(log, StreamParser(year=year, tz_offset_s=tz),
                      inode=st.st_ino, tz=tz)
         self.files[str(path)] = f
         self.skipped = [s for s in self.skipped if not (s.reason == NO_RUN_LOGS and s.path in path.parents)]

@@ -108,3 +108,30 @@ def test_the_engine_is_told_by_its_recipe_type_and_its_own_lines(tmp_path: Path)
     assert engines.get("trtllm") is not None and engines.get("trtllm").display == "TensorRT-LLM"  # type: ignore[union-attr]
     assert engines.engine_of(_worker_log(tmp_path, 0).read_text()) == "trtllm"
     assert engines.engine_of("python3 -m dynamo.trtllm --model-path /m") == "trtllm"
+
+
+def test_a_trtllm_run_is_judged_on_its_folded_steps_with_its_clock_said(tmp_path: Path) -> None:
+    """End to end (``diag tail --format json``): the engine told by its lines, the steps folded into 10 s
+    samples on UTC, the header's clock note; a run whose offset is refused says so in one line."""
+    import json
+
+    from tests.helpers import run_diag
+
+    logs = tmp_path / "run" / "logs"
+    logs.mkdir(parents=True)
+    local = T0 + timedelta(hours=-5)
+    lines = [_dynamo(T0)]
+    for i in range(1, 301):     # 60 s of 200 ms decode steps, a UTC line every 10 s
+        lines.append(_iter_line(local + timedelta(seconds=1 + i * 0.2), i, 32, 0, 32))
+        if i % 50 == 0:
+            lines.append(_dynamo(T0 + timedelta(seconds=1 + i * 0.2)))
+    (logs / "node1_decode_w0.out").write_text("\n".join(lines) + "\n")
+    doc = json.loads(run_diag("tail", str(tmp_path / "run"), "--format", "json").stdout)
+    assert (doc["summary"]["engine"], doc["summary"]["engine_by"]) == ("trtllm", "logs")
+    assert doc["summary"]["header"]["clock"] == "TensorRT-LLM's local times read as UTC-5 h, from its lines " \
+                                               "written between UTC lines"
+    assert doc["summary"]["start"].startswith("2026-08-19T06:11:4")
+    (ep,) = doc["endpoints"]
+    assert ep["samples"] == 7        # 10 s intervals from 06:11:40 to 06:12:50
+    # 300 steps x 32 tokens over seven 10 s intervals (the first and last partly filled)
+    assert (ep["stats"]["gen_tps_mean"], ep["stats"]["running_mean"]) == (round(300 * 32 / 70, 1), 32.0)

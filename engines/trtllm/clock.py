@@ -28,7 +28,8 @@ _HOUR = 3600.0
 
 @dataclass(frozen=True)
 class ClockOffset:
-    """Whole hours local time is ahead of UTC (None: not settled) and the note that says how it was told."""
+    """Whole hours local time is ahead of UTC (None: not settled) and the note that says how it was told
+    ("": the log has no local stamp)."""
 
     hours: int | None
     note: str
@@ -71,18 +72,17 @@ def infer(stamps: list[tuple[str, datetime]]) -> ClockOffset:
     if last_utc is not None:              # local lines after the last UTC one: written after it
         hi = min([hi, *((loc - last_utc).total_seconds() + SLACK_S for loc in pending)])
     if not locals_seen:
-        return ClockOffset(None, "no TensorRT-LLM local-time stamp")
+        return ClockOffset(None, "")     # nothing on a local clock: nothing to say
     if not bracketed:
         return ClockOffset(None, "TensorRT-LLM's local times not placed: no TensorRT-LLM line between two UTC lines; "
                                  "its times are kept on the log's own clock")
     hours = list(range(math.ceil(lo / _HOUR), math.floor(hi / _HOUR) + 1))
     if len(hours) != 1:
         why = "no whole hour fits" if not hours else f"{len(hours)} whole hours fit"
-        return ClockOffset(None, f"TensorRT-LLM's local times not placed: {why} the {bracketed} lines written "
-                                 "between UTC lines; its times are kept on the log's own clock")
+        return ClockOffset(None, f"TensorRT-LLM's local times not placed: {why} its lines written between UTC "
+                                 "lines; its times are kept on the log's own clock")
     h = hours[0]
-    return ClockOffset(h, f"TensorRT-LLM's local times read as UTC{h:+d} h, from {bracketed} of its lines written "
-                          "between UTC lines")
+    return ClockOffset(h, f"TensorRT-LLM's local times read as UTC{h:+d} h, from its lines written between UTC lines")
 
 
 def offset_of(head: str) -> ClockOffset:
