@@ -286,6 +286,23 @@ def vocabulary_in(path: Path) -> bool:
         return False
 
 
+CLOCK_SCAN = 8 << 20   # bytes read when a log's head holds local stamps it cannot place on UTC
+
+
+def clock_of(path: Path, head: str) -> tuple[int, str | None]:
+    """Seconds the log's local stamps are ahead of UTC and the note on it (:func:`infer_clock`): from its
+    head, else from its first :data:`CLOCK_SCAN` bytes where the head's local stamps could not be placed (a
+    dense log's head may hold no UTC line after its first). Not settled: 0, the stamps on the log's clock."""
+    tz, note = infer_clock(head)
+    if tz is None:
+        try:
+            with open_log(path) as fh:
+                tz, note = infer_clock(fh.read(CLOCK_SCAN).decode("utf-8", errors="replace"))
+        except (OSError, EOFError):
+            pass
+    return tz or 0, note
+
+
 def year_of(path: Path, head: str, ref: datetime | None) -> int | None:
     """A log's year: from its own first full date, the run's start (``ref``) or its mtime."""
     if ref is None:
@@ -311,7 +328,7 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     head = head_b.decode("utf-8", errors="replace")
     src.year = year_of(path, head, ref)
     src.engine = engine_of(head)
-    tz, src.clock_note = infer_clock(head)
+    tz, src.clock_note = clock_of(path, head)
     try:
         parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=tz)
         src.records, src.stats, src.kv, src.counts = parsed.records, parsed.stats, parsed.kv, parsed.counts

@@ -390,15 +390,15 @@ class StreamParser:
 
 
 def infer_tz_offset(head: str) -> int:
-    """Seconds the node's local time is ahead of UTC (:func:`infer_clock`)."""
-    return infer_clock(head)[0]
+    """Seconds the node's local time is ahead of UTC (:func:`infer_clock`; 0 where not settled)."""
+    return infer_clock(head)[0] or 0
 
 
-def infer_clock(head: str) -> tuple[int, str | None]:
+def infer_clock(head: str) -> tuple[int | None, str | None]:
     """Seconds the node's local time is ahead of UTC, and a note where an adapter inferred it or refused to.
     From a line that carries both a container's UTC stamp and an engine's local time (its adapter's
     ``tz_probe``), else as an adapter's ``clock_offset`` settles it from the order of the head's lines; 0 when
-    neither does: engine times are then taken as UTC."""
+    neither does (engine times are then taken as UTC), None when an adapter refused to settle its stamps."""
     from . import engines
     from .timestamps import tz_offset_from
 
@@ -417,7 +417,7 @@ def infer_clock(head: str) -> tuple[int, str | None]:
         if told.seconds is not None:
             return int(told.seconds), told.note
         note = note or told.note or None
-    return 0, note
+    return (None if note else 0), note
     for adapter in engines.adapters():
         if adapter.clock_offset is not None and (seconds := adapter.clock_offset(head).seconds) is not None:
             return int(seconds)

@@ -135,3 +135,19 @@ def test_a_trtllm_run_is_judged_on_its_folded_steps_with_its_clock_said(tmp_path
     assert ep["samples"] == 7        # 10 s intervals from 06:11:40 to 06:12:50
     # 300 steps x 32 tokens over seven 10 s intervals (the first and last partly filled)
     assert (ep["stats"]["gen_tps_mean"], ep["stats"]["running_mean"]) == (round(300 * 32 / 70, 1), 32.0)
+
+
+def test_a_dense_log_whose_head_holds_one_utc_line_is_placed_from_further_in(tmp_path: Path) -> None:
+    """The first 64 KB hold Dynamo's first line and local steps only; the next UTC line comes later: the clock
+    is read from further into the file (diag.files.clock_of), not refused."""
+    from diag.files import clock_of
+
+    local = T0 + timedelta(hours=8)
+    lines = [_dynamo(T0), *(_iter_line(local + timedelta(seconds=1 + i * 0.02), i, 32, 0, 32) for i in range(1, 400)),
+             _dynamo(T0 + timedelta(seconds=9))]
+    path = tmp_path / "node1_decode_w0.out"
+    path.write_text("\n".join(lines) + "\n")
+    head = path.read_bytes()[:65536].decode()
+    assert offset_of(head).hours is None
+    assert clock_of(path, head) == (8 * 3600, "TensorRT-LLM's local times read as UTC+8 h, from its lines written "
+                                              "between UTC lines")
