@@ -102,6 +102,10 @@ def test_steps_fold_into_the_stats_interval(tmp_path: Path) -> None:
         (datetime(2026, 8, 19, 6, 11, 50, tzinfo=UTC), 2, 8192, 2, 819.2, 0.2, 2, 4.1),
         (datetime(2026, 8, 19, 6, 12, 0, tzinfo=UTC), 1, 0, 2, 0.0, 0.2, 2, 4.1)]
     assert out.filter(pl.col("steps").is_null()).height == 1
+    # rank 1 logs rank 0's very batches (one tensor-parallel group): counted once; rank 2 runs its own (attention DP)
+    ranks = pl.concat([frame, frame.with_columns(engine=pl.lit("1")),
+                       frame.with_columns(engine=pl.lit("2"), gen_tokens=pl.col("gen_tokens") + 1)])
+    assert fold_steps(ranks, 10.0).group_by("engine").agg(pl.len()).sort("engine").rows() == [("0", 2), ("2", 2)]
 
 
 def test_the_engine_is_told_by_its_recipe_type_and_its_own_lines(tmp_path: Path) -> None:
