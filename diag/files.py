@@ -29,7 +29,7 @@ from diag.parsers.benchmark import (
     read_sa_bench_json,
 )
 from diag.parsers.engines import engine_of
-from diag.parsers.ingest import LineCap, ParsedLog, infer_clock, parse_blocks
+from diag.parsers.ingest import LineCap, ParsedLog, parse_blocks, settle_clock
 from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
 from diag.parsers.layout import (
     VOCABULARY,
@@ -286,21 +286,13 @@ def vocabulary_in(path: Path) -> bool:
         return False
 
 
-CLOCK_SCAN = 8 << 20   # bytes read when a log's head holds local stamps it cannot place on UTC
-
-
 def clock_of(path: Path, head: str) -> tuple[int, str | None]:
-    """Seconds the log's local stamps are ahead of UTC and the note on it (:func:`infer_clock`): from its
-    head, else from its first :data:`CLOCK_SCAN` bytes where the head's local stamps could not be placed (a
-    dense log's head may hold no UTC line after its first). Not settled: 0, the stamps on the log's clock."""
-    tz, note = infer_clock(head)
-    if tz is None:
-        try:
-            with open_log(path) as fh:
-                tz, note = infer_clock(fh.read(CLOCK_SCAN).decode("utf-8", errors="replace"))
-        except (OSError, EOFError):
-            pass
-    return tz or 0, note
+    """The log's offset from UTC and its note (:func:`~diag.parsers.ingest.settle_clock`), read further on
+    where its head cannot place its local stamps."""
+    def further(n: int) -> str:
+        with open_log(path) as fh:
+            return fh.read(n).decode("utf-8", errors="replace")
+    return settle_clock(head, further)
 
 
 def year_of(path: Path, head: str, ref: datetime | None) -> int | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import FrozenInstanceError, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -392,6 +393,21 @@ class StreamParser:
 def infer_tz_offset(head: str) -> int:
     """Seconds the node's local time is ahead of UTC (:func:`infer_clock`; 0 where not settled)."""
     return infer_clock(head)[0] or 0
+
+
+CLOCK_SCAN = 8 << 20   # bytes read when a log's head holds local stamps it cannot place on UTC
+
+
+def settle_clock(head: str, further: Callable[[int], str]) -> tuple[int, str | None]:
+    """Seconds a log's local stamps are ahead of UTC and the note on it (:func:`infer_clock`): from its head,
+    else from its first :data:`CLOCK_SCAN` bytes (``further(n)``: the log's first ``n`` bytes as text) where the
+    head's local stamps could not be placed (a dense log's head may hold no UTC line after its first). Not
+    settled: 0, the stamps on the log's own clock."""
+    tz, note = infer_clock(head)
+    if tz is None:
+        with suppress(OSError, EOFError):
+            tz, note = infer_clock(further(CLOCK_SCAN))
+    return tz or 0, note
 
 
 def infer_clock(head: str) -> tuple[int | None, str | None]:

@@ -19,7 +19,7 @@ ADAPTER = EngineAdapter(
     # its iteration line (py_executor.py)
     evidence=("[TRT-LLM] [I] ", "[TRT-LLM] [W] ", "[TRT-LLM] [E] ", "currank_total_requests = "),
     header_classes=("trtllm",),
-    format_modules=("diag.engines.trtllm.heads", "diag.engines.trtllm.iterlog"),
+    format_modules=("diag.engines.trtllm.heads", "diag.engines.trtllm.iterlog", "diag.engines.trtllm.startup"),
     # a "sites" entry joins when TensorRT-LLM's log-site catalog does
     catalogs={},
     # a line per scheduler step, folded by the run model into intervals of this length (rules.windows.fold_steps)
