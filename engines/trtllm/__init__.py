@@ -27,4 +27,6 @@ ADAPTER = EngineAdapter(
     stats_variants=("trtllm-iter",),
     clock_offset=offset_of,
     phrases=PHRASES,
+    # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
+    knobs={"stream_chunk": "stream_interval"},
 )
