@@ -61,6 +61,14 @@ def test_local_time_is_placed_on_utc_by_the_lines_between_utc_lines(tmp_path: Pa
     assert [r.ts for r in stats] == [(T0 + timedelta(seconds=s)).replace(tzinfo=UTC) for s in (1, 2, 12)]
 
 
+def test_srun_labels_and_colours_do_not_hide_the_clock(tmp_path: Path) -> None:
+    """srt-slurm's worker logs carry srun's task label, Dynamo's lines ANSI colours: both come off first."""
+    lines = _worker_log(tmp_path, 8).read_text().splitlines()
+    dyn = [f"0: \x1b[2m{ln[:27]}\x1b[0m \x1b[32m INFO\x1b[0m{ln[33:]}" for ln in lines if ln[:1].isdigit()]
+    trt = [f"0: {ln}" for ln in lines if ln.startswith("[")]
+    assert offset_of("\n".join([dyn[0], *trt, dyn[1]])).hours == 8
+
+
 def test_an_offset_the_line_order_does_not_settle_is_refused(tmp_path: Path) -> None:
     """No UTC line after the local ones: every offset up to the first UTC line fits; the stamps stay as written."""
     path = _worker_log(tmp_path, 8, utc_after=False)

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from diag.parsers.clean import logical_lines
+
 # a Dynamo tracing head (UTC); TensorRT-LLM's Python head, its C++ head, and an iteration line's timestamp
 _UTC = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z\s")
 _LOCAL = (
@@ -86,5 +88,7 @@ def infer(stamps: list[tuple[str, datetime]]) -> ClockOffset:
 
 
 def offset_of(head: str) -> ClockOffset:
-    """The offset a log's head settles (:func:`infer` over its stamped lines)."""
-    return infer([s for line in head.splitlines() if (s := _stamp(line.lstrip())) is not None])
+    """The offset a log's head settles (:func:`infer` over its stamped lines, cleaned as the line parser cleans
+    them: colours, srun labels and other prefixes off)."""
+    return infer([s for raw in head.splitlines() for text, _, _ in logical_lines(raw)
+                  if (s := _stamp(text)) is not None])
