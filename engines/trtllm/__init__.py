@@ -27,6 +27,8 @@ ADAPTER = EngineAdapter(
     stats_variants=("trtllm-iter",),
     clock_offset=offset_of,
     phrases=PHRASES,
+    rule_catalogs=("catalog/config.toml",),
+    checks_module="diag.engines.trtllm.checks",
     # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
     knobs={"stream_chunk": "stream_interval"},
 )
