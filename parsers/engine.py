@@ -39,6 +39,7 @@ KNOBS: dict[str, str] = {
     "ssm_cache_dtype": "the SSM (Mamba) state cache's data type",
     "max_context_len": "the longest sequence (prompt and output) an engine accepts",
     "stats_off": "the switch that turns the engine's periodic stats logging off",
+    "stats_on": "the switch that turns the engine's per-step stats logging on (off by default)",
     "scheduling_overlap": "asynchronous scheduling (the next step scheduled while this one runs)",
     "dp_hybrid_lb": "data-parallel hybrid load balancing",
 }

@@ -163,3 +163,21 @@ def test_a_dense_log_whose_head_holds_one_utc_line_is_placed_from_further_in(tmp
     assert offset_of(head).hours is None
     assert clock_of(path, head) == (8 * 3600, "TensorRT-LLM's local times read as UTC+8 h, from its lines written "
                                               "between UTC lines")
+
+
+def test_a_trtllm_run_without_iteration_lines_is_told_to_turn_them_on(tmp_path: Path) -> None:
+    """No stats: the next step names TensorRT-LLM's switch (print_iter_log), not vLLM's API servers."""
+    import json
+
+    from tests.helpers import run_diag
+
+    logs = tmp_path / "run" / "logs"
+    logs.mkdir(parents=True)
+    local = T0 + timedelta(hours=8)
+    (logs / "node1_decode_w0.out").write_text("\n".join([
+        _dynamo(T0), f"[{local:%m/%d/%Y-%H:%M:%S}] [TRT-LLM] [I] [_torch][RANK 0] Estimated max tokens in KV cache : "
+        "1048576", _dynamo(T0 + timedelta(seconds=5))]) + "\n")
+    doc = json.loads(run_diag("tail", str(tmp_path / "run"), "--format", "json").stdout)
+    steps = [e["action"] for e in doc["verdict"]["experiments"]]
+    assert steps[0] == "turn TensorRT-LLM iteration lines on (print_iter_log: true on each role)", steps
+    assert not any("api-server" in s or "vLLM" in s for s in steps)

@@ -30,5 +30,5 @@ ADAPTER = EngineAdapter(
     rule_catalogs=("catalog/config.toml",),
     checks_module="diag.engines.trtllm.checks",
     # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
-    knobs={"stream_chunk": "stream_interval"},
+    knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log"},
 )
