@@ -143,7 +143,8 @@ ENGINES_HELP = (
     "Engines: vLLM, SGLang and TensorRT-LLM, behind Dynamo or alone, launched by srt-slurm. A run's engine is its "
     "recipe's backend.type; without one, what its logs show: the launch module on a command line (dynamo.vllm, "
     "dynamo.sglang, sglang.launch_server, dynamo.trtllm), else the lines only that engine writes (vLLM's stats "
-    "lines, SGLang's batch lines, TensorRT-LLM's [TRT-LLM] prefix). --format json says which and from what (summary.engine, engine_by); the index "
+    "lines, SGLang's batch lines, TensorRT-LLM's [TRT-LLM] prefix), else the package its tracebacks' frames ran "
+    "in. --format json says which and from what (summary.engine, engine_by); the index "
     "has an engine column.")
 
 app = typer.Typer(

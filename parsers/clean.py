@@ -130,9 +130,19 @@ BOX = declare(
     emits="box",
     doc="text pasted from a box-drawing frame (rich panels, TUIs): the right border is removed too",
 )
+INLINE_CODE = declare(
+    "inline-code", "prefix", r"^`+(?=\S)",
+    samples=[  # https://github.com/sgl-project/sglang/issues/4602, https://github.com/vllm-project/vllm-ascend/issues/7792
+        "`RuntimeError: Decode out of memory. Try to lower your batch size.",
+        "`E0328 09:06:16.412760 112112 ascend_direct_transport.cpp:836] Transfer slice failed with status: 503900",
+    ],
+    emits="code",
+    doc="a log line quoted as inline code in an issue: the opening backticks, and a closing one left unpaired",
+)
 _BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
+_CODE_CLOSE = re.compile(r"`+\s*$")
 _PEELERS = (SRUN.regex, EXT_STAMP.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, KUBECTL.regex, RANK_TAG.regex,
-            BOX.regex, COMPOSE.regex, QUOTE.regex)
+            BOX.regex, COMPOSE.regex, QUOTE.regex, INLINE_CODE.regex)
 
 # Where a second record starts inside one physical line (glued records).
 _GLUE = re.compile(
@@ -173,6 +183,14 @@ def peel(text: str) -> tuple[str, str | None, int | None]:
     return text, ext_ts, task
 
 
+def close_code(text: str) -> str:
+    """``text`` without the backticks closing an inline-code quote (a closing run left unpaired on the line: a
+    message's own `quoted` words keep theirs)."""
+    if "`" not in text or text.count("`") % 2 == 0:
+        return text
+    return _CODE_CLOSE.sub("", text)
+
+
 def split_glued(text: str) -> list[str]:
     """Split a line that holds several records written without a newline between them."""
     starts = [m.start() for m in _GLUE.finditer(text) if m.start() > 0]
@@ -202,7 +220,7 @@ def logical_lines(raw: str) -> list[tuple[str, str | None, int | None]]:
         seg = _TORN_TAIL.sub("", seg)
         seg = _TORN_HEAD.sub("", seg)
         seg, ext_ts, task = peel(seg)
-        for piece in split_glued(seg):
+        for piece in split_glued(close_code(seg)):
             piece, inner_ts, inner_task = peel(piece)
             if piece.strip():
                 out.append((piece, inner_ts or ext_ts, task if inner_task is None else inner_task))

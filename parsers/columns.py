@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from . import engines
+from . import engines, sites
 from .engine import ColumnSpec
 from .lineparser import (
     _CSI,
@@ -83,8 +83,10 @@ SPECS: dict[str, tuple[tuple[ColumnSpec, tuple[str, ...]], ...]] = {
                 for a in engines.adapters() for s in a.columns if s.kind == kind)
     for kind in ("stats", "kv_transfer")}
 LITERALS = [s.literal for specs in SPECS.values() for s, _ in specs]
-# A KV line carrying any other trigger (a glued fault, a traceback's exception) takes the general path.
-_OTHER_TRIGGERS = {s.literal: "|".join(_rx_escape(t) for t in trigger_literals() if t != s.literal)
+# A KV line carrying any other trigger (a glued fault, a traceback's exception) takes the general path; the
+# phrases a level-less head is read for are no record's (such a line is no KV line).
+_OTHER_TRIGGERS = {s.literal: "|".join(_rx_escape(t) for t in trigger_literals() if t != s.literal
+                                       and t not in sites.phrases())
                    for s, _ in SPECS["kv_transfer"]}
 # The literal of the stats lines, the bulk of a busy log (the prefilter's dense-block test counts it).
 STATS_LIT = next((s.literal for s, _ in SPECS["stats"]), None)

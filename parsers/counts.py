@@ -113,14 +113,13 @@ def ansi_lines(lines: pl.Series) -> int:
 def classify_span(df: pl.DataFrame, counts: Counts) -> None:
     """Noise per category of a span of lines: a non-candidate line counts for the first category it
     matches (the progress-bar regex, the costly one, only on lines that may be one); so does a candidate
-    read only for its level word (an ERROR line, for its log site: parsers.sites), which is still noise."""
-    from .lineparser import FORMAT_TRIGGER_PATTERN
-    from .sites import LEVEL_WORDS
+    read only for its level (an ERROR or glog E line, for its log site: parsers.sites), which is still noise."""
+    from .lineparser import FORMAT_TRIGGER_PATTERN, site_literals
 
     col = pl.col("line")
     _count_noise(df.filter(~pl.col("cand"))[["line"]], counts)
-    # the level words first (one literal scan), the format triggers' regex only on the few lines holding one
-    level_only = df.filter(pl.col("cand") & col.str.contains_any(list(LEVEL_WORDS))).filter(
+    # the level literals first (one literal scan), the format triggers' regex only on the few lines holding one
+    level_only = df.filter(pl.col("cand") & col.str.contains_any(list(site_literals()))).filter(
         ~col.str.contains(FORMAT_TRIGGER_PATTERN))
     if level_only.height:
         _count_noise(level_only[["line"]], counts)

@@ -141,8 +141,8 @@ class EngineAdapter:
     waiting_kv: tuple[tuple[str, ...], ...] = ()  # stats columns of requests waiting for their KV, best first
     shown_facts: tuple[str, ...] = ()           # the startup facts a report shows, in order (() : core's)
     per_process_flags: frozenset[str] = frozenset()  # launch flags that differ between one endpoint's processes
-    # traceback function names that place a fault (rules.incidents), by kind: startup (start-up code),
-    # runtime (serving code), serving_loop (an exception escaping it ends the engine); merged with core's
+    # words in a fault's text or frames that place it (rules.incidents), by kind: startup (start-up code),
+    # runtime (serving code); merged with core's. Its catalog "frames" (parsers.frames) decides by frame instead
     frames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # its Prometheus vocabulary, a module of the shape parsers.prom_vocab documents (FIELDS, ALIASES, ...)
     metrics_module: str | None = None

@@ -125,7 +125,7 @@ def catalog_files(kind: str) -> tuple[tuple[EngineAdapter, Traversable], ...]:
 
 
 def frames(kind: str) -> tuple[str, ...]:
-    """Every adapter's traceback markers of ``kind`` (startup, runtime, serving_loop), in registry order."""
+    """Every adapter's traceback markers of ``kind`` (startup, runtime), in registry order."""
     return tuple(m for a in adapters() for m in a.frames.get(kind, ()))
 
 

@@ -45,6 +45,8 @@ class Cause:
     specific: bool = False           # a specific wording a catch-all record format (a bare "UCX ERROR") would
                                      # also take: its line format is tried before the frequent kinds
     site_class: str | None = None    # the generic cause of this class of log site (parsers.sites)
+    why: str = ""                    # why it stays hand-written beside the log sites (its reason as a fallback)
+    sites: tuple[str, ...] = ()      # the extracted log sites whose lines it takes (ids; tools/logsites.py)
 
 
 def _read(path: Traversable, engine: str | None) -> list[Cause]:
@@ -57,7 +59,9 @@ def _read(path: Traversable, engine: str | None) -> list[Cause]:
                       entry.get("pattern"), tuple(entry.get("exceptions", ())), tuple(entry["samples"]),
                       int(entry["rank"]), entry.get("label"), engine, entry.get("owner"),
                       bool(entry.get("teardown", False)), bool(entry.get("specific", False)),
-                      entry.get("site_class"))
+                      entry.get("site_class"), entry.get("why", ""), tuple(entry.get("sites", ())))
+        if not cause.why:
+            raise ValueError(f"fault cause {cause.name!r} needs a `why`: the reason it stays beside the log sites")
         if len(cause.samples) < 2:
             raise ValueError(f"fault cause {cause.name!r} needs at least two sample lines")
         if cause.phase not in PHASES:

@@ -30,6 +30,8 @@ class LineFormat:
                                    # formats: below 50 tried before the frequent kinds (a specific wording a
                                    # catch-all of another kind would also take)
     guard: str = ""                # header formats: a literal the line's first 120 characters must hold
+    levelless: bool = False        # header formats: the head carries no level (a logger without its level
+                                   # name): a line is an error when its message is one of its engine's error sites
 
 
 REGISTRY: dict[str, LineFormat] = {}
@@ -49,6 +51,7 @@ def declare(
     lead: str = "",
     rank: int = 50,
     guard: str = "",
+    levelless: bool = False,
 ) -> LineFormat:
     """Register a format. At least two samples are required."""
     if len(samples) < 2:
@@ -56,7 +59,7 @@ def declare(
     if name in REGISTRY:
         raise ValueError(f"format {name!r} declared twice")
     fmt = LineFormat(name, kind, re.compile(pattern, flags), tuple(samples), emits, triggers, None, doc,
-                     engine, lead, rank, guard)
+                     engine, lead, rank, guard, levelless)
     REGISTRY[name] = fmt
     return fmt
 

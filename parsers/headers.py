@@ -76,6 +76,33 @@ UCX = declare(
     doc="UCX's own log lines (NIXL's transport): epoch-seconds time, host:pid:thread",
 )
 
+GLOG = declare(
+    "glog-record", "header",
+    r"^\[?(?P<level>[IWEF])(?:(?P<mo>\d\d)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.\d+)?\s+\d+\s)?\s*"
+    r"(?P<src>[\w.-]+:\d+)\]\s?(?P<msg>.*)$",
+    samples=[  # https://github.com/vllm-project/vllm-ascend/issues/7792, https://github.com/kvcache-ai/Mooncake/issues/292
+        "E0328 09:06:16.412760 112112 ascend_direct_transport.cpp:836] Transfer slice failed with status: 503900",
+        "W0423 16:34:48.911494 217200 client.cpp:353] Transfer incomplete, retrying... (attempt 1/3)",
+        "[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3)",
+    ],
+    emits="glog",
+    triggers=(".cpp:", ".cc:", ".cu:"),
+    doc="glog and its kin (the C++ of Mooncake, NIXL, UCX wrappers, torch's c10 logging): a level letter "
+        "(I W E F: F is fatal), month-day and time, thread id, file:line] message; c10's short '[E file:line]'. Its "
+        "triggers (a C++ source's file:line) make its lines candidates: an E or F line is matched to its log site",
+)
+RUST_TRACING = declare(
+    "rust-tracing-bare", "header",
+    r"^(?P<level>TRACE|DEBUG|INFO|WARN|ERROR)\s+(?:\w+\{[^{}]*\}:\s)?(?P<src>[A-Za-z_]\w*(?:::\w+)+):\s(?P<msg>.*)$",
+    samples=[  # https://github.com/ai-dynamo/dynamo/issues/1188
+        "ERROR dynamo_runtime::worker: Application shutdown with error: Failed to connect to etcd server",
+        "INFO dynamo_llm::http::service::service_v2: Starting HTTP service on: 0.0.0.0:8080",
+    ],
+    emits="dynamo",
+    doc="Dynamo's Rust tracing lines pasted without their stamp: level, target (a Rust path), message",
+)
+# A level letter of a glog head as the level word of the others.
+GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 LEVEL_ALIASES = {"WARN": "WARNING", "TRACE": "DEBUG"}
 
 
@@ -119,9 +146,17 @@ def _ucx_head(m: re.Match[str], text: str) -> Header:
     return Header("ucx", lvl, iso=iso, source=m["src"].strip(), msg=m["msg"].strip())
 
 
+def _glog_head(m: re.Match[str], text: str) -> Header:
+    md = f"{m['mo']}-{m['day']} {m['time']}" if m["mo"] else None
+    return Header("glog", GLOG_LEVELS[m["level"]], md=md, source=m["src"], msg=m["msg"])
+
+
 _HEADS: dict[LineFormat, tuple[str, int, str, Callable[[re.Match[str], str], Header | None]]] = {
     DYNAMO_JSONL: ("{", 10, "", _jsonl_head),
     UCX: ("[", 31, "", _ucx_head),
+    GLOG: ("IWEF[", 33, "", _glog_head),
+    RUST_TRACING: ("TDIWE", 44, "", lambda m, t: Header("dynamo", LEVEL_ALIASES.get(m["level"], m["level"]),
+                                                        source=m["src"], msg=m["msg"])),
     DYNAMO: (DIGITS, 40, "", lambda m, t: Header("dynamo", LEVEL_ALIASES.get(m["level"], m["level"]), iso=m["iso"],
                                                  source=m["src"], msg=m["msg"])),
     PYTHON_LOGGING: (DIGITS, 41, "", lambda m, t: Header("python", m["level"], iso=m["iso"], source=m["src"],

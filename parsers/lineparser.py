@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import engines, faults, sites, stages, startup  # noqa: F401  (register their formats)
+from . import engines, faults, frames, sites, stages, startup  # noqa: F401  (register their formats)
 from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
@@ -30,6 +30,7 @@ _ERROR_LEVELS = ("ERROR", "CRITICAL")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>[\w.<>]+))?')
 # A traceback frame whose path holds one of these ran in a KV connector (each engine names its own).
 _CONNECTOR_PATHS = tuple(p for a in engines.adapters() for p in a.connector_paths)
+MAX_CALLS = 256     # a traceback's frames kept for judging it (outermost first)
 MAX_LINE = 1 << 20   # a physical line is parsed up to 1 MiB: records are short, giant lines are dumps
 MAX_JOIN = 1 << 14   # torn records are rejoined only from lines of ordinary length
 
@@ -63,14 +64,22 @@ def _trigger_index(fmts: list[LineFormat]) -> tuple[tuple[str, tuple[int, ...]],
     return tuple((t, tuple(ix)) for t, ix in index.items())
 
 
+def site_literals() -> tuple[str, ...]:
+    """The literals of the lines read only to match their log site (:func:`_site_fault`): the level words, the
+    triggers of the heads whose level is no word (a glog line's letter) and the phrases of the error sites of the
+    engines whose heads carry no level (:func:`parsers.sites.phrases`)."""
+    return tuple(dict.fromkeys((*sites.LEVEL_WORDS, *(t for f in formats("header") for t in f.triggers),
+                                *sites.phrases())))
+
+
 def trigger_literals() -> list[str]:
-    """Every record format's triggers, and the level words of the lines a log site may name (an ERROR line no
+    """Every record format's triggers, and the literals of the lines a log site may name (an ERROR line no
     format takes is read to match its site, :func:`_site_fault`)."""
     seen: dict[str, None] = {}
     for f in formats("record"):
         for t in f.triggers:
             seen.setdefault(t, None)
-    for t in sites.LEVEL_WORDS:
+    for t in site_literals():
         seen.setdefault(t, None)
     return sorted(seen, key=lambda t: (-len(t), t))
 
@@ -84,9 +93,11 @@ _FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record)
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
 TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals())
-# The record formats' triggers alone: a candidate line holding none of them is read only for its level word.
-FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in sites.LEVEL_WORDS)
-TRIGGERS = re.compile(TRIGGER_PATTERN)
+# The record formats' triggers alone: a candidate line holding none of them is read only for its log site.
+FORMAT_TRIGGER_PATTERN = "|".join(_rx_escape(t) for t in trigger_literals() if t not in site_literals())
+# In Python, the trigger phrases are looked up by the line's words (:func:`parsers.sites.holds_phrase`), not by
+# one alternation of hundreds of literals: the same candidates as TRIGGER_PATTERN gives the native scans.
+TRIGGERS = re.compile("|".join(_rx_escape(t) for t in trigger_literals() if t not in sites.phrases()))
 # Real escape sequences (clean.py's first three kinds), as a pattern both Python's re and polars read.
 ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
 _ANSI_SEQ = re.compile(ANSI_PATTERN)
@@ -95,7 +106,12 @@ _ANSI_SEQ = re.compile(ANSI_PATTERN)
 def is_candidate(raw: str) -> bool:
     """Whether a physical line holds a record trigger, also when escape sequences split its words
     (the bulk path's rule, :func:`parsers.ingest._bulk_classify`)."""
-    return bool(TRIGGERS.search(raw)) or ("\x1b" in raw and bool(TRIGGERS.search(_ANSI_SEQ.sub("", raw))))
+    if TRIGGERS.search(raw) or sites.holds_phrase(raw):
+        return True
+    if "\x1b" not in raw:
+        return False
+    plain = _ANSI_SEQ.sub("", raw)
+    return bool(TRIGGERS.search(plain)) or sites.holds_phrase(plain)
 
 
 # The two heads that stamp nearly every line of a run, matched on the raw line (colours allowed): vLLM's
@@ -116,20 +132,59 @@ JOIN_TRIGGERS = re.compile("|".join(
 
 
 def _site_fault(line: int, msg: str, cause: str | None, exc: tuple[str, str] | None, stamp: dict[str, Any],
-                **fields: Any) -> list[Fault]:
+                only: str | None = None, **fields: Any) -> list[Fault]:
     """The fault of a line the fault parsing left unclassified (``cause`` None or the unclassified exception),
     by the log site that printed it: its class's generic cause, phase and id; none for a benign site; else the
-    line's own cause (an unclassified exception stays one). The site tables are read only here."""
+    line's own cause (an unclassified exception stays one). A line of a level-less head (``only``: its engine)
+    takes only a site of that engine logging an error. The site tables are read only here."""
     site = None
     if cause is None or cause == faults.UNCLASSIFIED.name:
         text = exc[1] if exc is not None else msg
-        site = sites.match(text, exc[0] if exc is not None else None) if text else None
+        scope = {"engines": (only,), "logged": True} if only else {}
+        site = sites.match(text, exc[0] if exc is not None else None, **scope) if text else None
     if site is not None:
         if site.cls == "benign":
             return []
         return [Fault(line, cause=faults.SITE_CAUSES[site.cls], message=msg.strip()[:500], site=site.id,
                       phase=site.phase, **fields, **stamp)]
     return [] if cause is None else [Fault(line, cause=cause, message=msg.strip()[:500], **fields, **stamp)]
+
+
+@dataclass
+class _Traceback:
+    """A traceback being read: its first line, stamp and logging call site, its frames, and its level."""
+
+    start: int
+    stamp: dict[str, Any]
+    source: str | None
+    level: str | None
+    in_connector: bool = False
+    fns: list[str] = field(default_factory=list)                 # the innermost function names (at most 12)
+    calls: list[tuple[str, str]] = field(default_factory=list)   # (path, function), outermost first
+
+    def verdict(self, whole: bool) -> dict[str, Any]:
+        """The Fault fields its frames give (:mod:`parsers.frames`): the engine always; the phase only of a
+        traceback logged at ERROR/CRITICAL or printed bare (exc_info on a warning is no failure)."""
+        v = frames.judge(self.calls, whole)
+        counts = self.level is None or self.level in _ERROR_LEVELS
+        return {"engine": v.engine, "frame_phase": v.phase if counts else None, "frame_at": v.at if counts else None}
+
+
+def _bare_fault(line: int, msg: str, stamp: dict[str, Any]) -> list[Fault]:
+    """The fault of an exception line standing alone (no traceback open, no level: quoted, printed): only when a
+    site raises that very exception with that message (a bare ``SomeError: text`` is no evidence by itself)."""
+    bare = faults.exception_line(msg)
+    if bare is None or not bare[1]:
+        return []
+    site = sites.match(bare[1], bare[0])
+    if site is None or "raise" not in site.levels or bare[0] not in site.exceptions:
+        return []
+    return _site_fault(line, msg, None, bare, stamp, exception=f"{bare[0]}: {bare[1]}")
+
+
+# The heads that carry no level, with their engine: such a line is an error when its message is one of that
+# engine's sites logging an error (SGLang's logger).
+_LEVELLESS = {f.emits: f.engine for f in formats("header") if f.levelless}
 
 
 class LineParser:
@@ -143,9 +198,7 @@ class LineParser:
         self._tz = tz_offset_s
         self._last_md: tuple[str | None, datetime | None] = (None, None)  # engines share a second
         self._month: tuple[str | None, int | None] = (None, None)        # the month last seen, its year
-        # per process key: [first line of the traceback, whether a frame ran in a KV connector, function names,
-        # the stamp of its first line]
-        self._tb_open: dict[tuple[str | None, int | None, int | None], list[Any]] = {}
+        self._tb_open: dict[tuple[str | None, int | None, int | None], _Traceback] = {}   # per process key
 
     def _resolve(self, md: str) -> datetime | None:
         """UTC time of a month-day: the year tracker decides the year when the month changes (a
@@ -251,29 +304,33 @@ class LineParser:
         recs = self.parse_message(msg, line, hdr, stamp)
         key = (hdr.proc, hdr.pid, task)
         if "Traceback (most recent call last)" in msg:
-            self._tb_open[key] = [line, False, [], stamp, hdr.source]
+            self._tb_open[key] = _Traceback(line, stamp, hdr.source, hdr.level)
             return recs
         frame = _FRAME.match(msg)
         if frame:  # a traceback whose head was cut off still groups from its first frame
-            tb = self._tb_open.setdefault(key, [line, False, [], stamp, hdr.source])
-            tb[1] = tb[1] or any(p in frame["path"] for p in _CONNECTOR_PATHS)
+            tb = self._tb_open.setdefault(key, _Traceback(line, stamp, hdr.source, hdr.level))
+            tb.in_connector = tb.in_connector or any(p in frame["path"] for p in _CONNECTOR_PATHS)
             if frame["fn"]:
-                tb[2] = [*tb[2][-11:], frame["fn"]]
+                tb.fns = [*tb.fns[-11:], frame["fn"]]
+                if len(tb.calls) < MAX_CALLS:
+                    tb.calls.append((frame["path"], frame["fn"]))
             return recs
         exc = faults.exception_line(msg) if key in self._tb_open else None
         if exc is not None:
-            start, in_connector, fns, _, _ = self._tb_open.pop(key)
+            tb = self._tb_open.pop(key)
             exc_text = f"{exc[0]}: {exc[1]}" if exc[1] else exc[0]
+            judged = tb.verdict(whole=True)
             for i, r in enumerate(recs):
                 if isinstance(r, Fault):
                     recs[i] = Fault(r.line, cause=r.cause, message=r.message, exception=exc_text,
-                                    traceback_line=start, frames=tuple(fns), ts=r.ts, md=r.md, proc=r.proc,
-                                    task=r.task)
+                                    traceback_line=tb.start, frames=tuple(tb.fns), ts=r.ts, md=r.md, proc=r.proc,
+                                    task=r.task, **judged)
                     break
             else:
-                cause = faults.classify(msg) or ("kv_connector" if in_connector else faults.classify_exception(*exc))
-                recs += _site_fault(line, msg, cause, exc, stamp, exception=exc_text, traceback_line=start,
-                                    frames=tuple(fns))
+                cause = faults.classify(msg) or ("kv_connector" if tb.in_connector
+                                                 else faults.classify_exception(*exc))
+                recs += _site_fault(line, msg, cause, exc, stamp, exception=exc_text, traceback_line=tb.start,
+                                    frames=tuple(tb.fns), **judged)
         elif not recs and hdr.level in _ERROR_LEVELS and key not in self._tb_open:
             # logger.exception(e) in V0 prints the exception itself as an ERROR line (then the traceback)
             bare = faults.exception_line(msg)
@@ -282,6 +339,11 @@ class LineParser:
                 recs += _site_fault(line, msg, faults.classify_exception(*bare), bare, stamp, exception=text)
             else:  # an error line no fault format took: the site that printed it, if one is classified
                 recs += _site_fault(line, msg, None, None, stamp)
+        elif not recs and hdr.level is None:
+            if hdr.cls in _LEVELLESS and key not in self._tb_open and faults.exception_line(msg) is None:
+                recs += _site_fault(line, msg, None, None, stamp, only=_LEVELLESS[hdr.cls])
+            elif not self._tb_open:  # an exception line quoted alone (no traceback anywhere, no level)
+                recs += _bare_fault(line, msg, stamp)
         if hdr.source:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs
@@ -291,11 +353,11 @@ class LineParser:
         never) as a fault of cause ``cut_traceback`` carrying its frames and its logging call site (the
         ``file:line`` of its head); the rules judge it by them."""
         out = []
-        for start, _, fns, stamp, source in self._tb_open.values():
-            if fns:
-                out.append(Fault(start, cause=faults.CUT.name, message=f"traceback cut before its exception line "
-                                 f"(innermost frame seen: {fns[-1]})", traceback_line=start, frames=tuple(fns),
-                                 where=source, **stamp))
+        for tb in self._tb_open.values():
+            if tb.fns:
+                out.append(Fault(tb.start, cause=faults.CUT.name, message=f"traceback cut before its exception line "
+                                 f"(innermost frame seen: {tb.fns[-1]})", traceback_line=tb.start,
+                                 frames=tuple(tb.fns), where=tb.source, **tb.verdict(whole=False), **tb.stamp))
         self._tb_open.clear()
         return out
 

@@ -199,6 +199,9 @@ class Fault(Record):
     where: str | None = None           # the logger's file:line (vLLM) or target (Dynamo)
     site: str | None = None            # the log site matched (parsers.sites): its id
     phase: str | None = None           # that site's phase: startup | serving | any
+    engine: str | None = None          # the engine its traceback's frames ran in (parsers.frames)
+    frame_phase: str | None = None     # what those frames say of an ERROR/CRITICAL or bare traceback: startup | serving
+    frame_at: str | None = None        # the frame that decided it, module:function
 
     kind = "fault"
 

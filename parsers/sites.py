@@ -7,7 +7,8 @@ implementation both the extractor and the matcher use.
 
 Matching is lazy and off the hot path: the line parser asks only for a line the fault parsing left
 unclassified (an exception line ending a traceback that no cause names, an ERROR/CRITICAL line no fault format
-took). The tables are read on the first such question (:data:`table_loads` counts reads); each row is indexed
+took, glog's E and F lines included; a line of a level-less head, SGLang's, read for one of its engine's error
+sites' phrases; an exception line quoted alone, which only a site raising that type names). The tables are read on the first such question (:data:`table_loads` counts reads); each row is indexed
 by one rare literal word of its leading part (its anchor, chosen by the tool), and only the rows whose anchor
 and leading words the line holds have their regexes compiled and tried: the exact pattern on the message
 first, then the same pattern tolerant to a paste's damage (text before the message, a line wrapped or cut after
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
@@ -33,6 +35,7 @@ PATTERN_TOKEN = re.compile(r"\{\{|\}\}|\{(" + "|".join(HOLE_RE) + r")\}")
 TABLE = "sites.generated.jsonl"   # core's under parsers/catalog/, each engine's under its adapter's catalog
 CORE_TABLE = Path(__file__).with_name("catalog") / TABLE
 LEVEL_WORDS = ("ERROR", "CRITICAL")  # the heads of the lines the matcher is asked about (record triggers too)
+LOGGED_ERROR = frozenset({"error", "critical", "exception"})  # the levels of a site that logs an error
 MIN_LITERAL = 12   # a pattern with fewer literal characters is too generic to name a line: never matched
 MIN_LEAD = 24      # literal characters of the leading part a wrapped or cut line must still show
 _WORD = re.compile(r"(?<![\w\x00])[A-Za-z_]\w{3,}(?![\w\x00])")   # a whole word (not glued to a hole: \x00)
@@ -125,6 +128,74 @@ def read_table(path: Path | Traversable) -> list[SiteRow]:
 def table_files() -> list[Path | Traversable]:
     """Core's generated table and every adapter's (``ADAPTER.catalogs["sites"]``)."""
     return [CORE_TABLE, *(path for _, path in engines.catalog_files("sites"))]
+
+
+# ------------------------------------------------------------------------------------------- trigger phrases
+# A line whose head carries no level (SGLang's logger) is read only when it holds the phrase of one of its
+# engine's error sites: each such row's first literal run of MIN_PHRASE characters or more (not broken by a hole,
+# a newline or a run of spaces) holding a whole word inside it. The generator writes a table's phrases into its
+# header line, so the line prefilter knows them without reading the tables.
+MIN_PHRASE = 16
+_RUN_BREAK = re.compile(r"\x00|\n|\s{2,}")
+_INNER_WORD = re.compile(r"(?<=\W)\w{3,}(?=\W)")   # a word with its neighbours inside the phrase
+_SPLIT = str.maketrans(dict.fromkeys(string.punctuation, " "))   # a line's words: split at spaces and punctuation
+_KEY_WORD = re.compile(r"(?<=[\s" + re.escape(string.punctuation) + r"])\w{3,}(?=[\s" + re.escape(string.punctuation)
+                       + r"])")   # a word a line holding the phrase shows as one of its words
+
+
+def levelless_engines() -> tuple[str, ...]:
+    """The engines one of whose heads carries no level (``levelless`` header formats)."""
+    from .formats import formats
+
+    return tuple(sorted({f.engine for f in formats("header") if f.levelless and f.engine}))
+
+
+def phrase(pattern: str) -> str | None:
+    """The literal phrase a line printed by ``pattern`` holds (its first long enough run), or None."""
+    for run in _RUN_BREAK.split(_holed(pattern)):
+        run = run.strip()
+        if len(run) >= MIN_PHRASE and _INNER_WORD.search(run):
+            return run
+    return None
+
+
+def trigger_phrases(rows: list[SiteRow], engines: tuple[str, ...]) -> list[str]:
+    """The phrases of the rows of ``engines`` that log an error of a fault class (a line of a level-less head is
+    read for them)."""
+    return sorted({p for r in rows if r.engine in engines and r.cls != "benign" and LOGGED_ERROR & set(r.levels)
+                   and (p := phrase(r.pattern))})
+
+
+@cache
+def phrases() -> tuple[str, ...]:
+    """Every generated table's trigger phrases (its header line only: the rows are not read)."""
+    out: set[str] = set()
+    for path in table_files():
+        if path.is_file():
+            with path.open("r", encoding="utf-8") as fh:
+                out.update(json.loads(fh.readline()).get("phrases", ()))
+    return tuple(sorted(out))
+
+
+@cache
+def _phrases_by_word() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """The phrases by a word each holds between spaces or punctuation (its longest), and those without one."""
+    by: dict[str, list[str]] = {}
+    bare: list[str] = []
+    for p in phrases():
+        if keys := _KEY_WORD.findall(p):
+            by.setdefault(max(keys, key=len), []).append(p)
+        else:
+            bare.append(p)
+    return {w: tuple(ps) for w, ps in by.items()}, tuple(bare)
+
+
+def holds_phrase(text: str) -> bool:
+    """Whether ``text`` holds a trigger phrase (as a substring: the native scans' test), trying only the phrases
+    keyed by one of the line's words (split at spaces and punctuation: one C pass, no regex)."""
+    by, bare = _phrases_by_word()
+    return any(p in text for w in set(text.translate(_SPLIT).split()) & by.keys() for p in by[w]) or \
+        any(p in text for p in bare)
 
 
 # ------------------------------------------------------------------------------------------------ matching
@@ -266,12 +337,19 @@ class SiteIndex:
         seen = set(_WORD.findall(text))
         return [e for w in seen & self.by_anchor.keys() for e in self.by_anchor[w] if e.words <= seen]
 
-    def match(self, text: str, exception: str | None = None) -> SiteRow | None:
-        """The site of a message (``text``: the message after its head, or a whole damaged line): the exact
+    def match(self, text: str, exception: str | None = None, *, engines: tuple[str, ...] = (),
+              logged: bool = False) -> SiteRow | None:
+        """The site of a message (``text``: the message after its head, or a whole damaged line), among the rows of
+        ``engines`` (all when empty) and, when ``logged``, those logging an error (a line whose head tells no
+        level is an error only by its site's own level): the exact
         pattern (anywhere in the text) first, then the tolerant one; among several, the most literal text (the most specific), then the
         row whose level fits (a raise site of the same exception type for an exception line, a log call for a
         log line)."""
         found = self.candidates(text)
+        if engines:
+            found = [e for e in found if e.row.engine in engines]
+        if logged:
+            found = [e for e in found if LOGGED_ERROR & set(e.row.levels)]
         if not found:
             return None
         message = _SPACE.sub(" ", text).strip()
@@ -310,6 +388,8 @@ def index() -> SiteIndex:
     return SiteIndex(rows)
 
 
-def match(text: str, exception: str | None = None) -> SiteRow | None:
-    """The classified site that printed ``text`` (a log message, or an exception line's message), or None."""
-    return index().match(text, exception)
+def match(text: str, exception: str | None = None, *, engines: tuple[str, ...] = (),
+          logged: bool = False) -> SiteRow | None:
+    """The classified site that printed ``text`` (a log message, or an exception line's message), or None
+    (:meth:`SiteIndex.match`)."""
+    return index().match(text, exception, engines=engines, logged=logged)

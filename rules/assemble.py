@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from diag.parsers.ingest import ParsedLog
-from diag.parsers.records import AccuracyResult, BenchResult
+from diag.parsers.records import AccuracyResult, BenchResult, Fault
 
 from .endpoints import FrameCache, build_endpoints
 from .runmodel import Run
@@ -63,13 +63,17 @@ def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
 
 def engine_of_run(logs: Sequence[ParsedLog], recipe: Recipe | None) -> tuple[str | None, str]:
     """Which serving engine a run used, and what told: the recipe's ``backend.type`` when it writes one,
-    else what most of its logs show (launch module, lines only that engine writes), else srtctl's default
-    for a recipe that names none (SGLang); an engine no adapter knows is kept by name."""
+    else what most of its logs show (launch module, lines only that engine writes), else the package most of
+    its tracebacks ran in (``frames``: :mod:`diag.parsers.frames`), else srtctl's default for a recipe that
+    names none (SGLang); an engine no adapter knows is kept by name."""
     if recipe is not None and recipe.backend_declared:
         return recipe.backend, "recipe"
     seen = Counter(lg.engine for lg in logs if lg.engine)
     if seen:
         return seen.most_common(1)[0][0], "logs"
+    framed = Counter(r.engine for lg in logs for r in lg.records if isinstance(r, Fault) and r.engine)
+    if framed:
+        return framed.most_common(1)[0][0], "frames"
     if recipe is not None:
         return recipe.backend, "recipe default"
     return None, ""

@@ -43,9 +43,9 @@ SERVING_CAUSES = frozenset(c.name for c in TAXONOMY if c.phase == "serving")   #
 RUNTIME_MARKERS = ("serving_", "completion", "generate", "step", *engines.frames("runtime"))
 STARTUP_MARKERS = ("load_model", "__init__", "initialization failed", "failed to start", "capture_end",
                    "ncclCommInitRank", "init_process_group", *engines.frames("startup"))  # a communicator's creation
-SERVING_LOOP_MARKERS = engines.frames("serving_loop")
 # What decided an incident's phase (its finding's evidence ``phase_by``; :func:`_phase` gives the order).
-PHASE_BY = ("cause phase", "readiness", "serving evidence", "never ready", "no evidence: default")
+PHASE_BY = ("cause phase", "readiness", "frames", "serving evidence", "never ready", "no evidence: default")
+FRAME_PHASE = {"startup": "startup", "serving": "runtime"}   # parsers.frames' phases as an incident's
 
 
 @dataclass(frozen=True)
@@ -55,18 +55,6 @@ class Phase:
     phase: str
     by: str
     why: str
-
-
-def _serving_loop_frames(fault: Fault) -> bool:
-    """A traceback running through an engine's serving loop (and no start-up code)."""
-    text = " ".join(fault.frames)
-    return any(m in text for m in SERVING_LOOP_MARKERS) and not any(m in text for m in STARTUP_MARKERS)
-
-
-def _startup_frames(fault: Fault) -> bool:
-    """A traceback running through start-up code (and no serving code)."""
-    text = " ".join(fault.frames)
-    return any(m in text for m in STARTUP_MARKERS) and not any(m in text for m in RUNTIME_MARKERS)
 
 
 def _marker(texts: list[str], markers: tuple[str, ...]) -> str | None:
@@ -103,7 +91,7 @@ def _never_ready(run: Run, group: list[tuple[str, str, Fault]]) -> str | None:
 def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> Phase:
     """The incident's phase from evidence, in this order: a start-up-only cause (``cause phase``); the endpoint
     ready before the fault (its ready line, a stats line, the orchestrator's readiness or benchmark: ``readiness``);
-    request lines in its files (``serving evidence``); start-up code named in its lines with no serving code, the
+    the frames of its first traceback an engine's start-up path or serving loop decides (``frames``); request lines in its files (``serving evidence``); start-up code named in its lines with no serving code, the
     fault before the orchestrator saw the workers ready, start-up stage lines with no ready line or the orchestrator
     still waiting (``never ready``); a serving-only cause (``cause phase``); serving code or a request id in its
     lines (``serving evidence``); else a runtime death (``no evidence: default``)."""
@@ -115,6 +103,9 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     first = group[0][2].ts
     if ready is not None and first is not None and first >= ready:
         return Phase("runtime", "readiness", "the orchestrator saw the workers ready before it")
+    if framed := next((f for _, _, f in group if f.frame_phase), None):
+        return Phase(FRAME_PHASE[framed.frame_phase], "frames",
+                     f"its traceback runs through {framed.frame_at} ({framed.frame_phase} code)")
     if any(ep.served.requests for eid in {e for e, _, _ in group} if (ep := run.endpoints.get(eid))):
         return Phase("runtime", "serving evidence", "request lines in its log")
     texts = [" ".join((f.message, f.exception or "", f.where or "", *f.frames)) for _, _, f in group]
@@ -149,22 +140,16 @@ def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[li
 
 
 def fatal_phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> Phase | None:
-    """The phase of an incident that killed or kept an engine from starting, None when it did not:
-    a death or fatal cause in it, a traceback cut inside start-up code before any serving (an
-    exception escaping an engine's construction stops it from starting, whatever its type), or one cut
-    inside an engine's serving loop (an exception escaping it ends the engine, whatever its type)."""
+    """The phase of an incident that killed or kept an engine from starting, None when it did not: a death or
+    fatal cause in it, or an error traceback (cut or whole, whatever its cause) whose frames run through an
+    engine's start-up path (an exception escaping its construction stops it from starting) or its serving loop
+    (an exception escaping it ends the engine), the incident's phase agreeing (:mod:`parsers.frames`)."""
     causes = {f.cause for _, _, f in group}
-    cut = [f for _, _, f in group if f.cause == CUT.name]
-    if not causes & (DEATH | FATAL) and not any(_startup_frames(f) or _serving_loop_frames(f) for f in cut):
+    framed = {FRAME_PHASE[f.frame_phase] for _, _, f in group if f.frame_phase}
+    if not causes & (DEATH | FATAL) and not framed:
         return None
     phase = _phase(run, group, ready)
-    if causes & (DEATH | FATAL):
-        return phase
-    if any(_startup_frames(f) for f in cut) and phase.phase == "startup":
-        return phase
-    if any(_serving_loop_frames(f) for f in cut) and phase.phase == "runtime":
-        return phase
-    return None
+    return phase if causes & (DEATH | FATAL) or phase.phase in framed else None
 
 
 def fault_incident(rule: Rule, run: Run) -> list[Finding]:
@@ -195,10 +180,16 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
                             location=_loc(file, fault.traceback_line or fault.line),
                             evidence={"root_cause": fault.cause, "faults": dict(fan), "endpoints": endpoints,
                                       "line": fault.message[:300], "phase_by": phase.by,
-                                      "phase_evidence": phase.why}))
+                                      "phase_evidence": phase.why, **_frame_evidence(phase, group)}))
     if p["phase"] == "startup":
         out.extend(_readiness_stall(rule, run))
     return out
+
+
+def _frame_evidence(phase: Phase, group: list[tuple[str, str, Fault]]) -> dict[str, str]:
+    """The deciding frame (``module:function``) of an incident whose phase its frames decided."""
+    at = next((f.frame_at for _, _, f in group if f.frame_at), None) if phase.by == "frames" else None
+    return {"frame": at} if at else {}
 
 
 def _readiness_stall(rule: Rule, run: Run) -> list[Finding]:

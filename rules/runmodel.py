@@ -116,7 +116,7 @@ class Run:
     concurrencies: tuple[int, ...] = ()      # from the recipe, when known
     build: str | None = None                 # the engine's build (recipe's image, else the version a log printed)
     engine_name: str | None = None           # the serving engine's adapter name (rules.assemble.engine_of_run)
-    engine_by: str = ""                      # what told it: "recipe", "logs", "recipe default" or ""
+    engine_by: str = ""                      # what told it: "recipe", "logs", "frames", "recipe default" or ""
     errors: tuple[str, ...] = ()
     jobs: tuple[Recipe, ...] = ()            # every job of the run's recipe file
 

@@ -35,6 +35,22 @@ def test_every_cause_is_ranked_and_has_a_class() -> None:
     assert DEATH and FATAL and not DEATH & FATAL
 
 
+def test_every_hand_written_cause_says_why_it_stays_and_names_the_sites_it_takes() -> None:
+    """Issue 36: a hand-written cause is a named fallback beside the log sites, with its reason; its ``sites`` are
+    exactly the generated rows whose lines it takes (recomputed here: a regenerated table that changes them is
+    reviewed in the catalog's diff; ``python tools/site_catalog.py --fault-sites`` prints the new lists)."""
+    from diag.parsers import sites
+
+    from helpers import load_tool
+
+    assert all(len(c.why) > 20 for c in faults.TAXONOMY)
+    table = [r for path in sites.table_files() for r in sites.read_table(path)]
+    known = {i for r in table for i in r.ids}
+    assert {i for c in faults.TAXONOMY for i in c.sites} <= known
+    expected = load_tool("site_catalog").fault_sites(table)
+    assert {c.name: list(c.sites) for c in faults.TAXONOMY} == expected
+
+
 def test_owners_and_teardown_are_declared_consistently() -> None:
     """A cause's own owner is one of the postmortem's owners; a teardown cause is no root cause by itself (neither
     fatal nor a death) and is of the teardown class; the infrastructure's causes state their owner."""
@@ -90,8 +106,9 @@ def test_unknown_exception_is_unclassified_and_quoted(prefix: str) -> None:
 def test_unclassified_exception_yields_a_finding(tmp_path) -> None:
     log = tmp_path / "engine.log"
     log.write_text("\n".join((
-        "(EngineCore pid=9)   File \"/x/vllm/v1/engine/core.py\", line 10, in run_busy_loop",
-        "(EngineCore pid=9)     self.step()",
+        # a request handler, no serving loop (through run_busy_loop it is the engine's death: tests/test_frames.py)
+        "(EngineCore pid=9)   File \"/x/vllm/entrypoints/openai/serving_completion.py\", line 10, in create_completion",
+        "(EngineCore pid=9)     self.frobnicate()",
         "(EngineCore pid=9) frobnicate.QuuxWidgetError: the widget is quuxed",
     )) + "\n")
     report = report_of([str(log)])

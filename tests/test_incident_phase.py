@@ -92,8 +92,8 @@ def test_a_busy_loop_death_is_a_runtime_death(tmp_path: Path, before: str, after
     (STAGES + NCCL_TIMEOUT.format(seq=2), "DIAG-E004", "never ready"),
     (MQ_DEAD, "DIAG-E001", "cause phase"),                     # ... V0's front end meeting a dead engine on a request
     (REQUEST_FAULT + WORKER_DIED, "DIAG-E001", "serving evidence"),   # a request id in the incident's lines
-    (STEP_LOOP, "DIAG-E001", "serving evidence"),              # neither: a traceback through the step loop
-    (LOAD_MODEL, "DIAG-E004", "never ready"),                  # neither: a traceback through load_model
+    (STEP_LOOP, "DIAG-E001", "frames"),                        # neither: a traceback through the step loop
+    (LOAD_MODEL, "DIAG-E004", "frames"),                       # neither: a traceback through load_model
     (WORKER_DIED, "DIAG-E001", "no evidence: default"),        # nothing at all: a runtime death, said so
 ], ids=["ready", "stages", "stages-over-cause", "startup-cause", "startup-cause-after-ready", "serving-cause",
         "nccl-high-seq", "nccl-low-seq", "nccl-low-seq-starting", "mq-dead", "request-id", "step-loop", "load-model", "nothing"])

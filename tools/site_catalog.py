@@ -33,8 +33,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from logsites import OUT, Site, load  # tools/ is not a package
 
+from diag.parsers import faults
+from diag.parsers import sites as site_tables
 from diag.parsers.faults import PHASES
-from diag.parsers.sites import SITE_CLASSES, TABLE, SiteIndex, SiteRow, anchored
+from diag.parsers.sites import (
+    SITE_CLASSES,
+    TABLE,
+    SiteIndex,
+    SiteRow,
+    anchored,
+    levelless_engines,
+    trigger_phrases,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_DIRS = {"vllm": ROOT / "engines" / "vllm" / "catalog", "sglang": ROOT / "engines" / "sglang" / "catalog"}
@@ -137,7 +147,11 @@ def conflicts(sites: Iterable[Site], verdicts: dict[str, Verdict | None]) -> lis
 
 
 def render(table: list[SiteRow], inputs: list[str]) -> str:
-    head = {"generated_by": "tools/site_catalog.py", "inputs": inputs, "rows": len(table)}
+    """A table's text: its header (inputs, rows, the trigger phrases of its level-less engines' error sites),
+    then one row a line."""
+    head: dict[str, object] = {"generated_by": "tools/site_catalog.py", "inputs": inputs, "rows": len(table)}
+    if found := trigger_phrases(table, levelless_engines()):
+        head["phrases"] = found
     return "\n".join([json.dumps(head, separators=(",", ":")), *(r.to_json() for r in table)]) + "\n"
 
 
@@ -218,6 +232,24 @@ def coverage(by_source: dict[str, list[Site]], verdicts: dict[str, dict[str, Ver
     return lines, todo
 
 
+def fault_sites(table: Iterable[SiteRow]) -> dict[str, list[str]]:
+    """Each hand-written fault cause's ``sites``: the ids of the generated rows whose example line the cause's
+    pattern takes (its triggers first, as a line is read; patterns of fewer than 8 literal characters are left
+    out, a hole-only message says nothing of its own)."""
+    table = [r for r in table if len(site_tables.literal_text(r.pattern)) >= 8]
+    lines = [site_tables.example_line(r.pattern) for r in table]
+    out: dict[str, list[str]] = {}
+    for cause in faults.TAXONOMY:
+        if not cause.pattern:
+            out[cause.name] = []
+            continue
+        rx = re.compile(cause.pattern)
+        hit = {r.id for r, line in zip(table, lines, strict=True)
+               if (not cause.triggers or any(t in line for t in cause.triggers)) and rx.search(line)}
+        out[cause.name] = sorted(hit)
+    return out
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:5.1f} %" if whole else "    - "
 
@@ -226,7 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare the committed tables, write nothing")
     ap.add_argument("--tables", action="store_true", help="write the tables only (no coverage: the corpus scan)")
+    ap.add_argument("--fault-sites", action="store_true",
+                    help="print the hand-written fault causes whose `sites` differ from the committed tables")
     args = ap.parse_args(argv)
+    if args.fault_sites:
+        table = [r for path in site_tables.table_files() for r in site_tables.read_table(path)]
+        changed = {n: ids for n, ids in fault_sites(table).items() if tuple(ids) != faults.CAUSES[n].sites}
+        for name, ids in changed.items():
+            print(f"{name}: sites = [{', '.join(repr(i).replace(chr(39), chr(34)) for i in ids)}]")
+        return 1 if changed else 0
     problems = [f"{f.relative_to(ROOT)}: {p}" for f in sorted({classification_file(e) for e in ENGINES})
                 for p in Classification(f).problems]
     for line in problems:

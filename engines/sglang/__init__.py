@@ -22,7 +22,8 @@ ADAPTER = EngineAdapter(
     header_classes=("sglang",),
     format_modules=("diag.engines.sglang.heads", "diag.engines.sglang.stats", "diag.engines.sglang.startup"),
     catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml",
-              "sites": "catalog/sites.generated.jsonl", "srtctl_fields": "data/srtctl_fields.toml"},
+              "sites": "catalog/sites.generated.jsonl", "srtctl_fields": "data/srtctl_fields.toml",
+              "frames": "catalog/frames.toml"},
     metric_prefixes=("sglang:",),
     stats_cadence_s=None,  # a batch line every decode-log-interval steps, not on a clock
     stats_variants=("sglang-prefill", "sglang-decode"),
@@ -60,6 +61,5 @@ ADAPTER = EngineAdapter(
     phrases=PHRASES,
     frames={  # the scheduler: run_event_loop, event_loop_overlap, run_batch
         "runtime": ("event_loop", "run_batch", "rid="),   # rid=: a request id in a fault line
-        "serving_loop": ("event_loop", "run_batch"),
     },
 )

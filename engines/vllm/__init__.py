@@ -74,7 +74,7 @@ ADAPTER = EngineAdapter(
                                  "data_parallel_rpc_port", "data_parallel_size_local"}),
     catalogs={"faults": "catalog/faults.toml", "startup": "catalog/startup.toml", "call_sites": "catalog/call_sites.toml",
               "sites": "catalog/sites.generated.jsonl",
-              "srtctl_fields": "data/srtctl_fields.toml"},
+              "srtctl_fields": "data/srtctl_fields.toml", "frames": "catalog/frames.toml"},
     frames={  # V1's EngineCore busy loop, the workers' execute_model it waits on, the engine's construction
         "runtime": ("EngineDeadError", "output_handler", "execute_model", "RPC call", "process_input", "run_busy_loop",
                     "get_output", "sample_tokens", "update_from_output", "synchronize_input_prep",
@@ -82,7 +82,6 @@ ADAPTER = EngineAdapter(
         "startup": ("determine_num_available_blocks", "profile_run", "initialize_kv_caches", "from_vllm_config",
                     "wait_for_engine_startup", "run_engine_core", "init_device", "launch_core_engines",
                     "make_async_mp_client", "capture_model"),
-        "serving_loop": ("execute_model", "run_busy_loop"),
     },
     metrics_module="diag.engines.vllm.metrics",
     why_no_stats=why_no_stats,

@@ -1,0 +1,135 @@
+"""Tracebacks judged by their frames: which engine's code they ran in, and whether that was its start-up or serving.
+
+The tables are data (``catalog/frames.toml``, core's: the interpreter's entry points, Dynamo's runtime and an
+engine without an adapter yet; each adapter's catalog ``frames``: its packages and functions, with the source
+file each is defined in). A frame belongs to a table when its module (the path after ``site-packages/``, else
+from the last directory named like a table's package) lies in one of the table's packages.
+
+A traceback's phase is decided by walking its frames from the outermost: the first frame a table names
+``startup`` or ``serving`` decides (``run_busy_loop -> ... -> forward`` is serving, ``__init__ ->
+_initialize_kv_caches -> ... -> forward`` start-up); ``neutral`` frames and frames no table knows do not.
+Construction inside an engine's package counts as start-up while no unknown frame of that engine came before
+it. A traceback's engine is the owner of its outermost frame in an engine's package.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache
+from importlib.abc import Traversable
+from pathlib import Path
+
+from . import engines
+
+CORE_TABLE = Path(__file__).with_name("catalog") / "frames.toml"
+PHASES = ("startup", "serving", "neutral")
+_ROOTS = ("site-packages/", "dist-packages/")
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function a table names: its phase, the modules it is limited to (empty: any of the table's) and
+    whether it decides only as a whole traceback's innermost frame."""
+
+    name: str
+    phase: str
+    files: tuple[str, ...] = ()
+    innermost: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """The frames of one owner: an engine (its adapter's name), Dynamo, or the neutral entry points."""
+
+    owner: str
+    packages: tuple[str, ...]
+    engine: bool
+    functions: dict[str, tuple[Function, ...]]
+
+    def lookup(self, fn: str, module: str, last: bool) -> Function | None:
+        for f in self.functions.get(fn, ()):
+            if (not f.files or any(module.endswith(x) for x in f.files)) and (last or not f.innermost):
+                return f
+        return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a traceback's frames say: the engine whose code it ran in, its phase (startup | serving) and the
+    frame that decided it (``module:function``); None where they do not tell."""
+
+    engine: str | None = None
+    phase: str | None = None
+    at: str | None = None
+
+
+def _table(owner: str, data: dict, engine: bool) -> Table:
+    functions: dict[str, list[Function]] = {}
+    for row in data.get("function", ()):
+        if row["phase"] not in PHASES:
+            raise ValueError(f"frames table {owner}: {row['name']} has phase {row['phase']!r}, none of {PHASES}")
+        functions.setdefault(row["name"], []).append(
+            Function(row["name"], row["phase"], tuple(row.get("files", ())), bool(row.get("innermost", False))))
+    return Table(owner, tuple(data.get("packages", ())), engine, {k: tuple(v) for k, v in functions.items()})
+
+
+def _load(path: Traversable | Path) -> dict:
+    with path.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+@cache
+def tables() -> tuple[tuple[Table, ...], tuple[str, ...]]:
+    """Every frames table (the adapters' first: an adapter's replaces core's table of its name) and the
+    construction patterns."""
+    core = _load(CORE_TABLE)
+    own = [_table(a.name, _load(path), True) for a, path in engines.catalog_files("frames")]
+    mine = {t.owner for t in own}
+    rest = [_table(t["owner"], t, bool(t.get("engine", False))) for t in core["table"] if t["owner"] not in mine]
+    return (*own, *rest), tuple(core["construction"])
+
+
+@cache
+def _by_package() -> dict[str, Table]:
+    return {pkg: t for t in tables()[0] for pkg in t.packages}
+
+
+def module_of(path: str) -> tuple[str | None, str]:
+    """A frame path's package (a table's, or the one under ``site-packages/``) and its module path from there."""
+    p = path.replace("\\", "/")
+    for root in _ROOTS:
+        if (i := p.rfind(root)) >= 0:
+            module = p[i + len(root):]
+            return module.split("/", 1)[0], module
+    known = _by_package()
+    parts = p.split("/")
+    for j in range(len(parts) - 2, -1, -1):
+        if parts[j] in known:
+            return parts[j], "/".join(parts[j:])
+    return None, p
+
+
+def judge(calls: Sequence[tuple[str, str]], whole: bool = False) -> Verdict:
+    """The engine and phase of a traceback's frames ``calls`` ((path, function), outermost first); ``whole``:
+    its exception line was seen, so the last frame is the one that raised."""
+    all_tables, construction = tables()
+    anywhere = [t for t in all_tables if not t.packages]
+    modules = [module_of(path) for path, _ in calls]
+    owners = [_by_package().get(package) if package else None for package, _ in modules]
+    engine = next((t.owner for t in owners if t is not None and t.engine), None)
+    unknown: set[str] = set()   # engines with a frame no table names, outer to the one at hand
+    for i, ((_, fn), (_, module), table) in enumerate(zip(calls, modules, owners, strict=True)):
+        fn = fn.rsplit(".", 1)[-1]
+        last = whole and i == len(calls) - 1
+        found = next((f for t in ([table] if table else []) + anywhere if (f := t.lookup(fn, module, last))), None)
+        own = table.owner if table is not None and table.engine else None   # the engine whose package it is in
+        if found is None and own is not None and own not in unknown and any(fnmatchcase(fn, c) for c in construction):
+            found = Function(fn, "startup")
+        if found is not None and found.phase != "neutral":
+            return Verdict(engine, found.phase, f"{module}:{fn}")
+        if found is None and own is not None:
+            unknown.add(own)
+    return Verdict(engine)
