@@ -140,11 +140,12 @@ def _command(examples: tuple[Example, ...], base: type = DiagCommand) -> type:
 
 # Which engines diag reads and how it tells them apart (tests/test_help.py: every registered engine named).
 ENGINES_HELP = (
-    "Engines: vLLM and SGLang, behind Dynamo or alone, launched by srt-slurm. A run's engine is its recipe's "
-    "backend.type; without one, what its logs show: the launch module on a command line (dynamo.vllm, "
-    "dynamo.sglang, sglang.launch_server), else the lines only that engine writes (vLLM's stats lines, "
-    "SGLang's batch lines), else the package its tracebacks' frames ran in. --format json says which and from what (summary.engine, engine_by); the index "
-    "has an engine column. TensorRT-LLM: only its executor's error lines, by their log sites.")
+    "Engines: vLLM, SGLang and TensorRT-LLM, behind Dynamo or alone, launched by srt-slurm. A run's engine is its "
+    "recipe's backend.type; without one, what its logs show: the launch module on a command line (dynamo.vllm, "
+    "dynamo.sglang, sglang.launch_server, dynamo.trtllm), else the lines only that engine writes (vLLM's stats "
+    "lines, SGLang's batch lines, TensorRT-LLM's [TRT-LLM] prefix), else the package its tracebacks' frames ran "
+    "in. --format json says which and from what (summary.engine, engine_by); the index "
+    "has an engine column. TensorRT-LLM is read for its iteration, start-up and executor error lines.")
 
 app = typer.Typer(
     name="diag",

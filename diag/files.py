@@ -29,7 +29,7 @@ from diag.parsers.benchmark import (
     read_sa_bench_json,
 )
 from diag.parsers.engines import engine_of
-from diag.parsers.ingest import LineCap, ParsedLog, infer_tz_offset, parse_blocks
+from diag.parsers.ingest import LineCap, ParsedLog, parse_blocks, settle_clock
 from diag.parsers.jobmeta import JobMeta, JobMetaError, read_job_json
 from diag.parsers.layout import (
     VOCABULARY,
@@ -286,6 +286,15 @@ def vocabulary_in(path: Path) -> bool:
         return False
 
 
+def clock_of(path: Path, head: str) -> tuple[int, str | None]:
+    """The log's offset from UTC and its note (:func:`~diag.parsers.ingest.settle_clock`), read further on
+    where its head cannot place its local stamps."""
+    def further(n: int) -> str:
+        with open_log(path) as fh:
+            return fh.read(n).decode("utf-8", errors="replace")
+    return settle_clock(head, further)
+
+
 def year_of(path: Path, head: str, ref: datetime | None) -> int | None:
     """A log's year: from its own first full date, the run's start (``ref``) or its mtime."""
     if ref is None:
@@ -311,8 +320,9 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     head = head_b.decode("utf-8", errors="replace")
     src.year = year_of(path, head, ref)
     src.engine = engine_of(head)
+    tz, src.clock_note = clock_of(path, head)
     try:
-        parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=infer_tz_offset(head))
+        parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=tz)
         src.records, src.stats, src.kv, src.counts = parsed.records, parsed.stats, parsed.kv, parsed.counts
     except (OSError, EOFError) as e:
         src.error = f"{path}: cannot read: {_reason(e)}"

@@ -25,7 +25,7 @@ import polars as pl
 from diag.parsers import inputs
 from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.engines import engine_of
-from diag.parsers.ingest import ParsedLog, StreamParser, infer_tz_offset
+from diag.parsers.ingest import ParsedLog, StreamParser
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Record
 
@@ -34,6 +34,7 @@ from .files import (
     NO_RUN_LOGS,
     Skipped,
     classify,
+    clock_of,
     discover,
     is_dir,
     not_readable,
@@ -141,8 +142,10 @@ class Follower:
         except (OSError, EOFError):
             return
         year = year_of(path, head, self.ref)
-        tz = infer_tz_offset(head)
-        f = Followed(ParsedLog(str(path), info, year=year), StreamParser(year=year, tz_offset_s=tz),
+        tz, note = clock_of(path, head)
+        log = ParsedLog(str(path), info, year=year)
+        log.clock_note = note
+        f = Followed(log, StreamParser(year=year, tz_offset_s=tz),
                      inode=st.st_ino, tz=tz)
         self.files[str(path)] = f
         self.skipped = [s for s in self.skipped if not (s.reason == NO_RUN_LOGS and s.path in path.parents)]

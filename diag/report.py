@@ -432,6 +432,8 @@ def header_lines(run: Run, tp: dict[str, Any] | None = None) -> list[tuple[str, 
     if run.start and run.clock:
         rows.append(("span", f"{run.start.isoformat(timespec='seconds')} .. {run.clock.isoformat(timespec='seconds')}"
                              f" ({(run.clock - run.start).total_seconds() / 60:,.1f} min)"))
+    if notes := sorted({n for lg in run.sources if (n := lg.clock_note)}):
+        rows.append(("clock", "; ".join(notes)))
     if (found := found_without_stats(run)) is not None:
         rows.append(("found", found))
     tpg = tokens_per_gpu(run)

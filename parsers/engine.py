@@ -39,6 +39,7 @@ KNOBS: dict[str, str] = {
     "ssm_cache_dtype": "the SSM (Mamba) state cache's data type",
     "max_context_len": "the longest sequence (prompt and output) an engine accepts",
     "stats_off": "the switch that turns the engine's periodic stats logging off",
+    "stats_on": "the switch that turns the engine's per-step stats logging on (off by default)",
     "scheduling_overlap": "asynchronous scheduling (the next step scheduled while this one runs)",
     "dp_hybrid_lb": "data-parallel hybrid load balancing",
 }
@@ -126,6 +127,9 @@ class EngineAdapter:
                                                 #   proc, pid, src, msg (a Header of header_classes[0])
     connector_paths: tuple[str, ...] = ()       # a traceback frame path holding one ran in a KV connector
     tz_probe: str | None = None                 # a line with a UTC stamp (group 1) and its local time (group 2)
+    # its local stamps' offset from UTC, from a log's head where no one line carries both: an object with
+    # ``seconds`` (None: not settled, the stamps stay on the log's clock) and a one-line ``note``
+    clock_offset: Callable[[str], Any] | None = None
     role_from_text: Callable[[str], str | None] | None = None     # prefill|decode from a worker log's head
     # what it knows, read by core through :meth:`hook` and :meth:`launch` (optional; core degrades)
     hooks_module: str | None = None             # module of its hook functions (async_scheduling, build_label, ...)

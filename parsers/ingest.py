@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import FrozenInstanceError, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -101,6 +102,7 @@ class ParsedLog:
     stats: pl.DataFrame = field(default_factory=empty_stats)  # extracted stats rows (parsers.columns)
     kv: pl.DataFrame = field(default_factory=empty_kv)        # extracted KV-transfer rows
     engine: str | None = None       # the serving engine its head shows (diag.parsers.engines.from_text)
+    clock_note: str | None = None   # how its local stamps were placed on UTC, or why they were not (infer_clock)
     _frozen: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -114,7 +116,7 @@ class ParsedLog:
         if self._frozen:
             return self
         copy = ParsedLog(self.path, self.info, self.size, self.counts.frozen(), self.records, self.year, self.error,
-                         self.stats, self.kv, self.engine)
+                         self.stats, self.kv, self.engine, self.clock_note)
         object.__setattr__(copy, "records", tuple(self.records))
         object.__setattr__(copy, "_frozen", True)
         return copy
@@ -389,9 +391,30 @@ class StreamParser:
 
 
 def infer_tz_offset(head: str) -> int:
-    """Seconds the node's local time is ahead of UTC, from a line that carries both a container's UTC
-    stamp and an engine's local time (its adapter's ``tz_probe``; 0 when no line does: engine times are
-    then taken as UTC)."""
+    """Seconds the node's local time is ahead of UTC (:func:`infer_clock`; 0 where not settled)."""
+    return infer_clock(head)[0] or 0
+
+
+CLOCK_SCAN = 8 << 20   # bytes read when a log's head holds local stamps it cannot place on UTC
+
+
+def settle_clock(head: str, further: Callable[[int], str]) -> tuple[int, str | None]:
+    """Seconds a log's local stamps are ahead of UTC and the note on it (:func:`infer_clock`): from its head,
+    else from its first :data:`CLOCK_SCAN` bytes (``further(n)``: the log's first ``n`` bytes as text) where the
+    head's local stamps could not be placed (a dense log's head may hold no UTC line after its first). Not
+    settled: 0, the stamps on the log's own clock."""
+    tz, note = infer_clock(head)
+    if tz is None:
+        with suppress(OSError, EOFError):
+            tz, note = infer_clock(further(CLOCK_SCAN))
+    return tz or 0, note
+
+
+def infer_clock(head: str) -> tuple[int | None, str | None]:
+    """Seconds the node's local time is ahead of UTC, and a note where an adapter inferred it or refused to.
+    From a line that carries both a container's UTC stamp and an engine's local time (its adapter's
+    ``tz_probe``), else as an adapter's ``clock_offset`` settles it from the order of the head's lines; 0 when
+    neither does (engine times are then taken as UTC), None when an adapter refused to settle its stamps."""
     from . import engines
     from .timestamps import tz_offset_from
 
@@ -399,7 +422,19 @@ def infer_tz_offset(head: str) -> int:
         m = re.search(adapter.tz_probe, head, re.M) if adapter.tz_probe else None
         if m:
             try:
-                return tz_offset_from(m.group(1), m.group(2))
+                return tz_offset_from(m.group(1), m.group(2)), None
             except ValueError:
-                return 0
+                return 0, None
+    note = None
+    for adapter in engines.adapters():
+        if adapter.clock_offset is None:
+            continue
+        told = adapter.clock_offset(head)
+        if told.seconds is not None:
+            return int(told.seconds), told.note
+        note = note or told.note or None
+    return (None if note else 0), note
+    for adapter in engines.adapters():
+        if adapter.clock_offset is not None and (seconds := adapter.clock_offset(head).seconds) is not None:
+            return int(seconds)
     return 0

@@ -227,7 +227,7 @@ class LineParser:
         ts: datetime | None = None
         if iso:
             try:
-                ts = parse_iso(iso)
+                ts = parse_iso(iso, self._tz if hdr.local and not ext_ts else 0)
             except ValueError:
                 ts = None
         if hdr.md is not None and self._tracker is not None:
@@ -244,7 +244,7 @@ class LineParser:
             iso = ext_ts or hdr.iso
             if iso:
                 try:
-                    return parse_iso(iso)
+                    return parse_iso(iso, self._tz if hdr.local and not ext_ts else 0)
                 except ValueError:
                     pass
             if hdr.md is not None and self._tracker is not None:

@@ -26,6 +26,7 @@ class Header:
     pid: int | None = None
     source: str | None = None      # file.py:N, Dynamo target or SGLang rank tag
     msg: str = ""
+    local: bool = False            # ``iso`` is the node's local time (the log's inferred offset applies)
 
 
 def column(unit: str, doc: str, *, run: bool = False) -> dict[str, Any]:
@@ -75,7 +76,8 @@ class StatsSample(Record):
         "tok/s", "prompt tokens of every source (computed, prefix-cache hit, KV received by transfer) where the "
         "engine does not split them (Prometheus vllm:prompt_tokens)", run=True))
     # P/D queues and batch facts an engine logs per batch (SGLang's batch lines), in the neutral model's names
-    new_tokens: int | None = field(default=None, metadata=column("tokens", "prompt tokens newly computed in the batch"))
+    new_tokens: int | None = field(default=None, metadata=column(
+        "tokens", "prompt tokens newly computed in the batch (per step; folded: summed)", run=True))
     cached_tokens: int | None = field(default=None, metadata=column("tokens", "prompt tokens taken from the prefix cache"))
     bootstrap_req: int | None = field(default=None, metadata=column(
         "requests", "prefill: requests waiting for their decode peer's handshake", run=True))
@@ -88,6 +90,17 @@ class StatsSample(Record):
     retracted_req: int | None = field(default=None, metadata=column(
         "requests", "decode: requests retracted for KV memory, waiting to resume", run=True))
     cuda_graph: bool | None = field(default=None, metadata=column("", "the batch ran as a captured (CUDA) graph"))
+    # one scheduler step's batch (an engine that logs every step: TRT-LLM's iteration log), folded to the stats
+    # interval by the run model (rules.endpoints: sums of tokens and requests, the longest step)
+    ctx_requests: int | None = field(default=None, metadata=column(
+        "requests", "requests whose prompt the step computed (per step; folded: summed)", run=True))
+    gen_tokens: int | None = field(default=None, metadata=column(
+        "tokens", "tokens the step generated (per step; folded: summed)", run=True))
+    step_ms: float | None = field(default=None, metadata=column(
+        "ms", "the scheduler step's host time (folded: the longest)", run=True))
+    device_step_ms: float | None = field(default=None, metadata=column(
+        "ms", "the previous step's device time (folded: the longest)", run=True))
+    steps: int | None = field(default=None, metadata=column("count", "scheduler steps folded into the row", run=True))
     latency: dict[str, float] | None = field(  # one run-model column per quantile: parsers.histogram.COLUMNS
         default=None, metadata=column("s", "per-interval latency quantiles from Prometheus histograms", run=True))
 

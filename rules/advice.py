@@ -225,9 +225,12 @@ def fix_text(actions: Sequence[str], notes: Sequence[str]) -> str | None:
 # ------------------------------------------------------------------ proposals from the catalogs
 def holds(cond: str | None, run: Run, concurrency: int | None = None) -> bool:
     """A catalog condition on the run (``when``): ``hybrid`` (a hybrid Mamba/attention model), ``unmeasured``
-    (judged at no benchmark point, and no point has a result: the run never got to measure)."""
+    (judged at no benchmark point, and no point has a result: the run never got to measure), ``knob:<knob>``
+    (the run's engine has a flag for the knob)."""
     if cond is None:
         return True
+    if cond.startswith("knob:"):
+        return run.engine.knob(cond.removeprefix("knob:")) is not None
     if cond == "unmeasured":
         return concurrency is None and not run.benchmark
     if cond == "hybrid":

@@ -30,6 +30,7 @@ from diag.parsers.stats_columns import LATENCY_COLUMNS, RUN_METRICS
 from .runmodel import KV_SCHEMA, STATS_SCHEMA, Endpoint, endpoint_id, latest
 from .serving import served
 from .startup import build_startup
+from .windows import fold_steps
 
 
 @memo
@@ -233,7 +234,10 @@ def _finish(g: _Group, cache: FrameCache) -> dict[str, Any]:
         if (rank := engine_index(proc)) is not None:
             dp_ranks.add(rank)
     frames = [cache.frames(p.file, p.records, p.stats, p.kv) for p in g.parts]
-    stats = pl.concat([s for s, _ in frames], how="diagonal") if frames else pl.DataFrame(schema=_RAW_BASE)
+    fold_s = next((a.stats_cadence_s for v in variants if (a := engines.by_stats_variant(v)) and a.stats_cadence_s),
+                  None)
+    stats = pl.concat([fold_steps(s, fold_s) if fold_s else s for s, _ in frames], how="diagonal") if frames \
+        else pl.DataFrame(schema=_RAW_BASE)
     own = stats.filter(~pl.col("prom")).group_by("engine").agg(pl.col("file").n_unique().alias("n"))
     if len(g.files) > 1 and own.height and own["n"].max() > 1:  # type: ignore[operator]
         # each file numbers its engines from 0: keep them apart by node (Prometheus rows name engines)

@@ -12,10 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from diag.parsers.engine import KNOBS
+
 KINDS = ("flag", "env", "resource", "benchmark")
 RELATIONS = ("=", ">=", "<=")
 TARGETS = ("value", "at_least", "at_most")   # a catalog `set`'s value keys, in RELATIONS order
-CONDITIONS = ("hybrid", "unmeasured")       # what a catalog entry's `when` may name
+# what a catalog entry's `when` may name; ``knob:<KNOB>``: the run's engine has a flag for that knob
+CONDITIONS = ("hybrid", "unmeasured", *(f"knob:{k}" for k in KNOBS))
 _SET_KEYS = frozenset((*KINDS, *TARGETS, "role", "roles", "accepts"))
 ENTRY_KEYS = frozenset(("text", "set", "basis", "lead", "tail", "when"))   # a rule's [[rule.advice]]
 

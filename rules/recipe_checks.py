@@ -38,14 +38,10 @@ def run_checks(recipe: Recipe, rules: Mapping[str, Rule] | Iterable[Rule] | None
     return out
 
 
-# Engines diag has no adapter for yet, and their flag for the stream_chunk knob.
-UNADAPTED_STREAM_CHUNK = {"trtllm": "stream_interval"}
-
-
 def stream_chunk_flag(backend: str) -> str | None:
     """The engine's flag for the ``stream_chunk`` knob (tokens buffered per streamed chunk)."""
     adapter = engines.get(backend)
-    return adapter.knob("stream_chunk") if adapter is not None else UNADAPTED_STREAM_CHUNK.get(backend)
+    return adapter.knob("stream_chunk") if adapter is not None else None
 
 
 @check("recipe.stream_interval")

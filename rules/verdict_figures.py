@@ -59,7 +59,8 @@ def active_window(run: Run, endpoints: Sequence[Endpoint] | None = None) -> tupl
     """First to last stats interval in which any request ran or waited (a run without points), over the
     run's endpoints or the ones given."""
     eps = run.endpoints.values() if endpoints is None else endpoints
-    frames = [ep.stats.filter((pl.col("running") + pl.col("waiting") > 0) & pl.col("ts").is_not_null())["ts"]
+    ran = pl.col("running").fill_null(0) + pl.col("waiting").fill_null(0) > 0   # an engine may log no queue
+    frames = [ep.stats.filter(ran & pl.col("ts").is_not_null())["ts"]
               for ep in eps if ep.stats.height]
     ts = [t for s in frames if len(s) for t in (s.min(), s.max())]
     if not ts:

@@ -1,15 +1,34 @@
-"""TensorRT-LLM: MINIMAL adapter (branch i3x-sources) exposing only its log-site table, for the site matcher.
-
-The full adapter (formats, catalogs, flags, recipe checks) is built on its own branch (i3x-trtllm); this one is to
-be merged into it, keeping its ``catalogs["sites"]``.
-"""
+"""TensorRT-LLM (``python -m dynamo.trtllm``): its log heads, its iteration log as the run model's stats, its
+executor's log sites, and the node's local clock its lines are written in. Formats from TensorRT-LLM's source
+(``data/sources.toml`` names each file and the commit read)."""
 
 from __future__ import annotations
 
 from diag.parsers.engine import EngineAdapter
 
+from .clock import offset_of
+from .phrases import PHRASES
+
 ADAPTER = EngineAdapter(
     name="trtllm",
     display="TensorRT-LLM",
+    backend_types=("trtllm",),
+    config_key="trtllm_config",
+    launch_modules=("dynamo.trtllm", "trtllm-serve"),
+    # literals only TensorRT-LLM's logs write: its logger's prefix (tensorrt_llm/logger.py, common/logger.h) and
+    # its iteration line (py_executor.py)
+    evidence=("[TRT-LLM] [I] ", "[TRT-LLM] [W] ", "[TRT-LLM] [E] ", "currank_total_requests = "),
+    header_classes=("trtllm",),
+    format_modules=("diag.engines.trtllm.heads", "diag.engines.trtllm.iterlog", "diag.engines.trtllm.startup"),
+    # its classified log sites (tools/site_catalog.py from catalog/sites.toml)
     catalogs={"sites": "catalog/sites.generated.jsonl"},
+    # a line per scheduler step, folded by the run model into intervals of this length (rules.windows.fold_steps)
+    stats_cadence_s=10.0,
+    stats_variants=("trtllm-iter",),
+    clock_offset=offset_of,
+    phrases=PHRASES,
+    rule_catalogs=("catalog/config.toml",),
+    checks_module="diag.engines.trtllm.checks",
+    # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
+    knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log"},
 )
