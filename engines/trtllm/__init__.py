@@ -21,7 +21,7 @@ ADAPTER = EngineAdapter(
     header_classes=("trtllm",),
     format_modules=("diag.engines.trtllm.heads", "diag.engines.trtllm.iterlog", "diag.engines.trtllm.startup"),
     # its classified log sites (tools/site_catalog.py from catalog/sites.toml)
-    catalogs={"sites": "catalog/sites.generated.jsonl"},
+    catalogs={"sites": "catalog/sites.generated.jsonl", "faults": "catalog/faults.toml"},
     # a line per scheduler step, folded by the run model into intervals of this length (rules.windows.fold_steps)
     stats_cadence_s=10.0,
     stats_variants=("trtllm-iter",),
