@@ -44,6 +44,7 @@ class Function:
     files: tuple[str, ...] = ()
     innermost: bool = False
     loops: tuple[str, ...] = ()   # a process entry's callees that run once it is up (glob patterns)
+    top: bool = False             # a program's top (runpy, a script's body): a traceback from it escaped the program
 
     def after_start(self, callee: str) -> bool:
         """Whether an entry's ``callee`` runs once the process is up (its loop or teardown)."""
@@ -74,6 +75,7 @@ class Verdict:
     engine: str | None = None
     phase: str | None = None
     at: str | None = None
+    exits: bool = False   # its outermost frame is a program's top: the exception ended the program
 
 
 def _table(owner: str, data: dict, engine: bool) -> Table:
@@ -83,7 +85,7 @@ def _table(owner: str, data: dict, engine: bool) -> Table:
             raise ValueError(f"frames table {owner}: {row['name']} has phase {row['phase']!r}, none of {PHASES}")
         functions.setdefault(row["name"], []).append(
             Function(row["name"], row["phase"], tuple(row.get("files", ())), bool(row.get("innermost", False)),
-                     tuple(row.get("loops", ()))))
+                     tuple(row.get("loops", ())), bool(row.get("top", False))))
     return Table(owner, tuple(data.get("packages", ())), engine, {k: tuple(v) for k, v in functions.items()})
 
 
@@ -151,6 +153,7 @@ def judge(calls: Sequence[tuple[str, str]], whole: bool = False,
     modules = [module_of(path) for path, _ in calls]
     owners = [_by_package().get(package) if package else None for package, _ in modules]
     engine = next((t.owner for t in owners if t is not None and t.engine), None)
+    exits = bool(calls) and any(f.top for t in anywhere for f in t.functions.get(calls[0][1], ()))
     unknown: set[str] = set()   # engines with a frame no table names, outer to the one at hand
     for i, ((_, fn), (_, module), table) in enumerate(zip(calls, modules, owners, strict=True)):
         fn = fn.rsplit(".", 1)[-1]
@@ -160,16 +163,16 @@ def judge(calls: Sequence[tuple[str, str]], whole: bool = False,
         if found is None and own is not None and own not in unknown and any(fnmatchcase(fn, c) for c in construction):
             found = Function(fn, "startup")
         if found is not None and found.phase != "neutral":
-            return Verdict(engine, found.phase, f"{module}:{fn}")
+            return Verdict(engine, found.phase, f"{module}:{fn}", exits)
         if found is not None and found.loops:
             nxt, named = _callee_of(calls, i, callees[i] if i < len(callees) else None, anywhere)
             if (via := _entry_verdict(found, nxt, named)) is not None:
-                return Verdict(engine, via, f"{module}:{fn} -> {nxt}")
+                return Verdict(engine, via, f"{module}:{fn} -> {nxt}", exits)
             if i == len(calls) - 1 and nxt is not None and entry_loop(table, nxt) is not None:
-                return Verdict(engine, "serving", f"{module}:{fn} -> {nxt}")
+                return Verdict(engine, "serving", f"{module}:{fn} -> {nxt}", exits)
         if found is None and own is not None:
             unknown.add(own)
-    return Verdict(engine)
+    return Verdict(engine, exits=exits)
 
 
 def entry_loop(table: Table | None, fn: str) -> Function | None:

@@ -168,7 +168,8 @@ class _Traceback:
         traceback logged at ERROR/CRITICAL or printed bare (exc_info on a warning is no failure)."""
         v = frames.judge(self.calls, whole, self.callees)
         counts = self.level is None or self.level in _ERROR_LEVELS
-        return {"engine": v.engine, "frame_phase": v.phase if counts else None, "frame_at": v.at if counts else None}
+        return {"engine": v.engine, "frame_phase": v.phase if counts else None, "frame_at": v.at if counts else None,
+                "exits": v.exits and counts}
 
 
 def _code_callee(nxt: str | None) -> str | None:
@@ -334,6 +335,7 @@ class LineParser:
             tb = self._tb_open.pop(key)
             exc_text = f"{exc[0]}: {exc[1]}" if exc[1] else exc[0]
             judged = tb.verdict(whole=True)
+            judged.pop("exits")   # a whole traceback's exception names its cause
             for i, r in enumerate(recs):
                 if isinstance(r, Fault):
                     recs[i] = Fault(r.line, cause=r.cause, message=r.message, exception=exc_text,
@@ -369,9 +371,11 @@ class LineParser:
         out = []
         for tb in self._tb_open.values():
             if tb.fns:
-                out.append(Fault(tb.start, cause=faults.CUT.name, message=f"traceback cut before its exception line "
+                judged = tb.verdict(whole=False)
+                cause = faults.ESCAPED if judged.pop("exits") and not judged["frame_phase"] else faults.CUT
+                out.append(Fault(tb.start, cause=cause.name, message=f"traceback cut before its exception line "
                                  f"(innermost frame seen: {tb.fns[-1]})", traceback_line=tb.start,
-                                 frames=tuple(tb.fns), where=tb.source, **tb.verdict(whole=False), **tb.stamp))
+                                 frames=tuple(tb.fns), where=tb.source, **judged, **tb.stamp))
         self._tb_open.clear()
         return out
 

@@ -189,6 +189,21 @@ def test_error_tracebacks_are_deaths_by_their_frames(tmp_path: Path, prefix: str
     assert run_engine == engine
 
 
+RUNPY = [(f"{PY}runpy.py", "_run_module_as_main"), (f"{PY}runpy.py", "_run_code")]
+
+
+@pytest.mark.parametrize(("start", "exc", "codes"), [
+    ("", None, {"DIAG-E001"}),   # cut: the exception escaped the program, which ended (no readiness evidence)
+    ("INFO 01-22 14:32:19 llm_engine.py:73] Initializing an LLM engine with config: model='m'\n", None,
+     {"DIAG-E004"}),            # ... after the engine began and before it was ready
+    ("", "frob.FrobError: quux", {"DIAG-E005"}),   # whole: its exception names it, as before
+])
+def test_traceback_from_a_programs_top(tmp_path: Path, start: str, exc: str | None, codes: set[str]) -> None:
+    found, ev, _ = _codes(tmp_path, start + _tb("", RUNPY, exc))
+    assert found == codes
+    assert not ev or ev["root_cause"] == "escaped_traceback"
+
+
 def test_warning_traceback_is_no_failure(tmp_path: Path) -> None:
     prefix = "(EngineCore_DP0 pid=7) WARNING 05-13 11:32:54 [core.py:710] "
     codes, _, run_engine = _codes(tmp_path, _tb(prefix, SERVING, None))
