@@ -44,7 +44,7 @@ class Function:
     files: tuple[str, ...] = ()
     innermost: bool = False
     loops: tuple[str, ...] = ()   # a process entry's callees that run once it is up (glob patterns)
-    top: bool = False             # a program's top (runpy, a script's body): a traceback from it escaped the program
+    top: bool = False             # a module run as a program (runpy): a traceback from it escaped the program
 
     def after_start(self, callee: str) -> bool:
         """Whether an entry's ``callee`` runs once the process is up (its loop or teardown)."""
