@@ -11,8 +11,9 @@ _initialize_kv_caches -> ... -> forward`` start-up); ``neutral`` frames and fram
 Construction inside an engine's package counts as start-up while no unknown frame of that engine came before
 it. A process entry (a ``neutral`` function with ``loops``: it sets its process up, builds the engine, then runs
 its loop) decides by what it called: a callee its ``loops`` name (the loop, its teardown) or a table names lets
-the walk go on; any other callee ran before the loop, so the traceback is start-up. Its callee is the next frame,
-else (it is the innermost frame) the call on its code line. A traceback's engine is the owner of its outermost
+the walk go on; any other callee ran before the loop, so the traceback is start-up. Its callee is the call on its
+code line (a decorator's wrapper may stand between it and the next frame), else the next frame. A traceback
+whose outermost frame is a ``top`` one (a module run as a program) escaped it (``exits``). A traceback's engine is the owner of its outermost
 frame in an engine's package.
 """
 
@@ -168,14 +169,14 @@ def judge(calls: Sequence[tuple[str, str]], whole: bool = False,
             nxt, named = _callee_of(calls, i, callees[i] if i < len(callees) else None, anywhere)
             if (via := _entry_verdict(found, nxt, named)) is not None:
                 return Verdict(engine, via, f"{module}:{fn} -> {nxt}", exits)
-            if i == len(calls) - 1 and nxt is not None and entry_loop(table, nxt) is not None:
+            if i == len(calls) - 1 and nxt is not None and _serving_named(table, nxt) is not None:
                 return Verdict(engine, "serving", f"{module}:{fn} -> {nxt}", exits)
         if found is None and own is not None:
             unknown.add(own)
     return Verdict(engine, exits=exits)
 
 
-def entry_loop(table: Table | None, fn: str) -> Function | None:
+def _serving_named(table: Table | None, fn: str) -> Function | None:
     """The serving function of ``table`` named ``fn`` (whatever module), if any."""
     return next((f for f in (table.functions.get(fn, ()) if table else ()) if f.phase == "serving"), None)
 
