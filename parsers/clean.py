@@ -139,9 +139,32 @@ INLINE_CODE = declare(
     emits="code",
     doc="a log line quoted as inline code in an issue: the opening backticks, and a closing one left unpaired",
 )
+CI_STAMP = declare(
+    "ci-stamp", "prefix",
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z) (?!\s*(?:TRACE|DEBUG|INFO|WARN|ERROR)\s)",
+    samples=[  # https://github.com/sgl-project/sglang/pull/28291 (a GitHub Actions job log)
+        "2026-06-17T16:25:18.5969653Z [2026-06-17 16:25:18] Scheduler hit an exception: Traceback (most recent call last):",
+        '2026-06-17T16:25:18.5971982Z   File "/actions-runner/_work/sglang/python/sglang/srt/managers/scheduler.py", '
+        "line 4113, in run_scheduler_process",
+    ],
+    emits="ci",
+    doc="GitHub Actions' stamp on every line of a job log (seven fraction digits, UTC): any text follows, a "
+        "traceback's indented frames too; a Dynamo tracing head after it is no stamp of this kind",
+)
+STREAM_LOGGER = declare(
+    "stream-logger", "prefix",
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d+)? \| (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \| [\w.-]+ \| ",
+    samples=[  # https://github.com/vllm-project/vllm/issues/414 (FastChat's model worker)
+        "2024-01-22 14:32:27 | ERROR | stderr | Traceback (most recent call last):",
+        "2024-01-22 14:32:27 | INFO | stdout | INFO 01-22 14:32:19 llm_engine.py:73] Initializing an LLM engine",
+    ],
+    emits="stream-logger",
+    doc="a launcher re-logging a process's stdout/stderr ('%(asctime)s | %(levelname)s | %(name)s | "
+        "%(message)s': FastChat, gradio apps): the level word is the launcher's, the record its message",
+)
 _BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
 _CODE_CLOSE = re.compile(r"`+\s*$")
-_PEELERS = (SRUN.regex, EXT_STAMP.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, KUBECTL.regex, RANK_TAG.regex,
+_PEELERS = (SRUN.regex, EXT_STAMP.regex, CI_STAMP.regex, STREAM_LOGGER.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, KUBECTL.regex, RANK_TAG.regex,
             BOX.regex, COMPOSE.regex, QUOTE.regex, INLINE_CODE.regex)
 
 # Where a second record starts inside one physical line (glued records).
@@ -170,7 +193,7 @@ def peel(text: str) -> tuple[str, str | None, int | None]:
         for rx in _PEELERS:
             m = rx.match(text)
             if m and m.end() > 0:
-                if rx is EXT_STAMP.regex:
+                if rx is EXT_STAMP.regex or rx is CI_STAMP.regex:
                     ext_ts = m.group("ts")
                 elif rx is SRUN.regex and task is None:
                     task = int(m.group("task"))

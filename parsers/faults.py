@@ -99,7 +99,11 @@ UNCLASSIFIED = Cause("exception", "unknown", "an unclassified exception", sample
 # tell where it was raised; rules/incidents.py takes one in start-up code as a start-up failure.
 CUT = Cause("cut_traceback", "unknown", "an exception (its traceback cut before the exception line)",
             samples=("", ""), exceptions=("*",))
-CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT)}
+# A cut traceback from the top of a module run as a program (parsers.frames ``top``): its exception, whatever it
+# was, ended the program.
+ESCAPED = Cause("escaped_traceback", "death", "a program ended on an exception (a traceback from its top, its "
+                "exception line cut)", death=True, samples=("", ""), exceptions=("*",))
+CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT, ESCAPED)}
 TEARDOWN = frozenset(c.name for c in TAXONOMY if c.teardown)
 _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptions}
 # A line matched to a log site (parsers.sites) takes its class's generic cause: one per site class but benign.

@@ -9,11 +9,17 @@ A traceback's phase is decided by walking its frames from the outermost: the fir
 ``startup`` or ``serving`` decides (``run_busy_loop -> ... -> forward`` is serving, ``__init__ ->
 _initialize_kv_caches -> ... -> forward`` start-up); ``neutral`` frames and frames no table knows do not.
 Construction inside an engine's package counts as start-up while no unknown frame of that engine came before
-it. A traceback's engine is the owner of its outermost frame in an engine's package.
+it. A process entry (a ``neutral`` function with ``loops``: it sets its process up, builds the engine, then runs
+its loop) decides by what it called: a callee its ``loops`` name (the loop, its teardown) or a table names lets
+the walk go on; any other callee ran before the loop, so the traceback is start-up. Its callee is the call on its
+code line (a decorator's wrapper may stand between it and the next frame), else the next frame. A traceback
+whose outermost frame is a ``top`` one (a module run as a program) escaped it (``exits``). A traceback's engine is the owner of its outermost
+frame in an engine's package.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +44,12 @@ class Function:
     phase: str
     files: tuple[str, ...] = ()
     innermost: bool = False
+    loops: tuple[str, ...] = ()   # a process entry's callees that run once it is up (glob patterns)
+    top: bool = False             # a module run as a program (runpy): a traceback from it escaped the program
+
+    def after_start(self, callee: str) -> bool:
+        """Whether an entry's ``callee`` runs once the process is up (its loop or teardown)."""
+        return any(fnmatchcase(callee, p) for p in self.loops)
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,7 @@ class Verdict:
     engine: str | None = None
     phase: str | None = None
     at: str | None = None
+    exits: bool = False   # its outermost frame is a program's top: the exception ended the program
 
 
 def _table(owner: str, data: dict, engine: bool) -> Table:
@@ -72,7 +85,8 @@ def _table(owner: str, data: dict, engine: bool) -> Table:
         if row["phase"] not in PHASES:
             raise ValueError(f"frames table {owner}: {row['name']} has phase {row['phase']!r}, none of {PHASES}")
         functions.setdefault(row["name"], []).append(
-            Function(row["name"], row["phase"], tuple(row.get("files", ())), bool(row.get("innermost", False))))
+            Function(row["name"], row["phase"], tuple(row.get("files", ())), bool(row.get("innermost", False)),
+                     tuple(row.get("loops", ())), bool(row.get("top", False))))
     return Table(owner, tuple(data.get("packages", ())), engine, {k: tuple(v) for k, v in functions.items()})
 
 
@@ -112,14 +126,35 @@ def module_of(path: str) -> tuple[str | None, str]:
     return None, p
 
 
-def judge(calls: Sequence[tuple[str, str]], whole: bool = False) -> Verdict:
+# The function a frame's code line calls (``engine_core.run_busy_loop()`` -> run_busy_loop); a raise calls none.
+_CALL = re.compile(r"^\s*(?!raise\b)(?:return\s+|[\w.\[\], ]+\s*=\s*)?(?:await\s+)?(?:[\w]+\.)*(?P<fn>\w+)\(")
+
+
+def callee(code: str) -> str | None:
+    """The function a traceback's code line calls, None when it calls none (or raises)."""
+    m = _CALL.match(code)
+    return m["fn"] if m else None
+
+
+def _entry_verdict(entry: Function, nxt: str | None, named: bool) -> str | None:
+    """What a process entry's callee ``nxt`` says: None to go on walking (no callee, one that runs once the
+    process is up, a construction or one a table names: the walk decides), else start-up."""
+    if nxt is None or entry.after_start(nxt) or named or any(fnmatchcase(nxt, c) for c in tables()[1]):
+        return None
+    return "startup"
+
+
+def judge(calls: Sequence[tuple[str, str]], whole: bool = False,
+          callees: Sequence[str | None] = ()) -> Verdict:
     """The engine and phase of a traceback's frames ``calls`` ((path, function), outermost first); ``whole``:
-    its exception line was seen, so the last frame is the one that raised."""
+    its exception line was seen, so the last frame is the one that raised; ``callees``: what each frame's code
+    line calls (:func:`callee`; None or missing where unknown)."""
     all_tables, construction = tables()
     anywhere = [t for t in all_tables if not t.packages]
     modules = [module_of(path) for path, _ in calls]
     owners = [_by_package().get(package) if package else None for package, _ in modules]
     engine = next((t.owner for t in owners if t is not None and t.engine), None)
+    exits = bool(calls) and any(f.top for t in anywhere for f in t.functions.get(calls[0][1], ()))
     unknown: set[str] = set()   # engines with a frame no table names, outer to the one at hand
     for i, ((_, fn), (_, module), table) in enumerate(zip(calls, modules, owners, strict=True)):
         fn = fn.rsplit(".", 1)[-1]
@@ -129,7 +164,33 @@ def judge(calls: Sequence[tuple[str, str]], whole: bool = False) -> Verdict:
         if found is None and own is not None and own not in unknown and any(fnmatchcase(fn, c) for c in construction):
             found = Function(fn, "startup")
         if found is not None and found.phase != "neutral":
-            return Verdict(engine, found.phase, f"{module}:{fn}")
+            return Verdict(engine, found.phase, f"{module}:{fn}", exits)
+        if found is not None and found.loops:
+            nxt, named = _callee_of(calls, i, callees[i] if i < len(callees) else None, anywhere)
+            if (via := _entry_verdict(found, nxt, named)) is not None:
+                return Verdict(engine, via, f"{module}:{fn} -> {nxt}", exits)
+            if i == len(calls) - 1 and nxt is not None and _serving_named(table, nxt) is not None:
+                return Verdict(engine, "serving", f"{module}:{fn} -> {nxt}", exits)
         if found is None and own is not None:
             unknown.add(own)
-    return Verdict(engine)
+    return Verdict(engine, exits=exits)
+
+
+def _serving_named(table: Table | None, fn: str) -> Function | None:
+    """The serving function of ``table`` named ``fn`` (whatever module), if any."""
+    return next((f for f in (table.functions.get(fn, ()) if table else ()) if f.phase == "serving"), None)
+
+
+def _callee_of(calls: Sequence[tuple[str, str]], i: int, code: str | None,
+               anywhere: list[Table]) -> tuple[str | None, bool]:
+    """The function frame ``i`` called (its code line's call, else the next frame's: a decorator's wrapper may
+    stand between) and whether a table names it."""
+    if code is not None:
+        return code, any(code in t.functions for t in tables()[0])
+    if i + 1 >= len(calls):
+        return None, False
+    path, fn = calls[i + 1]
+    fn = fn.rsplit(".", 1)[-1]
+    package, module = module_of(path)
+    owner = _by_package().get(package) if package else None
+    return fn, any(t.lookup(fn, module, False) for t in ([owner] if owner else []) + anywhere)

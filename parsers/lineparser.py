@@ -161,13 +161,26 @@ class _Traceback:
     in_connector: bool = False
     fns: list[str] = field(default_factory=list)                 # the innermost function names (at most 12)
     calls: list[tuple[str, str]] = field(default_factory=list)   # (path, function), outermost first
+    callees: list[str | None] = field(default_factory=list)   # what each frame's code line calls
 
     def verdict(self, whole: bool) -> dict[str, Any]:
         """The Fault fields its frames give (:mod:`parsers.frames`): the engine always; the phase only of a
         traceback logged at ERROR/CRITICAL or printed bare (exc_info on a warning is no failure)."""
-        v = frames.judge(self.calls, whole)
+        v = frames.judge(self.calls, whole, self.callees)
         counts = self.level is None or self.level in _ERROR_LEVELS
-        return {"engine": v.engine, "frame_phase": v.phase if counts else None, "frame_at": v.at if counts else None}
+        return {"engine": v.engine, "frame_phase": v.phase if counts else None, "frame_at": v.at if counts else None,
+                "exits": v.exits and counts}
+
+
+def _code_callee(nxt: str | None) -> str | None:
+    """What a frame's code line (the physical line ``nxt`` after it, its heads peeled) calls."""
+    if not nxt or len(nxt) > MAX_JOIN:
+        return None
+    pieces = logical_lines(nxt)
+    if len(pieces) != 1:
+        return None
+    msg = parse_header(pieces[0][0]).msg
+    return None if _FRAME.match(msg) else frames.callee(msg)
 
 
 def _bare_fault(line: int, msg: str, stamp: dict[str, Any]) -> list[Fault]:
@@ -199,6 +212,7 @@ class LineParser:
         self._last_md: tuple[str | None, datetime | None] = (None, None)  # engines share a second
         self._month: tuple[str | None, int | None] = (None, None)        # the month last seen, its year
         self._tb_open: dict[tuple[str | None, int | None, int | None], _Traceback] = {}   # per process key
+        self._next: str | None = None   # the physical line after the one being fed (a frame's code line)
 
     def _resolve(self, md: str) -> datetime | None:
         """UTC time of a month-day: the year tracker decides the year when the month changes (a
@@ -314,12 +328,14 @@ class LineParser:
                 tb.fns = [*tb.fns[-11:], frame["fn"]]
                 if len(tb.calls) < MAX_CALLS:
                     tb.calls.append((frame["path"], frame["fn"]))
+                    tb.callees.append(_code_callee(self._next))
             return recs
         exc = faults.exception_line(msg) if key in self._tb_open else None
         if exc is not None:
             tb = self._tb_open.pop(key)
             exc_text = f"{exc[0]}: {exc[1]}" if exc[1] else exc[0]
             judged = tb.verdict(whole=True)
+            judged.pop("exits")   # a whole traceback's exception names its cause
             for i, r in enumerate(recs):
                 if isinstance(r, Fault):
                     recs[i] = Fault(r.line, cause=r.cause, message=r.message, exception=exc_text,
@@ -355,9 +371,11 @@ class LineParser:
         out = []
         for tb in self._tb_open.values():
             if tb.fns:
-                out.append(Fault(tb.start, cause=faults.CUT.name, message=f"traceback cut before its exception line "
+                judged = tb.verdict(whole=False)
+                cause = faults.ESCAPED if judged.pop("exits") and not judged["frame_phase"] else faults.CUT
+                out.append(Fault(tb.start, cause=cause.name, message=f"traceback cut before its exception line "
                                  f"(innermost frame seen: {tb.fns[-1]})", traceback_line=tb.start,
-                                 frames=tuple(tb.fns), where=tb.source, **tb.verdict(whole=False), **tb.stamp))
+                                 frames=tuple(tb.fns), where=tb.source, **judged, **tb.stamp))
         self._tb_open.clear()
         return out
 
@@ -393,6 +411,7 @@ class LineParser:
             nxt = None
         simple = _simple_head(raw)
         pieces = [(simple[0], None, None)] if simple is not None else logical_lines(raw)
+        self._next = nxt
         out: list[Record] = []
         consumed = False
         for i, (text, ext_ts, task) in enumerate(pieces):

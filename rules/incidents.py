@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from statistics import median
 
 from diag.parsers import engines
-from diag.parsers.faults import CAUSES, CUT, TAXONOMY, TEARDOWN, UNCLASSIFIED
+from diag.parsers.faults import CAUSES, CUT, ESCAPED, TAXONOMY, TEARDOWN, UNCLASSIFIED
 from diag.parsers.records import Fault, StageMark
 
 from .catalog import Rule
@@ -31,8 +31,8 @@ _EPOCH = datetime.min.replace(tzinfo=UTC)
 # Deaths come after every other cause (they are the consequence side of an incident), and one request's failure
 # after them all: it is what a dying engine does to the requests in flight, never why it died.
 CAUSE_RANK = (*(c.name for c in TAXONOMY if not c.death and c.cls != "request"), UNCLASSIFIED.name, CUT.name,
-              *(c.name for c in TAXONOMY if c.death), *(c.name for c in TAXONOMY if c.cls == "request"))
-DEATH = frozenset(c.name for c in TAXONOMY if c.death)
+              *(c.name for c in TAXONOMY if c.death), ESCAPED.name, *(c.name for c in TAXONOMY if c.cls == "request"))
+DEATH = frozenset(c.name for c in (*TAXONOMY, ESCAPED) if c.death)
 FATAL = frozenset(c.name for c in TAXONOMY if c.fatal)
 FATAL_RAISED = frozenset(c.name for c in TAXONOMY if c.fatal_raised)   # fatal as an exception (catalog fatal_raised)
 CAUSE_TEXT = {name: c.text for name, c in CAUSES.items()}

@@ -101,6 +101,43 @@ def test_stacks(calls: list[tuple[str, str]], want: tuple[str | None, str | None
     assert (v.engine, v.phase) == want
 
 
+CORE = f"{SITE}vllm/v1/engine/core.py"
+SCHED = f"{SITE}sglang/srt/managers/scheduler.py"
+
+
+@pytest.mark.parametrize(("calls", "callees", "whole", "want"), [
+    # a call an entry makes before it builds the engine (SGLang's faulthandler.enable(): a C function, no frame)
+    ([(SCHED, "run_scheduler_process")], ["enable"], True,
+     ("startup", f"{SCHED[len(SITE):]}:run_scheduler_process -> enable")),
+    # the entry's code line calls its loop, the traceback cut there: the loop died
+    ([(CORE, "run_engine_core")], ["run_busy_loop"], False,
+     ("serving", f"{CORE[len(SITE):]}:run_engine_core -> run_busy_loop")),
+    # its loop reached through a decorator's wrapper: the code line names the loop, the walk goes on into it
+    ([(SCHED, "run_scheduler_process"), (f"{SITE}torch/utils/_contextlib.py", "decorate_context"),
+      (SCHED, "event_loop_normal")], ["event_loop_normal", "func", None], False,
+     ("serving", f"{SCHED[len(SITE):]}:event_loop_normal")),
+    # its teardown (except/finally) is no start-up; an entry that raised itself says nothing
+    ([(CORE, "run_engine_core"), (CORE, "shutdown")], [None, None], False, (None, None)),
+    ([(CORE, "run_engine_core")], [None], True, (None, None)),
+    # no code lines: the next frame is the callee (an unknown helper of the process's set-up)
+    ([(f"{SITE}vllm/v1/executor/multiproc_executor.py", "worker_main"),
+      (f"{SITE}vllm/utils/system_utils.py", "set_process_title")], [], False,
+     ("startup", "vllm/v1/executor/multiproc_executor.py:worker_main -> set_process_title")),
+])
+def test_process_entry_decides_by_its_callee(calls: list, callees: list, whole: bool,
+                                             want: tuple[str | None, str | None]) -> None:
+    """A process entry's callees are start-up unless its ``loops`` (loop, teardown) or a table name them."""
+    v = frames.judge(calls, whole, callees)
+    assert (v.phase, v.at) == want
+
+
+def test_code_line_callee() -> None:
+    assert [frames.callee(c) for c in ("    engine_core.run_busy_loop()", "    scheduler = Scheduler(",
+                                       "    faulthandler.enable()", "    raise TimeoutError(msg)",
+                                       "    return await self.engine.step()", "    x = 1")] == [
+        "run_busy_loop", "Scheduler", "enable", None, "step", None]
+
+
 def test_innermost_only_when_whole() -> None:
     calls = [(f"{PY}asyncio/runners.py", "run"), (f"{SITE}dynamo/runtime/__init__.py", "wrapper")]
     assert frames.judge(calls, whole=True).phase == "startup"
@@ -112,8 +149,9 @@ def test_innermost_only_when_whole() -> None:
 
 def _tb(prefix: str, calls: list[tuple[str, str]], exc: str | None) -> str:
     lines = [f"{prefix}Traceback (most recent call last):"]
-    for i, (path, fn) in enumerate(calls):
-        lines += [f'{prefix}  File "{path}", line {100 + i}, in {fn}', f"{prefix}    do_it()"]
+    for i, (path, fn) in enumerate(calls):   # each code line calls the next frame's function, the last one a helper
+        call = calls[i + 1][1] if i + 1 < len(calls) else "do_it"
+        lines += [f'{prefix}  File "{path}", line {100 + i}, in {fn}', f"{prefix}    self.{call}()"]
     if exc:
         lines.append(f"{prefix}{exc}")
     return "\n".join(lines) + "\n"
@@ -149,6 +187,21 @@ def test_error_tracebacks_are_deaths_by_their_frames(tmp_path: Path, prefix: str
     assert codes == {code}
     assert ev["phase_by"] == "frames" and ev["frame"] == frames.judge(calls).at
     assert run_engine == engine
+
+
+RUNPY = [(f"{PY}runpy.py", "_run_module_as_main"), (f"{PY}runpy.py", "_run_code")]
+
+
+@pytest.mark.parametrize(("start", "exc", "codes"), [
+    ("", None, {"DIAG-E001"}),   # cut: the exception escaped the program, which ended (no readiness evidence)
+    ("INFO 01-22 14:32:19 llm_engine.py:73] Initializing an LLM engine with config: model='m'\n", None,
+     {"DIAG-E004"}),            # ... after the engine began and before it was ready
+    ("", "frob.FrobError: quux", {"DIAG-E005"}),   # whole: its exception names it, as before
+])
+def test_traceback_from_a_programs_top(tmp_path: Path, start: str, exc: str | None, codes: set[str]) -> None:
+    found, ev, _ = _codes(tmp_path, start + _tb("", RUNPY, exc))
+    assert found == codes
+    assert not ev or ev["root_cause"] == "escaped_traceback"
 
 
 def test_warning_traceback_is_no_failure(tmp_path: Path) -> None:

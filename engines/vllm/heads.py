@@ -11,18 +11,21 @@ from diag.parsers.records import Header
 
 VLLM = declare(
     "vllm-record", "header",
-    r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s*)*"
-    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<md>\d\d-\d\d \d\d:\d\d(?::\d\d)?)(?:[.,]\d+)?\s+"
+    r"^(?:\((?P<proc>[^()]+?)(?: pid=(?P<pid>\d+))?(?:, ip=[^)]*)?\)\s*)*"
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?:(?P<md>\d\d-\d\d \d\d:\d\d(?::\d\d)?)|\d\d:\d\d:\d\d)"
+    r"(?:[.,]\d+)?\s+"
     r"\[?(?P<src>[^\]\s]+?:\d+)(?:\[\]|\])?\s?(?P<msg>.*)$",
     samples=[
         "(EngineCore_DP3 pid=456) INFO 08-06 12:34:56 [core.py:95] Initializing a V1 LLM engine (v0.11.0) with config: model='x'",
         "INFO 02-28 21:48:18 metrics.py:161] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 9.1 tokens/s",
         "(APIServer pid=1) ERROR 10-20 03:12:01 [async_llm.py:485[] AsyncLLM output_handler failed.",
         "(APIServer pid=2640) ERROR 11-03 23:14 [serving_chat.py:1145]     async for res in result_generator:",
+        # https://github.com/vllm-project/vllm/issues/54317: edited by its author (no pid, no date)
+        "(Worker_TP3) ERROR 04:57:00 [multiproc_executor.py:1055]     executable(*tensor_list)",
     ],
     emits="vllm",
     doc="vLLM's formatter: optional (Proc pid=N) prefix, level, month-day time without year (a paste may drop "
-        "its seconds), [file:line]",
+        "its seconds, an edited one its pid or its date: no time then), [file:line]",
     engine="vllm", lead="", rank=50,
 )
 VLLM_PROC_ONLY = declare(
@@ -107,7 +110,7 @@ def _pid(m: re.Match[str]) -> int | None:
     return int(m["pid"]) if m["pid"] else None
 
 
-record_parser(VLLM)(lambda m, t: Header("vllm", m["level"], md=_seconds(m["md"]), proc=m["proc"], pid=_pid(m),
+record_parser(VLLM)(lambda m, t: Header("vllm", m["level"], md=m["md"] and _seconds(m["md"]), proc=m["proc"], pid=_pid(m),
                                         source=m["src"], msg=m["msg"]))
 record_parser(VLLM_PROC_ONLY)(lambda m, t: Header("vllm", None, proc=m["proc"], pid=int(m["pid"]), msg=m["msg"]))
 record_parser(VLLM_FILE_ONLY)(lambda m, t: Header("vllm", None, source=m["src"], msg=m["msg"]))

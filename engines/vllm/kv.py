@@ -83,7 +83,8 @@ NIXL_LEGACY = declare(
     r"|NIXL transfer exception for request (?P<req2>\S+?)\."
     r"|NIXL transfer setup/initiation failed for request (?P<req3>\S+?)\."
     r"|NIXL send_notif failed for request (?P<req4>\S+?):|(?P<hash>NIXL compatibility hash mismatch)"
-    r"|(?P<ucx>UCX\s+ERROR)\s*(?P<ucx_msg>.*)|(?P<disc>NIXL_ERR_REMOTE_DISCONNECT)",
+    r"|(?P<ucx>UCX\s+ERROR)\s*(?P<ucx_msg>.*)|(?P<disc>NIXL_ERR_REMOTE_DISCONNECT)"
+    r"|^\s*\d+\s+\S*/libuct[-\w]*\.so[.\d]*\((?P<uct>uct_\w+)\+0x",
     samples=[
         "(Worker_TP0 pid=12) ERROR 11-22 06:57:51 [nixl_connector.py:548] NIXL transfer failed for request "
         "cmpl-abc with state ERR. Marking blocks as invalid.",
@@ -91,12 +92,18 @@ NIXL_LEGACY = declare(
         "cmpl-abd: P worker blocks will be freed after timeout. This may indicate network issues.",
         "[1784621081.896649] [pod-0:537  :1]       srd_iface.c:221  UCX  ERROR send completion[0] with error on "
         "rdmap132s0/1: Work Request Flushed Error, vendor_err 0x1",
+        # a frame of UCX's crash backtrace (src/ucs/debug/debug.c) in its transport layer, libuct
+        # (https://github.com/sgl-project/sglang/issues/6694)
+        " 5  /usr/local/lib/python3.10/dist-packages/nixl.libs/libuct-b36f5a30.so.0.0.0(uct_tcp_ep_am_bcopy+0x8a) "
+        "[0x7fbeb852804a]",
     ],
     emits="nixl_failure",
     engine="vllm",
     triggers=("Handshake", "NIXL transfer failed", "NIXL transfer exception", "NIXL transfer setup",
-              "NIXL send_notif failed", "NIXL compatibility hash mismatch", "UCX", "NIXL_ERR_REMOTE_DISCONNECT"),
-    doc="pre-#32031 NIXL error wordings and transport-level (UCX) errors",
+              "NIXL send_notif failed", "NIXL compatibility hash mismatch", "UCX", "NIXL_ERR_REMOTE_DISCONNECT",
+              "/libuct"),
+    doc="pre-#32031 NIXL error wordings and transport-level (UCX) errors: an ERROR line of UCX's, a frame of a "
+        "crash backtrace in UCX's transport layer (libuct's uct_* functions: the process crashed moving data)",
 )
 
 
@@ -116,7 +123,7 @@ def _nixl_legacy(m: re.Match[str], line: int, hdr: Header, **kw: object) -> Nixl
         ftype, req = "compatibility_hash_mismatch", None
     else:
         ftype, req = "transport_error", None
-    detail = m["ucx_msg"] or m["state"] or m["hs_engine"]
+    detail = m["ucx_msg"] or m["state"] or m["hs_engine"] or (m["uct"] and f"crashed in UCX's transport ({m['uct']})")
     return NixlFailure(line, ftype=ftype, request_id=req, detail=detail, **kw)  # type: ignore[arg-type]
 
 
