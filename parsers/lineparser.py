@@ -19,6 +19,7 @@ from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
 from .headers import parse_header
 from .records import Fault, Header, Record
+from .sitefaults import bare_fault, site_fault
 from .timestamps import STAMP_HINT, YearTracker, parse_iso
 
 for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: verdicts, srun errors
@@ -65,7 +66,7 @@ def _trigger_index(fmts: list[LineFormat]) -> tuple[tuple[str, tuple[int, ...]],
 
 
 def site_literals() -> tuple[str, ...]:
-    """The literals of the lines read only to match their log site (:func:`_site_fault`): the level words, the
+    """The literals of the lines read only to match their log site (:func:`~parsers.sitefaults.site_fault`): the level words, the
     triggers of the heads whose level is no word (a glog line's letter) and the phrases of the error sites of the
     engines whose heads carry no level (:func:`parsers.sites.phrases`)."""
     return tuple(dict.fromkeys((*sites.LEVEL_WORDS, *(t for f in formats("header") for t in f.triggers),
@@ -74,7 +75,7 @@ def site_literals() -> tuple[str, ...]:
 
 def trigger_literals() -> list[str]:
     """Every record format's triggers, and the literals of the lines a log site may name (an ERROR line no
-    format takes is read to match its site, :func:`_site_fault`)."""
+    format takes is read to match its site, :func:`~parsers.sitefaults.site_fault`)."""
     seen: dict[str, None] = {}
     for f in formats("record"):
         for t in f.triggers:
@@ -131,25 +132,6 @@ JOIN_TRIGGERS = re.compile("|".join(
     _rx_escape(t) for f in formats("record") if f.emits in _JOINABLE for t in f.triggers))
 
 
-def _site_fault(line: int, msg: str, cause: str | None, exc: tuple[str, str] | None, stamp: dict[str, Any],
-                only: str | None = None, **fields: Any) -> list[Fault]:
-    """The fault of a line the fault parsing left unclassified (``cause`` None or the unclassified exception),
-    by the log site that printed it: its class's generic cause, phase and id; none for a benign site; else the
-    line's own cause (an unclassified exception stays one). A line of a level-less head (``only``: its engine)
-    takes only a site of that engine logging an error. The site tables are read only here."""
-    site = None
-    if cause is None or cause == faults.UNCLASSIFIED.name:
-        text = exc[1] if exc is not None else msg
-        scope = {"engines": (only,), "logged": True} if only else {}
-        site = sites.match(text, exc[0] if exc is not None else None, **scope) if text else None
-    if site is not None:
-        if site.cls == "benign":
-            return []
-        return [Fault(line, cause=faults.SITE_CAUSES[site.cls], message=msg.strip()[:500], site=site.id,
-                      phase=site.phase, **fields, **stamp)]
-    return [] if cause is None else [Fault(line, cause=cause, message=msg.strip()[:500], **fields, **stamp)]
-
-
 @dataclass
 class _Traceback:
     """A traceback being read: its first line, stamp and logging call site, its frames, and its level."""
@@ -181,18 +163,6 @@ def _code_callee(nxt: str | None) -> str | None:
         return None
     msg = parse_header(pieces[0][0]).msg
     return None if _FRAME.match(msg) else frames.callee(msg)
-
-
-def _bare_fault(line: int, msg: str, stamp: dict[str, Any]) -> list[Fault]:
-    """The fault of an exception line standing alone (no traceback open, no level: quoted, printed): only when a
-    site raises that very exception with that message (a bare ``SomeError: text`` is no evidence by itself)."""
-    bare = faults.exception_line(msg)
-    if bare is None or not bare[1]:
-        return []
-    site = sites.match(bare[1], bare[0])
-    if site is None or "raise" not in site.levels or bare[0] not in site.exceptions:
-        return []
-    return _site_fault(line, msg, None, bare, stamp, exception=f"{bare[0]}: {bare[1]}")
 
 
 # The heads that carry no level, with their engine: such a line is an error when its message is one of that
@@ -345,21 +315,21 @@ class LineParser:
             else:
                 cause = faults.classify(msg) or ("kv_connector" if tb.in_connector
                                                  else faults.classify_exception(*exc))
-                recs += _site_fault(line, msg, cause, exc, stamp, exception=exc_text, traceback_line=tb.start,
+                recs += site_fault(line, msg, cause, exc, stamp, exception=exc_text, traceback_line=tb.start,
                                     frames=tuple(tb.fns), **judged)
         elif not recs and hdr.level in _ERROR_LEVELS and key not in self._tb_open:
             # logger.exception(e) in V0 prints the exception itself as an ERROR line (then the traceback)
             bare = faults.exception_line(msg)
             if bare is not None:
                 text = f"{bare[0]}: {bare[1]}" if bare[1] else bare[0]
-                recs += _site_fault(line, msg, faults.classify_exception(*bare), bare, stamp, exception=text)
+                recs += site_fault(line, msg, faults.classify_exception(*bare), bare, stamp, exception=text)
             else:  # an error line no fault format took: the site that printed it, if one is classified
-                recs += _site_fault(line, msg, None, None, stamp)
+                recs += site_fault(line, msg, None, None, stamp)
         elif not recs and hdr.level is None:
             if hdr.cls in _LEVELLESS and key not in self._tb_open and faults.exception_line(msg) is None:
-                recs += _site_fault(line, msg, None, None, stamp, only=_LEVELLESS[hdr.cls])
+                recs += site_fault(line, msg, None, None, stamp, only=_LEVELLESS[hdr.cls])
             elif not self._tb_open:  # an exception line quoted alone (no traceback anywhere, no level)
-                recs += _bare_fault(line, msg, stamp)
+                recs += bare_fault(line, msg, stamp)
         if hdr.source:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs
