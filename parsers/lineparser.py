@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
 from . import engines, faults, frames, sites, stages, startup  # noqa: F401  (register their formats)
@@ -65,17 +66,18 @@ def _trigger_index(fmts: list[LineFormat]) -> tuple[tuple[str, tuple[int, ...]],
     return tuple((t, tuple(ix)) for t, ix in index.items())
 
 
+@cache
 def site_literals() -> tuple[str, ...]:
-    """The literals of the lines read only to match their log site (:func:`~parsers.sitefaults.site_fault`): the level words, the
-    triggers of the heads whose level is no word (a glog line's letter) and the phrases of the error sites of the
-    engines whose heads carry no level (:func:`parsers.sites.phrases`)."""
+    """The literals of the lines read only to match their log site (:func:`parsers.sitefaults.site_fault`): the
+    level words, the triggers of the heads whose level is no word (a glog line's letter) and the phrases of the
+    error sites of the engines whose heads carry no level (:func:`parsers.sites.phrases`)."""
     return tuple(dict.fromkeys((*sites.LEVEL_WORDS, *(t for f in formats("header") for t in f.triggers),
                                 *sites.phrases())))
 
 
 def trigger_literals() -> list[str]:
     """Every record format's triggers, and the literals of the lines a log site may name (an ERROR line no
-    format takes is read to match its site, :func:`~parsers.sitefaults.site_fault`)."""
+    format takes is read to match its site, :func:`parsers.sitefaults.site_fault`)."""
     seen: dict[str, None] = {}
     for f in formats("record"):
         for t in f.triggers:
