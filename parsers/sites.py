@@ -8,8 +8,9 @@ implementation both the extractor and the matcher use.
 Matching is lazy and off the hot path: the line parser asks only for a line the fault parsing left
 unclassified (an exception line ending a traceback that no cause names, an ERROR/CRITICAL line no fault format
 took, glog's E and F lines included; a line of a level-less head, SGLang's, read for one of its engine's error
-sites' phrases; an exception line quoted alone, which only a site raising that type names). The tables are read on the first such question (:data:`table_loads` counts reads); each row is indexed
-by one rare literal word of its leading part (its anchor, chosen by the tool), and only the rows whose anchor
+sites' phrases; an exception line quoted alone, which only a site raising that type names). The tables are read
+on the first such question (:data:`table_loads` counts reads); each row is indexed by one rare literal word of
+its leading part (its anchor, chosen by the tool), and only the rows whose anchor
 and leading words the line holds have their regexes compiled and tried: the exact pattern on the message
 first, then the same pattern tolerant to a paste's damage (text before the message, a line wrapped or cut after
 a long enough leading part, whitespace collapsed).

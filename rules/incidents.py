@@ -57,6 +57,7 @@ class Phase:
     phase: str
     by: str
     why: str
+    frame: str | None = None   # the deciding frame (``module:function``) when the frames decided
 
 
 def _marker(texts: list[str], markers: tuple[str, ...]) -> str | None:
@@ -95,8 +96,8 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
     ready before the fault (its ready line, a stats line, the orchestrator's readiness or benchmark: ``readiness``);
     the frames of its first traceback an engine's start-up path or serving loop decides (``frames``); the phase of
     the log site that printed a line of it, start-up or serving only (``site phase``); request lines in its files
-    (``serving evidence``); start-up code named in its lines with no serving code, the
-    fault before the orchestrator saw the workers ready, start-up stage lines with no ready line or the orchestrator
+    (``serving evidence``); start-up code named in its lines with no serving code, the fault before the
+    orchestrator saw the workers ready, start-up stage lines with no ready line or the orchestrator
     still waiting (``never ready``); a serving-only cause (``cause phase``); serving code or a request id in its
     lines (``serving evidence``); else a runtime death (``no evidence: default``)."""
     causes = [f.cause for _, _, f in group]
@@ -109,7 +110,7 @@ def _phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None
         return Phase("runtime", "readiness", "the orchestrator saw the workers ready before it")
     if framed := next((f for _, _, f in group if f.frame_phase), None):
         return Phase(FRAME_PHASE[framed.frame_phase], "frames",
-                     f"its traceback runs through {framed.frame_at} ({framed.frame_phase} code)")
+                     f"its traceback runs through {framed.frame_at} ({framed.frame_phase} code)", framed.frame_at)
     if sited := next((f for _, _, f in group if f.site and f.phase in FRAME_PHASE), None):
         where = "while it starts" if sited.phase == "startup" else "while it serves"
         return Phase(FRAME_PHASE[sited.phase], "site phase",
@@ -149,9 +150,10 @@ def _incidents(faults: list[tuple[str, str, Fault]], window_s: float) -> list[li
 
 def fatal_phase(run: Run, group: list[tuple[str, str, Fault]], ready: datetime | None) -> Phase | None:
     """The phase of an incident that killed or kept an engine from starting, None when it did not: a death or
-    fatal cause in it (or a cause fatal when raised, raised: catalog ``fatal_raised``), or an error traceback (cut or whole, whatever its cause) whose frames run through an
-    engine's start-up path (an exception escaping its construction stops it from starting) or its serving loop
-    (an exception escaping it ends the engine), the incident's phase agreeing (:mod:`parsers.frames`)."""
+    fatal cause in it (or, raised, a cause fatal when raised: catalog ``fatal_raised``), or an error traceback (cut
+    or whole, whatever its cause) whose frames run through an engine's start-up path (an exception escaping its
+    construction stops it from starting) or its serving loop (an exception escaping it ends the engine), the
+    incident's phase agreeing (:mod:`parsers.frames`)."""
     causes = {f.cause for _, _, f in group}
     fatal = bool(causes & (DEATH | FATAL) or any(f.exception and f.cause in FATAL_RAISED for _, _, f in group))
     framed = {FRAME_PHASE[f.frame_phase] for _, _, f in group if f.frame_phase}
@@ -189,16 +191,10 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
                             location=_loc(file, fault.traceback_line or fault.line),
                             evidence={"root_cause": fault.cause, "faults": dict(fan), "endpoints": endpoints,
                                       "line": fault.message[:300], "phase_by": phase.by,
-                                      "phase_evidence": phase.why, **_frame_evidence(phase, group)}))
+                                      "phase_evidence": phase.why, **({"frame": phase.frame} if phase.frame else {})}))
     if p["phase"] == "startup":
         out.extend(_readiness_stall(rule, run))
     return out
-
-
-def _frame_evidence(phase: Phase, group: list[tuple[str, str, Fault]]) -> dict[str, str]:
-    """The deciding frame (``module:function``) of an incident whose phase its frames decided."""
-    at = next((f.frame_at for _, _, f in group if f.frame_at), None) if phase.by == "frames" else None
-    return {"frame": at} if at else {}
 
 
 def _readiness_stall(rule: Rule, run: Run) -> list[Finding]:
