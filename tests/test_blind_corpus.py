@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from test_real_corpus import check, own_param
 
-SETS = [Path(__file__).parent / "data" / name for name in ("blind-36a", "blind-36b")]
+SETS = [Path(__file__).parent / "data" / name for name in ("blind-36a", "blind-36b", "blind-36c")]
 ROWS = {blind: json.loads((blind / "expected.json").read_text()) for blind in SETS}
 CASES = [(blind, r) for blind, rows in ROWS.items() for r in rows]
 
