@@ -29,6 +29,8 @@ ADAPTER = EngineAdapter(
     phrases=PHRASES,
     rule_catalogs=("catalog/config.toml",),
     checks_module="diag.engines.trtllm.checks",
+    metrics_module="diag.engines.trtllm.metrics",
+    metric_prefixes=("trtllm_",),
     # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
     knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log"},
 )
