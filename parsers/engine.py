@@ -107,8 +107,10 @@ class EngineAdapter:
     flag_names: Callable[[], frozenset[str]] | None = None        # the flags its pinned releases accept
     # DIAG-C014: a recipe flag as known | removed | unknown (a diag.parsers.flag_table.FlagStatus)
     classify_flag: Callable[[str], Any] | None = None
-    # the build a recipe's container implies: (model.container, identity.frameworks.<name>) -> recipe.Build
+    # the build a recipe's container implies: (model.container, identity.frameworks.<framework>) -> recipe.Build
     recipe_build: Callable[[str | None, str | None], Any] | None = None
+    # its key in a recipe's identity.frameworks (srtctl's fingerprint names): None when it is the adapter's name
+    framework: str | None = None
     # fills its own parts of a recipe.Recipe once the roles are read (connector shorthand, each role's KV transfer)
     read_recipe: Callable[[Any], None] | None = None
     # DIAG-C013: GPUs one worker's engine needs (a recipe.Role): (GPUs or None, the product spelled out, why

@@ -378,11 +378,11 @@ def build_recipe(data: YMap, path: str, job: str = "", variant: str | None = Non
 
 
 def _build(recipe: Recipe, adapter: EngineAdapter | None, identity: dict[str, Any]) -> Build:
-    """The engine build the container implies (``identity.frameworks.<engine>`` wins), as its adapter reads it."""
+    """The engine build the container implies (``identity.frameworks.<framework>`` wins), as its adapter reads it."""
     if adapter is None or adapter.recipe_build is None:
         return Build(source="model.container" if recipe.container else "", image=recipe.container,
                      engine=adapter.display if adapter is not None else recipe.backend)
-    declared = get_path(identity, ("frameworks", adapter.name))
+    declared = get_path(identity, ("frameworks", adapter.framework or adapter.name))
     return adapter.recipe_build(recipe.container, str(declared) if declared else None)
 
 

@@ -20,6 +20,7 @@ import yaml
 
 from diag.check_cmd import check_file
 from diag.engines.trtllm.recipe import parse_build
+from diag.parsers.recipe import load_recipes
 
 MIRROR = Path(os.environ.get("DIAG_SRT_SLURM_GIT", "/work/.mirror/NVIDIA+srt-slurm/repo"))
 # what the sweep finds beyond errors (none), reviewed: C025 print_iter_log off on five recipes; C028 info on the
@@ -85,3 +86,26 @@ def test_the_build_an_image_names(image: str, kind: str, version: str | None, ru
     b = parse_build(image)
     assert (b.kind, b.version, b.runtime_tag, b.engine) == (kind, version, runtime, "TensorRT-LLM")
     assert "vLLM" not in b.label
+
+
+def test_the_release_a_recipe_declares_wins(tmp_path: Path) -> None:
+    """srtctl's ``identity.frameworks`` names TensorRT-LLM ``tensorrt_llm`` (its fingerprint's package names); a
+    declared release wins over an image alias that names none."""
+    (tmp_path / "declared.yaml").write_text(RECIPE_WITH_IDENTITY)
+    (recipe,) = load_recipes(tmp_path / "declared.yaml")
+    assert (recipe.build.kind, recipe.build.version, recipe.build.source) == (
+        "release", "1.3.0rc9", "identity.frameworks.tensorrt_llm")
+
+
+RECIPE_WITH_IDENTITY = """
+name: declared
+model: {path: "hf:nvidia/Kimi-K2.5-NVFP4", container: "dynamo-trtllm"}
+identity:
+  frameworks: {dynamo: "1.0.0", tensorrt_llm: "1.3.0rc9"}
+resources: {gpu_type: gb300, gpus_per_node: 4, agg_nodes: 1, agg_workers: 1}
+backend:
+  type: trtllm
+  trtllm_config:
+    aggregated: {tensor_parallel_size: 4, print_iter_log: true}
+benchmark: {type: sa-bench, isl: 1024, osl: 1024, concurrencies: "64"}
+"""

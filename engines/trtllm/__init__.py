@@ -33,6 +33,8 @@ ADAPTER = EngineAdapter(
     metrics_module="diag.engines.trtllm.metrics",
     metric_prefixes=("trtllm_",),
     recipe_build=parse_build,
+    # srtctl's identity.frameworks key (src/srtctl/core/fingerprint.py FRAMEWORK_PACKAGES, srt-slurm c88ef73)
+    framework="tensorrt_llm",
     engine_gpus=engine_gpus,
     # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
     knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log", "tensor_parallel": "tensor_parallel_size"},

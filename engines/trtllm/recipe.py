@@ -16,10 +16,10 @@ _RELEASE_TAG = re.compile(r"v?(\d+\.\d+\.\d+(?:rc\d+)?(?:\.post\d+)?)")
 
 
 def parse_build(image: str | None, declared: str | None = None) -> Build:
-    """``identity.frameworks.trtllm`` when declared, else the release a ``tensorrt-llm/release`` tag names;
+    """``identity.frameworks.tensorrt_llm`` when declared, else the release a ``tensorrt-llm/release`` tag names;
     a Dynamo ``tensorrtllm-runtime`` image keeps its (Dynamo's) tag; aliases such as ``dynamo-trtllm`` name none."""
     if declared and (m := _RELEASE_TAG.match(str(declared).strip())):
-        return Build("release", m.group(1), source="identity.frameworks.trtllm", image=image, engine=DISPLAY)
+        return Build("release", m.group(1), source="identity.frameworks.tensorrt_llm", image=image, engine=DISPLAY)
     if not image:
         return Build("unknown", engine=DISPLAY)
     ref = image.split("@", 1)[0]
