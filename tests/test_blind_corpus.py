@@ -1,5 +1,6 @@
-"""Issue 36's blind measure, set A (tests/data/blind-36a): real excerpts no other corpus holds, labelled from
-their threads before diag ran on them (MANIFEST.md says how). Each row gets exactly the check
+"""Issue 36's blind measures, sets A, B and C (tests/data/blind-36a/b/c), and its development set E
+(tests/data/dev-36e, tuned on): real excerpts no other corpus holds, labelled from their threads before diag ran
+on them (each MANIFEST.md says how). Each row gets exactly the check
 tests/test_real_corpus.py makes for its own rows; a row diag does not get right yet carries `known_miss` (what
 it misses) and runs as a strict expected failure, so work that turns one green shows as an XPASS to record.
 The score of the set is tools/score_corpus.py's; tests/README.md keeps it per commit."""
@@ -15,7 +16,7 @@ import pytest
 from conftest import ROOT
 from test_real_corpus import check, own_param
 
-SETS = [Path(__file__).parent / "data" / name for name in ("blind-36a", "blind-36b", "blind-36c")]
+SETS = [Path(__file__).parent / "data" / name for name in ("blind-36a", "blind-36b", "blind-36c", "dev-36e")]
 ROWS = {blind: json.loads((blind / "expected.json").read_text()) for blind in SETS}
 CASES = [(blind, r) for blind, rows in ROWS.items() for r in rows]
 
@@ -23,7 +24,7 @@ CASES = [(blind, r) for blind, rows in ROWS.items() for r in rows]
 @pytest.mark.parametrize("blind", SETS, ids=[b.name for b in SETS])
 def test_set_is_complete_sourced_and_clean(blind: Path) -> None:
     rows = ROWS[blind]
-    assert len(rows) >= 30
+    assert len(rows) >= (30 if blind.name.startswith("blind-") else 25)
     assert [r["file"] for r in rows] == sorted(p.name for p in blind.glob("*.log"))
     assert all(r["source"].startswith("https://github.com/") for r in rows)
     assert all(r["known_miss"].strip() for r in rows if "known_miss" in r)
