@@ -30,6 +30,7 @@ from .counts import Counts
 from .formats import REGISTRY
 from .lineparser import LineParser
 from .records import Record
+from .wraps import unwrap, wrap_width
 
 for _fmt in _benchmark.BENCH_OUT_FORMATS:  # whole-file formats: declared here so the format tests run them
     REGISTRY.setdefault(_fmt.name, _fmt)
@@ -226,6 +227,7 @@ class BlockParser:
         self._pending: tuple[int, str, str | None] | None = None  # the last candidate, waiting for its successor
         self._before: tuple[str, bool] | None = None  # the previous block's last line, and whether a candidate
         self._skip = -1
+        self._wrap: int | None = None   # the column the log was hard-wrapped at (:mod:`parsers.wraps`), 0: none
 
     @property
     def waiting(self) -> bool:
@@ -234,6 +236,10 @@ class BlockParser:
     def block(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
         """The records and stats/KV rows that one block completes."""
         records: list[Record] = []
+        if self._wrap is None:
+            self._wrap = wrap_width(block) or 0
+        if self._wrap:
+            block = unwrap(block, self._wrap)
         frame, stats, kv, c, lines = block_frame(block, self._line0)
         line0, p = self._line0, self.parser
         if self._pending is not None:
