@@ -12,6 +12,7 @@ the signature is not touched (one look at its first bytes).
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from .blocklines import decode
 from .clean import logical_lines
@@ -38,7 +39,7 @@ def wrap_width(sample: bytes) -> int | None:
     width = max(map(len, lines), default=0)
     if width < MIN_WIDTH:
         return None
-    wraps = sum(1 for a, b in zip(lines, lines[1:], strict=False) if len(a) == width and _continues(b))
+    wraps = sum(1 for a, b in pairwise(lines) if len(a) == width and _continues(b))
     return width if wraps >= MIN_WRAPS else None
 
 
