@@ -15,7 +15,8 @@ the walk go on; any other callee ran before the loop, so the traceback is start-
 code line (a decorator's wrapper may stand between it and the next frame), else the next frame. A traceback
 whose outermost frame is a ``top`` one (a module run as a program) escaped it (``exits``). A traceback's engine is the owner of its outermost
 frame in an engine's package. A function with a ``cut`` phase gives it to a traceback cut at its frame (the
-innermost seen, no exception line) that no frame decided: its table says what an exception through it alone means.
+innermost seen, no exception line, its code line unseen) that no frame decided: its table says what an exception
+through it alone means.
 """
 
 from __future__ import annotations
@@ -175,7 +176,8 @@ def judge(calls: Sequence[tuple[str, str]], whole: bool = False,
                 return Verdict(engine, "serving", f"{module}:{fn} -> {nxt}", exits)
         if found is None and own is not None:
             unknown.add(own)
-        if found is not None and found.cut and not whole and i == len(calls) - 1:
+        if (found is not None and found.cut and not whole and i == len(calls) - 1
+                and (callees[i] if i < len(callees) else None) is None):
             return Verdict(engine, found.cut, f"{module}:{fn}", exits)
     return Verdict(engine, exits=exits)
 
