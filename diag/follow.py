@@ -217,6 +217,8 @@ class Follower:
             if f.parser.waiting and time.monotonic() - f.quiet_since >= HOLD_S:
                 released = f.parser.release()
                 f.log.records.extend(released)
+                f.log.counts = f.parser.counts
+                f.sync()   # a held head of the log may give stats rows too (parsers.wraps)
                 return recs + released
             return recs
         held, recs = recs, []

@@ -30,7 +30,7 @@ from .counts import Counts
 from .formats import REGISTRY
 from .lineparser import LineParser
 from .records import Record
-from .wraps import unwrap, wrap_width
+from .wraps import SAMPLE, hold_tail, unwrap, wrap_width
 
 for _fmt in _benchmark.BENCH_OUT_FORMATS:  # whole-file formats: declared here so the format tests run them
     REGISTRY.setdefault(_fmt.name, _fmt)
@@ -228,18 +228,38 @@ class BlockParser:
         self._before: tuple[str, bool] | None = None  # the previous block's last line, and whether a candidate
         self._skip = -1
         self._wrap: int | None = None   # the column the log was hard-wrapped at (:mod:`parsers.wraps`), 0: none
+        self._held: list[bytes] = []    # the first blocks, until they show whether the log is wrapped; then the
+                                        # lines a wrap may continue into the next block
 
     @property
     def waiting(self) -> bool:
-        return self._pending is not None
+        return self._pending is not None or bool(self._held)
 
     def block(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
-        """The records and stats/KV rows that one block completes."""
-        records: list[Record] = []
+        """The records and stats/KV rows that one block completes (a log's first :data:`parsers.wraps.SAMPLE`
+        bytes are held until they tell whether a terminal wrapped it; a wrapped log's last lines of a block
+        until the next one shows whether they go on)."""
+        self._held.append(block)
+        if self._wrap is None and sum(map(len, self._held)) < SAMPLE:
+            return [], empty_stats(), empty_kv()
+        return self._parse_held(final=False)
+
+    def flush(self) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        """Parse every block held (the input ended, or a follower stops waiting for more)."""
+        return self._parse_held(final=True) if self._held else ([], empty_stats(), empty_kv())
+
+    def _parse_held(self, *, final: bool) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        data, self._held = b"".join(self._held), []
         if self._wrap is None:
-            self._wrap = wrap_width(block) or 0
+            self._wrap = wrap_width(data) or 0
         if self._wrap:
-            block = unwrap(block, self._wrap)
+            data, tail = (data, b"") if final or not data.endswith(b"\n") else hold_tail(data, self._wrap)
+            self._held = [tail] if tail else []
+            data = unwrap(data, self._wrap)
+        return self._parse(data) if data else ([], empty_stats(), empty_kv())
+
+    def _parse(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        records: list[Record] = []
         frame, stats, kv, c, lines = block_frame(block, self._line0)
         line0, p = self._line0, self.parser
         if self._pending is not None:
@@ -292,8 +312,7 @@ def parse_blocks(blocks: Iterable[bytes], *, year: int | None = None, tz_offset_
     records: list[Record] = []
     stats_chunks: list[pl.DataFrame] = []
     kv_chunks: list[pl.DataFrame] = []
-    for block in blocks:
-        recs, stats, kv = bp.block(block)
+    for recs, stats, kv in (*map(bp.block, blocks), bp.flush()):
         records.extend(recs)
         if stats.height:
             stats_chunks.append(stats)
@@ -358,8 +377,8 @@ class StreamParser:
         new, self._new = self._new, []
         return _concat([s for s, _ in new], empty_stats), _concat([k for _, k in new], empty_kv)
 
-    def _block(self, block: bytes) -> list[Record]:
-        recs, stats, kv = self._blocks.block(block)
+    def _block(self, block: bytes | None) -> list[Record]:
+        recs, stats, kv = self._blocks.block(block) if block is not None else self._blocks.flush()
         if stats.height or kv.height:
             if stats.height:
                 self._stats.append(stats)
@@ -384,7 +403,7 @@ class StreamParser:
 
     def release(self) -> list[Record]:
         """Parse the held-back candidate now (follow mode: its continuation did not come in time)."""
-        return self._blocks.release()
+        return [*self._block(None), *self._blocks.release()]
 
     def finish(self) -> list[Record]:
         """Flush the last line (even without a trailing newline) and any waiting candidate."""
@@ -392,7 +411,7 @@ class StreamParser:
         if self._partial:
             raw, self._partial = self._partial, b""
             out.extend(self._block(raw))
-        out.extend([*self._blocks.release(), *self._blocks.parser.cut_tracebacks()])
+        out.extend([*self._block(None), *self._blocks.release(), *self._blocks.parser.cut_tracebacks()])
         return out
 
 

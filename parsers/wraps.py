@@ -6,7 +6,8 @@ such a file is its longest line length W recurring, each time followed by a line
 once its prefixes are peeled, no traceback line, not indented as a traceback's code line). Where a file's first
 :data:`SAMPLE` bytes show it at least :data:`MIN_WRAPS` times, each line of W characters is joined with such a
 successor; the successor's place becomes an empty line, so every record keeps its line number. A file without
-the signature is not touched (one look at its first bytes).
+the signature is not touched (one look at its first bytes: the parsers hold them until they are read,
+:class:`parsers.ingest.BlockParser`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,18 @@ def wrap_width(sample: bytes) -> int | None:
         return None
     wraps = sum(1 for a, b in pairwise(lines) if len(a) == width and _continues(b))
     return width if wraps >= MIN_WRAPS else None
+
+
+def hold_tail(block: bytes, width: int) -> tuple[bytes, bytes]:
+    """``block`` (newline-aligned) cut before its last lines of ``width`` characters, which the next block may
+    continue, and those lines."""
+    end = len(block)
+    while end > 0:
+        start = block.rfind(b"\n", 0, end - 1) + 1
+        if len(decode(block[start: end - 1]).removesuffix("\r")) != width:
+            break
+        end = start
+    return block[:end], block[end:]
 
 
 def unwrap(block: bytes, width: int) -> bytes:
