@@ -240,6 +240,8 @@ class Follower:
             f.offset += len(data)
             f.sniff(data)
             recs.extend(f.parser.feed(data))
+        if f.offset >= size:   # all that is written: its first lines need not wait for more to be parsed
+            recs.extend(f.parser.settle())
         return recs
 
     def _took(self, f: Followed, recs: list[Record]) -> list[Record]:

@@ -244,6 +244,11 @@ class BlockParser:
             return [], empty_stats(), empty_kv()
         return self._parse_held(final=False)
 
+    def settle(self) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        """Decide on the bytes held so far whether the log is wrapped and parse them (a follower at the end of
+        what is written: a growing log is judged on its first lines)."""
+        return self._parse_held(final=False) if self._wrap is None and self._held else ([], empty_stats(), empty_kv())
+
     def flush(self) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
         """Parse every block held (the input ended, or a follower stops waiting for more)."""
         return self._parse_held(final=True) if self._held else ([], empty_stats(), empty_kv())
@@ -377,8 +382,11 @@ class StreamParser:
         new, self._new = self._new, []
         return _concat([s for s, _ in new], empty_stats), _concat([k for _, k in new], empty_kv)
 
-    def _block(self, block: bytes | None) -> list[Record]:
-        recs, stats, kv = self._blocks.block(block) if block is not None else self._blocks.flush()
+    def _block(self, block: bytes | None, settle: bool = False) -> list[Record]:
+        if block is not None:
+            recs, stats, kv = self._blocks.block(block)
+        else:
+            recs, stats, kv = self._blocks.settle() if settle else self._blocks.flush()
         if stats.height or kv.height:
             if stats.height:
                 self._stats.append(stats)
@@ -395,6 +403,10 @@ class StreamParser:
             return []
         self._partial = buf[cut + 1:]
         return self._block(buf[: cut + 1])
+
+    def settle(self) -> list[Record]:
+        """Parse the log's first lines held to tell whether it is wrapped (:meth:`BlockParser.settle`)."""
+        return self._block(None, settle=True)
 
     @property
     def waiting(self) -> bool:
