@@ -217,6 +217,8 @@ class Follower:
             if f.parser.waiting and time.monotonic() - f.quiet_since >= HOLD_S:
                 released = f.parser.release()
                 f.log.records.extend(released)
+                f.log.counts = f.parser.counts
+                f.sync()   # a held head of the log may give stats rows too (parsers.wraps)
                 return recs + released
             return recs
         held, recs = recs, []
@@ -238,6 +240,8 @@ class Follower:
             f.offset += len(data)
             f.sniff(data)
             recs.extend(f.parser.feed(data))
+        if f.offset >= size:   # all that is written: its first lines need not wait for more to be parsed
+            recs.extend(f.parser.settle())
         return recs
 
     def _took(self, f: Followed, recs: list[Record]) -> list[Record]:

@@ -162,10 +162,29 @@ STREAM_LOGGER = declare(
     doc="a launcher re-logging a process's stdout/stderr ('%(asctime)s | %(levelname)s | %(name)s | "
         "%(message)s': FastChat, gradio apps): the level word is the launcher's, the record its message",
 )
+# What a launcher's stamp may stand before: a record head of an engine (a process prefix, a level and month-day, a
+# file tag, glog) or a piece of a traceback.
+_HEAD_AFTER_STAMP = (r"\([\w.-]+ pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d|\[?\w+\.py:\d+\]"
+                     r"|[IWEF]\d{4} \d\d:|Traceback \(most recent|\s+File \"")
+LAUNCHER_STAMP = declare(
+    "launcher-stamp", "prefix",
+    r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? "
+    r"(?:(?:\[[A-Za-z]{3,8}\] +)?(?:\([A-Za-z][\w .-]{0,40}\) +)?(?=" + _HEAD_AFTER_STAMP + r")"
+    r"|(?!\s*(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\b|\s*[\[|,(<{-]|\s*$))",
+    samples=[  # https://github.com/lemonade-sdk/vllm-rocm/issues/5, https://github.com/vllm-project/vllm/issues/5371
+        "2026-06-09 14:01:54.604 [Info] (Process) (APIServer pid=42406)     return func(*args, **kwargs)",
+        "2024-06-10 13:26:25 Exception in callback functools.partial(<function _raise_exception_on_finish>)",
+        "2024-06-10 13:26:25     task.result()",
+    ],
+    emits="launcher",
+    doc="a launcher's or a log viewer's own date and time on each line (docker desktop, a desktop app's process "
+        "log): with its bracketed level and parenthesised tag before an engine's head or a traceback line; a bare "
+        "stamp (one space, no level word, no bracket after it: no head of the engines or of srtctl) before any text",
+)
 _BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
 _CODE_CLOSE = re.compile(r"`+\s*$")
 _PEELERS = (SRUN.regex, EXT_STAMP.regex, CI_STAMP.regex, STREAM_LOGGER.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, KUBECTL.regex, RANK_TAG.regex,
-            BOX.regex, COMPOSE.regex, QUOTE.regex, INLINE_CODE.regex)
+            BOX.regex, COMPOSE.regex, QUOTE.regex, INLINE_CODE.regex, LAUNCHER_STAMP.regex)
 
 # Where a second record starts inside one physical line (glued records).
 _GLUE = re.compile(

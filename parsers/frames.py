@@ -14,7 +14,9 @@ its loop) decides by what it called: a callee its ``loops`` name (the loop, its 
 the walk go on; any other callee ran before the loop, so the traceback is start-up. Its callee is the call on its
 code line (a decorator's wrapper may stand between it and the next frame), else the next frame. A traceback
 whose outermost frame is a ``top`` one (a module run as a program) escaped it (``exits``). A traceback's engine is the owner of its outermost
-frame in an engine's package.
+frame in an engine's package. A function with a ``cut`` phase gives it to a traceback cut at its frame (the
+innermost seen, no exception line, its code line unseen) that no frame decided: its table says what an exception
+through it alone means.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Function:
     innermost: bool = False
     loops: tuple[str, ...] = ()   # a process entry's callees that run once it is up (glob patterns)
     top: bool = False             # a module run as a program (runpy): a traceback from it escaped the program
+    cut: str | None = None        # the phase of a traceback cut at this frame (its callee unseen) the walk left open
 
     def after_start(self, callee: str) -> bool:
         """Whether an entry's ``callee`` runs once the process is up (its loop or teardown)."""
@@ -86,7 +89,7 @@ def _table(owner: str, data: dict, engine: bool) -> Table:
             raise ValueError(f"frames table {owner}: {row['name']} has phase {row['phase']!r}, none of {PHASES}")
         functions.setdefault(row["name"], []).append(
             Function(row["name"], row["phase"], tuple(row.get("files", ())), bool(row.get("innermost", False)),
-                     tuple(row.get("loops", ())), bool(row.get("top", False))))
+                     tuple(row.get("loops", ())), bool(row.get("top", False)), row.get("cut")))
     return Table(owner, tuple(data.get("packages", ())), engine, {k: tuple(v) for k, v in functions.items()})
 
 
@@ -173,6 +176,9 @@ def judge(calls: Sequence[tuple[str, str]], whole: bool = False,
                 return Verdict(engine, "serving", f"{module}:{fn} -> {nxt}", exits)
         if found is None and own is not None:
             unknown.add(own)
+        if (found is not None and found.cut and not whole and i == len(calls) - 1
+                and (callees[i] if i < len(callees) else None) is None):
+            return Verdict(engine, found.cut, f"{module}:{fn}", exits)
     return Verdict(engine, exits=exits)
 
 

@@ -101,9 +101,23 @@ RUST_TRACING = declare(
     emits="dynamo",
     doc="Dynamo's Rust tracing lines pasted without their stamp: level, target (a Rust path), message",
 )
+EASYLOG = declare(
+    "easylog-record", "header",
+    r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?) (?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)"
+    r" *\[\d+\] \[(?P<src>[\w.-]+:\d+)\] ?(?P<msg>.*)$",
+    samples=[  # https://github.com/vllm-project/vllm/pull/12957 (Mooncake store over coro_rpc)
+        "2025-04-17 19:46:42.566927 ERROR    [975] [coro_rpc_client.hpp:978] read rpc body failed, error msg:End of "
+        "file. close the socket.",
+        "2025-04-17 19:46:40.100 INFO     [953] [coro_rpc_server.hpp:289] begin to listen",
+    ],
+    emits="easylog",
+    doc="yalantinglibs' easylog (coro_rpc, under Mooncake's store and master): appender.hpp write_record, local "
+        "time, the severity padded to 8 characters, '[tid] ', '[file:line] ', message",
+)
 # A level letter of a glog head as the level word of the others.
 GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 LEVEL_ALIASES = {"WARN": "WARNING", "TRACE": "DEBUG"}
+_LEVEL = {**LEVEL_ALIASES, "FATAL": "CRITICAL"}
 
 
 def _json_time(obj: dict) -> str | None:
@@ -162,6 +176,8 @@ _HEADS: dict[LineFormat, tuple[str, int, str, Callable[[re.Match[str], str], Hea
     PYTHON_LOGGING: (DIGITS, 41, "", lambda m, t: Header("python", m["level"], iso=m["iso"], source=m["src"],
                                                          msg=m["msg"])),
     ORCHESTRATOR: (DIGITS, 42, "", lambda m, t: Header("orchestrator", m["level"], iso=m["iso"], msg=m["msg"])),
+    EASYLOG: (DIGITS, 43, "", lambda m, t: Header("easylog", _LEVEL.get(m["level"], m["level"]), iso=m["iso"],
+                                                  source=m["src"], msg=m["msg"], local=True)),
 }
 for _fmt, (_lead, _rank, _guard, _head) in _HEADS.items():
     object.__setattr__(_fmt, "lead", _lead)

@@ -30,6 +30,7 @@ from .counts import Counts
 from .formats import REGISTRY
 from .lineparser import LineParser
 from .records import Record
+from .wraps import SAMPLE, hold_tail, unwrap, wrap_width
 
 for _fmt in _benchmark.BENCH_OUT_FORMATS:  # whole-file formats: declared here so the format tests run them
     REGISTRY.setdefault(_fmt.name, _fmt)
@@ -226,13 +227,43 @@ class BlockParser:
         self._pending: tuple[int, str, str | None] | None = None  # the last candidate, waiting for its successor
         self._before: tuple[str, bool] | None = None  # the previous block's last line, and whether a candidate
         self._skip = -1
+        self._wrap: int | None = None   # the column the log was hard-wrapped at (:mod:`parsers.wraps`), 0: none
+        self._held: list[bytes] = []    # the first blocks, until they show whether the log is wrapped; then the
+                                        # lines a wrap may continue into the next block
 
     @property
     def waiting(self) -> bool:
-        return self._pending is not None
+        return self._pending is not None or bool(self._held)
 
     def block(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
-        """The records and stats/KV rows that one block completes."""
+        """The records and stats/KV rows that one block completes (a log's first :data:`parsers.wraps.SAMPLE`
+        bytes are held until they tell whether a terminal wrapped it; a wrapped log's last lines of a block
+        until the next one shows whether they go on)."""
+        self._held.append(block)
+        if self._wrap is None and sum(map(len, self._held)) < SAMPLE:
+            return [], empty_stats(), empty_kv()
+        return self._parse_held(final=False)
+
+    def settle(self) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        """Decide on the bytes held so far whether the log is wrapped and parse them (a follower at the end of
+        what is written: a growing log is judged on its first lines)."""
+        return self._parse_held(final=False) if self._wrap is None and self._held else ([], empty_stats(), empty_kv())
+
+    def flush(self) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        """Parse every block held (the input ended, or a follower stops waiting for more)."""
+        return self._parse_held(final=True) if self._held else ([], empty_stats(), empty_kv())
+
+    def _parse_held(self, *, final: bool) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
+        data, self._held = b"".join(self._held), []
+        if self._wrap is None:
+            self._wrap = wrap_width(data) or 0
+        if self._wrap:
+            data, tail = (data, b"") if final or not data.endswith(b"\n") else hold_tail(data, self._wrap)
+            self._held = [tail] if tail else []
+            data = unwrap(data, self._wrap)
+        return self._parse(data) if data else ([], empty_stats(), empty_kv())
+
+    def _parse(self, block: bytes) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
         records: list[Record] = []
         frame, stats, kv, c, lines = block_frame(block, self._line0)
         line0, p = self._line0, self.parser
@@ -286,8 +317,7 @@ def parse_blocks(blocks: Iterable[bytes], *, year: int | None = None, tz_offset_
     records: list[Record] = []
     stats_chunks: list[pl.DataFrame] = []
     kv_chunks: list[pl.DataFrame] = []
-    for block in blocks:
-        recs, stats, kv = bp.block(block)
+    for recs, stats, kv in (*map(bp.block, blocks), bp.flush()):
         records.extend(recs)
         if stats.height:
             stats_chunks.append(stats)
@@ -352,8 +382,11 @@ class StreamParser:
         new, self._new = self._new, []
         return _concat([s for s, _ in new], empty_stats), _concat([k for _, k in new], empty_kv)
 
-    def _block(self, block: bytes) -> list[Record]:
-        recs, stats, kv = self._blocks.block(block)
+    def _block(self, block: bytes | None, settle: bool = False) -> list[Record]:
+        if block is not None:
+            recs, stats, kv = self._blocks.block(block)
+        else:
+            recs, stats, kv = self._blocks.settle() if settle else self._blocks.flush()
         if stats.height or kv.height:
             if stats.height:
                 self._stats.append(stats)
@@ -371,6 +404,10 @@ class StreamParser:
         self._partial = buf[cut + 1:]
         return self._block(buf[: cut + 1])
 
+    def settle(self) -> list[Record]:
+        """Parse the log's first lines held to tell whether it is wrapped (:meth:`BlockParser.settle`)."""
+        return self._block(None, settle=True)
+
     @property
     def waiting(self) -> bool:
         """A complete candidate line is held back, waiting to see whether the next line continues it."""
@@ -378,7 +415,7 @@ class StreamParser:
 
     def release(self) -> list[Record]:
         """Parse the held-back candidate now (follow mode: its continuation did not come in time)."""
-        return self._blocks.release()
+        return [*self._block(None), *self._blocks.release()]
 
     def finish(self) -> list[Record]:
         """Flush the last line (even without a trailing newline) and any waiting candidate."""
@@ -386,7 +423,7 @@ class StreamParser:
         if self._partial:
             raw, self._partial = self._partial, b""
             out.extend(self._block(raw))
-        out.extend([*self._blocks.release(), *self._blocks.parser.cut_tracebacks()])
+        out.extend([*self._block(None), *self._blocks.release(), *self._blocks.parser.cut_tracebacks()])
         return out
 
 

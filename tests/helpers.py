@@ -19,6 +19,7 @@ from diag.parsers.noise import NOISE
 from diag.parsers.orchestrator import parse_banner, parse_lifecycle
 from diag.parsers.records import Lifecycle, Record
 from diag.parsers.timestamps import parse_iso
+from diag.parsers.wraps import unwrap, wrap_width
 from diag.rules.knowledge import families, fmt_version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,6 +170,8 @@ def record_path(data: bytes, *, year: int | None = 2026, tz_offset_s: int = 0) -
     parser = LineParser(year, tz_offset_s)
     counts = Counts()
     out: list[Record] = []
+    if width := wrap_width(data):   # a log hard-wrapped by a terminal, joined back (parsers.wraps)
+        data = unwrap(data, width)
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     if lines and lines[-1] == "":

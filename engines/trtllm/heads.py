@@ -55,6 +55,31 @@ BARE = _declare(
     "[", 33, "TensorRT-LLM's logger message without a stamp (a handler that prints the message alone)")
 
 
+# The C++ logger before the short prefix (cpp/include/tensorrt_llm/common/logger.h as of 2023-24, index id 3300805310:
+# kPREFIX "[TensorRT-LLM]", getPrefix "%s[%s] " / "%s[%s][%d] " with the level's name; logger.cpp 23bc5b7c prints
+# "[TensorRT-LLM][WARNING] Invalid logger level ..."), no stamp.
+_WORDS = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARNING": "WARNING", "ERROR": "ERROR"}
+LEGACY = declare(
+    "trtllm-legacy-record", "header",
+    r"^\[TensorRT-LLM\]\[(?P<word>TRACE|DEBUG|INFO|WARNING|ERROR)\](?:\[(?P<crank>\d+)\])? (?P<msg>.*)$",
+    samples=["[TensorRT-LLM][INFO] Loaded engine size: 3404 MiB",
+             "[TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp (/src/tensorrt_llm/cpp/runtime/worldConfig.cpp:99)",
+             "[TensorRT-LLM][WARNING][1] Invalid logger level TLLM_LOG_LEVEL=x."],
+    emits="trtllm", engine="trtllm", lead="[", rank=34, guard="[TensorRT-LLM]", triggers=("[TensorRT-LLM][",),
+    doc="TensorRT-LLM's C++ runtime logger before 2024's short prefix (Triton's tensorrtllm backend prints it): "
+        "[TensorRT-LLM], the level's name, the rank it logs, no stamp",
+)
+
+
+def _legacy(m: re.Match[str], text: str) -> Header:
+    rank = m["crank"]
+    return Header("trtllm", _WORDS[m["word"]], source=f"RANK {rank}" if rank else None, msg=m["msg"],
+                  proc=f"RANK {rank}" if rank else None)
+
+
+record_parser(LEGACY)(_legacy)
+
+
 def _header(m: re.Match[str], text: str) -> Header:
     rank = m["rank"] or m["crank"] or m["mpi"]
     iso = None

@@ -64,6 +64,20 @@ LMCACHE = declare(
     doc="LMCache's logger (a KV connector inside vLLM's processes): full date and time, level, (file:line:module)",
     engine="vllm", lead="", rank=20, guard="LMCache ",
 )
+LMCACHE_EARLY = declare(
+    "vllm-lmcache-early-record", "header",
+    r"^(?:\((?P<proc>[^()]+?) pid=(?P<pid>\d+)\)\s?)*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) LMCache: "
+    r"(?P<msg>.*?) \[(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,\d+)?\] -- (?:\S*/)?(?P<src>[\w.]+\.py:\d+)\s*$",
+    samples=[  # LMCache lmcache/logging.py 0e65d2fc (its former basicConfig, kept as a comment)
+        "INFO LMCache: Stored/updated 1 chunks, total time 0.00s [2024-11-19 20:08:43,749] -- "
+        "/opt/lmcache/cache_engine.py:311",
+        "ERROR LMCache: Failed to connect to the remote backend [2024-11-19 20:08:43,749] -- /opt/lmcache/backend.py:42",
+    ],
+    emits="lmcache",
+    doc="LMCache 0.1's logger ('%(levelname)s LMCache: %(message)s [%(asctime)s] -- %(pathname)s:%(lineno)d'): the "
+        "level first, the date and the source after the message",
+    engine="vllm", lead="DIWEC(", rank=21, guard=" LMCache: ", triggers=(" LMCache: ",),
+)
 ROUTER = declare(
     "vllm-router-record", "header",
     r"^(?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s+(?P<level>TRACE|DEBUG|INFO|WARN|ERROR)\s+"
@@ -116,6 +130,8 @@ record_parser(VLLM_PROC_ONLY)(lambda m, t: Header("vllm", None, proc=m["proc"], 
 record_parser(VLLM_FILE_ONLY)(lambda m, t: Header("vllm", None, source=m["src"], msg=m["msg"]))
 record_parser(LMCACHE)(lambda m, t: Header("lmcache", m["level"], iso=m["iso"], proc=m["proc"], pid=_pid(m),
                                            source=m["src"], msg=m["msg"]))
+record_parser(LMCACHE_EARLY)(lambda m, t: Header("lmcache", m["level"], iso=m["iso"], proc=m["proc"], pid=_pid(m),
+                                                 source=m["src"], msg=m["msg"]))
 record_parser(ROUTER)(lambda m, t: Header("router", LEVEL_ALIASES.get(m["level"], m["level"]), iso=m["iso"],
                                           source=m["src"] or m["target"], msg=m["msg"]))
 
