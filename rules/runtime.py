@@ -88,6 +88,11 @@ def plateau_so_far(values: list[float | None], q: float = 0.9) -> list[float]:
     return out
 
 
+def _round(value: Any, digits: int) -> float | None:
+    """``value`` rounded, None where the engine logs no such figure (TensorRT-LLM's iteration line has no queue)."""
+    return None if value is None else round(float(value), digits)
+
+
 @template("role_balance")
 def role_balance(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
@@ -124,12 +129,12 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
                      keep_firing_for_s=rule.keep_firing_for_s):
         sub = df[list(w.rows)]
         ev = {
-            "window_s": w.seconds, "prefill_waiting_per_engine": round(sub["waiting"].mean(), 2),
-            "prefill_waiting_last": round(sub["waiting"][-1], 2),
-            "prefill_prompt_tps": round(sub["prompt_tps"].mean(), 1),
-            "prefill_prompt_tps_p90": round(sub["plateau"][-1], 1),
-            "decode_running_per_engine": round(sub["running_d"].mean(), 2),
-            "decode_kv_pct": round(sub["kv_d"].mean(), 1), "decode_waiting": int(sub["waiting_sum_d"].max()),
+            "window_s": w.seconds, "prefill_waiting_per_engine": _round(sub["waiting"].mean(), 2),
+            "prefill_waiting_last": _round(sub["waiting"][-1], 2),
+            "prefill_prompt_tps": _round(sub["prompt_tps"].mean(), 1),
+            "prefill_prompt_tps_p90": _round(sub["plateau"][-1], 1),
+            "decode_running_per_engine": _round(sub["running_d"].mean(), 2),
+            "decode_kv_pct": _round(sub["kv_d"].mean(), 1), "decode_waiting": int(sub["waiting_sum_d"].max() or 0),
         }
         if p["mode"] == "prefill-bound":
             msg = (f"prefill queue at {number(ev['prefill_waiting_per_engine'], 1)} waiting/engine (last "
