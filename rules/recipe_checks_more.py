@@ -14,7 +14,6 @@ from .catalog import Rule
 from .finding import Finding
 from .present import number
 from .recipe_support import (
-    as_int,
     at_most,
     check,
     dynamo,
@@ -59,34 +58,18 @@ def log_noise_env(recipe: Recipe, rule: Rule) -> Iterator[Finding]:
                       fix=set_env(role, {n: tuple(wanted[n]) for n in missing}), missing=missing)
 
 
-def _positive(*values: int | None) -> bool:
-    return all(v is not None and v >= 1 for v in values)
-
-
 def _engine_gpus(recipe: Recipe, role: Role) -> tuple[int | None, str, str | None]:
     """GPUs one worker's engine needs, the product spelled out, and why ranks that leave some of the
-    worker's GPUs idle may be refused (None: the engine just idles them). The adapter's ``engine_gpus``
-    answers; TRT-LLM's maths (no adapter yet) read its own config keys here."""
+    worker's GPUs idle may be refused (None: the engine just idles them): the adapter's ``engine_gpus``."""
     adapter = engines.get(recipe.backend)
     if adapter is not None and adapter.engine_gpus is not None:
         return adapter.engine_gpus(role)
-    if recipe.backend != "trtllm":
-        return None, "", None
-
-    def num(name: str) -> int | None:
-        f = role.flag(name)
-        return 1 if f is None else as_int(f.value)
-
-    tp, pp, cp = num("tensor_parallel_size"), num("pipeline_parallel_size"), num("context_parallel_size")
-    if not _positive(tp, pp, cp):
-        return None, "", None
-    assert tp and pp and cp
-    return tp * pp * cp, f"tensor_parallel_size {tp} x pipeline_parallel_size {pp}", None
+    return None, "", None
 
 
 def _tensor_parallel() -> tuple[str, ...]:
-    """The tensor-parallel flag as each engine spells it (a C013 finding points at it); TRT-LLM has no adapter yet."""
-    return (*(k for a in engines.adapters() if (k := a.knob("tensor_parallel"))), "tensor_parallel_size")
+    """The tensor-parallel flag as each engine spells it (a C013 finding points at it)."""
+    return tuple(k for a in engines.adapters() if (k := a.knob("tensor_parallel")))
 
 
 def _gpu_key(recipe: Recipe, role: Role) -> str:

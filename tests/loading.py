@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,32 @@ def report_of(paths: list[str] | str | Path, settings: Settings | None = None) -
     return Pipeline(batch(paths), settings or Settings()).once()
 
 
+_ONCE = Pipeline.once   # the pipeline's own, whatever :func:`shared_sample_pipelines` puts in its place
+
+
 @functools.cache
 def _sample_report(paths: tuple[str, ...]) -> Report:
-    return Pipeline(batch(list(paths)), Settings()).once()
+    return _ONCE(Pipeline(batch(list(paths)), Settings()))
+
+
+@contextlib.contextmanager
+def shared_sample_pipelines() -> Iterator[None]:
+    """Within: ``Pipeline.once`` over one shipped sample run (a run directory under samples/, default
+    settings, no clock) returns this process's report of it (:func:`report_of`), so ``diag`` commands run
+    in-process (``run_diag``: check, index, report over the samples) do not judge the same read-only run
+    again. Any other pipeline runs as usual."""
+    def once(self: Pipeline) -> Report:
+        src = self.source
+        if (isinstance(src, BatchSource) and src.on_bytes is None and self.clock is None and src.root is not None
+                and self.settings == Settings() and Path(src.root).resolve().is_relative_to(SAMPLES)):
+            return _sample_report((str(Path(src.root).resolve()),))
+        return _ONCE(self)
+
+    Pipeline.once = once  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Pipeline.once = _ONCE  # type: ignore[method-assign]
 
 
 def load_run(paths: list[str] | str | Path) -> Run:

@@ -261,7 +261,7 @@ CASES = [(r, i, ex) for r in CONFIG_RULES for i, ex in enumerate(r.examples)]
 
 
 def test_config_catalog_is_complete() -> None:
-    assert [r.code for r in CONFIG_RULES] == [f"DIAG-C{i:03d}" for i in range(1, 26)]
+    assert [r.code for r in CONFIG_RULES] == [f"DIAG-C{i:03d}" for i in range(1, 30)]
     for r in CONFIG_RULES:
         assert r.why and r.remediation and r.summary and r.scope == "recipe"
         assert {ex["expect"] for ex in r.examples} == {"fire", "pass"}, r.code

@@ -48,16 +48,21 @@ def test_sglang_catalogs_use_core_vocabulary() -> None:
     assert {f.name.split("-")[2] for f in stage_lines} >= {"weights", "kv_cache", "cuda_graphs", "ready"}
 
 
-def test_sglang_metrics_have_core_shape() -> None:
-    metrics = importlib.import_module("diag.engines.sglang.metrics")
+@pytest.mark.parametrize("name", [a.name for a in engines.adapters() if a.metrics_module])
+def test_metrics_modules_have_core_shape(name: str) -> None:
+    adapter = engines.get(name)
+    assert adapter is not None and adapter.metrics_module and adapter.metric_prefixes
+    metrics = importlib.import_module(adapter.metrics_module)
     stats_fields = {f.name for f in dataclasses.fields(StatsSample)}
     assert set(metrics.FIELDS) <= set(prom_vocab.FIELDS) | stats_fields
     for kind, sources in metrics.FIELDS.values():
         assert kind in ("gauge", "counter") and sources
-        assert all(name.startswith(SGLANG.metric_prefixes) for name, _ in sources)
+        assert all(name.startswith(adapter.metric_prefixes) for name, _ in sources)
     assert set(metrics.KV_SIGNALS) <= set(prom_vocab.KV_SIGNALS)
+    assert set(metrics.KV_COUNTS) <= set(prom_vocab.KV_COUNTS)
     assert set(metrics.LATENCY) == set(prom_vocab.LATENCY)
-    assert metrics.PRESENCE.startswith("sglang:")
+    assert all(fam.startswith(adapter.metric_prefixes) for fam in metrics.LATENCY.values())
+    assert metrics.PRESENCE.startswith(adapter.metric_prefixes) and metrics.PRESENCE in prom_vocab.PRESENCE
 
 
 @pytest.mark.parametrize("head", [

@@ -82,7 +82,7 @@ def test_promtool_unit_tests_from_the_catalog_examples(tmp_path: Path) -> None:
     (tmp_path / "rules.yml").write_text(export(rules))
     tests = yaml.safe_load(unit_tests(rules, "rules.yml"))
     groups = {g["name"]: g["promql_expr_test"][0]["exp_samples"] for g in tests["tests"]}
-    assert len(groups) == sum(len(r.examples) for r in expressible(rules)) == 23
+    assert len(groups) == sum(len(r.examples) for r in expressible(rules)) == 24
     # a fire example expects its alert, a pass example none; an example whose finding is a log excerpt
     # shorter than `for` (diag fires on it at lower severity, evidence.window_short) has no Prometheus
     # equivalent: Prometheus waits for the window

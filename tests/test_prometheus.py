@@ -171,23 +171,27 @@ def test_promql_side() -> None:
     q = server_queries(60)
     by = ("sum by(instance, engine, dp_rank, dynamo_component, worker_role, role, worker_type, job, worker_index, "
           "worker, dynamo_namespace)")
-    # every engine's series in registry order (vLLM's, then SGLang's), Dynamo's only where none answers
-    engines = f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc) or {by} (sglang:token_usage)"
+    # every engine's series in registry order (vLLM's, SGLang's, TensorRT-LLM's), Dynamo's only where none answers
+    engines = (f"{by} (vllm:kv_cache_usage_perc) or {by} (vllm:gpu_cache_usage_perc) or {by} (sglang:token_usage) or "
+               f"{by} (trtllm_kv_cache_utilization)")
     assert q["kv"] == f"{engines} or (({by} (dynamo_component_gpu_cache_usage_percent)) unless on(instance) ({engines}))"
     assert q["ttft_p90_s"].endswith("(irate(dynamo_frontend_time_to_first_token_seconds_bucket[60000ms])))")
     assert q["gen"] == (f"{by} (rate(vllm:generation_tokens_total[60000ms])) or "
                         f'{by} (rate(sglang:realtime_tokens_total{{mode="decode"}}[60000ms])) or '
-                        f"{by} (rate(sglang:generation_tokens_total[60000ms]))")
+                        f"{by} (rate(sglang:generation_tokens_total[60000ms])) or "
+                        f"{by} (rate(trtllm_generation_tokens_total[60000ms]))")
     tag = 'label_replace({by} (rate(vllm:{m}[60000ms])), "diag_{t}", "{i}", "__name__", ".*")'
     nixl = (f'max without(diag_counter) ({tag.format(by=by, m="nixl_num_failed_transfers_total", t="counter", i=0)} or '
             f'{tag.format(by=by, m="nixl_num_failed_notifications_total", t="counter", i=1)})')
     assert q["kv_failures"].startswith(f'sum without(diag_group) (label_replace({nixl}, "diag_group", "0", "__name__"')
     assert q["kv_transfers"] == (f'sum without(diag_group) ({tag.format(by=by, m="nixl_xfer_time_seconds_count", t="group", i=0)}'
-                                 f' or {tag.format(by=by, m="mooncake_xfer_time_seconds_count", t="group", i=1)})')
+                                 f' or {tag.format(by=by, m="mooncake_xfer_time_seconds_count", t="group", i=1)}'
+                                 f' or {tag.replace("vllm:", "").format(by=by, m="trtllm_kv_transfer_success_total", t="group", i=2)})')
     assert q["prompt"] == (f'{by} (rate(vllm:prompt_tokens_by_source_total{{source="local_compute"}}[60000ms])) or '
                            f'{by} (rate(sglang:realtime_tokens_total{{mode="prefill_compute"}}[60000ms]))')
     assert q["prompt_all"] == (f"{by} (rate(vllm:prompt_tokens_total[60000ms])) or "
-                               f"{by} (rate(sglang:prompt_tokens_total[60000ms]))")
+                               f"{by} (rate(sglang:prompt_tokens_total[60000ms])) or "
+                               f"{by} (rate(trtllm_prompt_tokens_total[60000ms]))")
     assert choose_step(600, 15) == 15
     week = 7 * 86400
     step = choose_step(week, 15)
@@ -419,3 +423,22 @@ def test_sglang_series_become_the_same_stats() -> None:
     rows = conv.add(T0 + timedelta(seconds=10), parse_exposition(scrape(8000, 2000)), 2)
     got = sorted((r.engine, r.running, r.waiting, r.kv_usage, r.prompt_tps, r.gen_tps) for r in rows)
     assert got == [(0, 40, 0, 50.0, 800.0, 200.0), (1, 41, 1, 50.0, 800.0, 200.0)]
+
+
+def test_trtllm_series_become_the_same_stats() -> None:
+    """A ``python -m dynamo.trtllm`` worker's scrape (TensorRT-LLM's MetricsCollector names, its labels
+    ``model_name``/``engine_type``, no rank: one engine per worker) gives the run model running, waiting, KV use
+    (used over max blocks, 0..1) and the token counters as rates."""
+    def scrape(prompt: float, gen: float) -> str:
+        lab = 'model_name="qwen",engine_type="trtllm",dynamo_component="backend"'
+        return (f"trtllm_num_requests_running{{{lab}}} 48\n"
+                f"trtllm_num_requests_waiting{{{lab}}} 3\n"
+                f"trtllm_kv_cache_utilization{{{lab}}} 0.625\n"
+                f"trtllm_prompt_tokens_total{{{lab}}} {prompt}\n"
+                f"trtllm_generation_tokens_total{{{lab}}} {gen}\n")
+    conv = StatsConverter()
+    conv.add(T0, parse_exposition(scrape(0, 0)), 1)
+    rows = conv.add(T0 + timedelta(seconds=10), parse_exposition(scrape(81920, 10240)), 2)
+    got = [(r.engine, r.running, r.waiting, r.kv_usage, r.gen_tps) for r in rows]
+    assert got == [(None, 48, 3, 62.5, 1024.0)]   # an endpoint-wide series: the worker is the engine
+    assert [r.prompt_all_tps for r in rows] == [8192.0]

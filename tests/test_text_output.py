@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loading import report_of
+from loading import report_of, shared_sample_pipelines
 
 from diag.emit.jsondoc import report_dict
 from diag.options import console_for
@@ -30,7 +30,8 @@ RECIPES = "tests/data/recipes"
 def index(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Every sample run indexed (``diag index``), for ``runs`` and ``report``."""
     into = str(tmp_path_factory.mktemp("index"))
-    res = run_diag("index", *RUNS, "--into", into, "--jobs", "1")
+    with shared_sample_pipelines():   # each run judged once per process, by whichever asks first
+        res = run_diag("index", *RUNS, "--into", into, "--jobs", "1")
     assert res.returncode == 1, res.stderr  # invalid runs among the samples: exit by the verdict (README)
     return into
 
@@ -49,7 +50,7 @@ def _tail(run: str) -> str:
 def texts(index: str) -> dict[str, str]:
     """``diag ARGS`` -> what it writes to a pipe 80 columns wide (the narrowest terminal the outputs fit, where
     most is wrapped or cut; an xdist worker's environment says 80 too), for every command with text output."""
-    with pytest.MonkeyPatch.context() as env:
+    with pytest.MonkeyPatch.context() as env, shared_sample_pipelines():
         env.setenv("COLUMNS", "80")
         return _texts(index)
 
@@ -153,7 +154,8 @@ def documents(index: str) -> dict[str, Any]:
     """The JSON document of every sample run (``tail``), of ``check`` and of ``report``."""
     docs: dict[str, Any] = {f"tail {run}": report_dict(report_of(ROOT / run)) for run in RUNS}
     for args in [("check", *RUNS, RECIPES), ("report", index)]:
-        res = run_diag(*args, "--format", "json")
+        with shared_sample_pipelines():
+            res = run_diag(*args, "--format", "json")
         assert res.returncode in (0, 1), (args, res.stderr)
         docs[" ".join(args)] = json.loads(res.stdout)
     return docs

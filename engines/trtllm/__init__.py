@@ -8,6 +8,7 @@ from diag.parsers.engine import EngineAdapter
 
 from .clock import offset_of
 from .phrases import PHRASES
+from .recipe import engine_gpus, parse_build
 
 ADAPTER = EngineAdapter(
     name="trtllm",
@@ -29,6 +30,10 @@ ADAPTER = EngineAdapter(
     phrases=PHRASES,
     rule_catalogs=("catalog/config.toml",),
     checks_module="diag.engines.trtllm.checks",
+    metrics_module="diag.engines.trtllm.metrics",
+    metric_prefixes=("trtllm_",),
+    recipe_build=parse_build,
+    engine_gpus=engine_gpus,
     # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
-    knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log"},
+    knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log", "tensor_parallel": "tensor_parallel_size"},
 )
