@@ -8,7 +8,7 @@ from diag.parsers.engine import EngineAdapter
 
 from .clock import offset_of
 from .phrases import PHRASES
-from .recipe import engine_gpus, parse_build
+from .recipe import engine_gpus, own_batches, parse_build
 
 ADAPTER = EngineAdapter(
     name="trtllm",
@@ -33,7 +33,11 @@ ADAPTER = EngineAdapter(
     metrics_module="diag.engines.trtllm.metrics",
     metric_prefixes=("trtllm_",),
     recipe_build=parse_build,
+    # srtctl writes the role's trtllm_config to /logs/trtllm_config_<mode>.yaml and passes that file
+    # (backends/trtllm.py build_worker_command: dynamo.trtllm --extra-engine-args, trtllm-serve --config)
+    config_file_flags=("extra_engine_args", "config"),
     engine_gpus=engine_gpus,
+    own_batches=own_batches,
     # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
     knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log", "tensor_parallel": "tensor_parallel_size"},
 )
