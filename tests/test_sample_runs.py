@@ -75,9 +75,6 @@ def test_expected_findings(loaded) -> None:
     codes = {f.code for f in findings}
     expect = man["expect"]
     name = run_dir.name
-    if name == "trtllm-prefill-bound":
-        pytest.xfail("TensorRT-LLM's iteration line has no queue figure: a saturated context server is judged "
-                     "under-loaded, not prefill-bound")
     for code in expect["findings"]:
         assert code in codes, f"{run_dir.name}: {code} missing, got {sorted(codes)}"
     if name.startswith(("sglang-", "trtllm-")):   # every warning and error, exactly, and the verdict

@@ -39,5 +39,6 @@ ADAPTER = EngineAdapter(
     engine_gpus=engine_gpus,
     own_batches=own_batches,
     # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
-    knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log", "tensor_parallel": "tensor_parallel_size"},
+    knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log", "tensor_parallel": "tensor_parallel_size",
+           "prefill_token_budget": "max_num_tokens"},
 )
