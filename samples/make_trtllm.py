@@ -221,6 +221,12 @@ def envelope(seg: Seg, t: datetime) -> float:
     return max(0.05, min(1.0, frac / 0.12, (1.0 - frac) / 0.08))
 
 
+def resume(tl: Timeline, t: datetime, rng: random.Random, lag: tuple[float, float]) -> datetime | None:
+    """Between two segments: the next one's start plus a lag drawn from ``lag`` (None after the last)."""
+    nxt = [s.t0 for s in tl.segs if s.t0 > t]
+    return sec(nxt[0], rng.uniform(*lag)) if nxt else None
+
+
 def decode_steps(c: Ctx) -> None:
     """Rank 0 of a TP4 generation worker: a step while requests run, each a generation token per request."""
     sc, tl, rng = c.sc, c.tl, c.rng
@@ -229,10 +235,9 @@ def decode_steps(c: Ctx) -> None:
     while t < tl.end:
         seg = ms.seg_at(tl, t)
         if seg is None:
-            nxt = [s.t0 for s in tl.segs if s.t0 > t]
-            if not nxt:
+            if (after := resume(tl, t, rng, (2, 6))) is None:
                 break
-            t = sec(nxt[0], rng.uniform(2, 6))
+            t = after
             continue
         env = envelope(seg, t)
         run = max(1, min(DEC_BATCH, int(seg.drun * env * (1 + rng.gauss(0, 0.02)))))
@@ -263,10 +268,9 @@ def prefill_steps(c: Ctx, r: int) -> None:
     while t < tl.end:
         seg = ms.seg_at(tl, t)
         if seg is None:
-            nxt = [s.t0 for s in tl.segs if s.t0 > t]
-            if not nxt:
+            if (after := resume(tl, t, rng, (0.5, 3))) is None:
                 break
-            t, dev = sec(nxt[0], rng.uniform(0.5, 3)), None
+            t, dev = after, None
             continue
         env = envelope(seg, t)
         busy = min(1.0, sc.ctx_busy * env) if sc.ctx_busy < 1 else (1.0 if env > 0.5 else env)
