@@ -120,6 +120,12 @@ class EngineAdapter:
     # server-wide budget split between ranks (1, or no hook: the value is each engine's own)
     knob_share: Callable[[str, Mapping[str, Any]], int] | None = None
     launcher_flags: tuple[str, ...] = ()        # flags srtctl passes to its workers by itself (snake_case): not drift
+    # flags naming the file srtctl writes a role's recipe config into (snake_case): a command line carrying one
+    # passes the recipe's flags in that file, so a recipe flag missing from the command line is no drift
+    config_file_flags: tuple[str, ...] = ()
+    # the ranks of one worker of a role (a recipe.Role) schedule their own batches (attention data
+    # parallelism); without it, or False, ranks logging every step log one shared batch (rules.windows.fold_steps)
+    own_batches: Callable[[Any], bool] | None = None
     # DIAG-C017: its numeric flags the checks read (snake_case -> lowest value), typed in its recipe config
     # beside core's engine-neutral ones (diag.parsers.recipe_schema.INT_FLAGS)
     integer_flags: Mapping[str, int] = field(default_factory=dict)

@@ -101,6 +101,12 @@ class StatsSample(Record):
     device_step_ms: float | None = field(default=None, metadata=column(
         "ms", "the previous step's device time (folded: the longest)", run=True))
     steps: int | None = field(default=None, metadata=column("count", "scheduler steps folded into the row", run=True))
+    dp_share: bool | None = field(default=None, metadata=column(
+        "", "the step's rank fetched only its share of its worker's requests (attention data parallelism: "
+        "it schedules its own batch)", run=True))
+    busy: float | None = field(default=None, metadata=column(
+        "", "folded: the share of the interval the engine spent in its steps (their host times summed), 0..1",
+        run=True))
     latency: dict[str, float] | None = field(  # one run-model column per quantile: parsers.histogram.COLUMNS
         default=None, metadata=column("s", "per-interval latency quantiles from Prometheus histograms", run=True))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from diag.parsers import engines
 from diag.parsers.ingest import ParsedLog
 from diag.parsers.records import AccuracyResult, BenchResult, Fault
 
@@ -48,17 +49,25 @@ def assemble(logs: Sequence[ParsedLog], side: Side, *, root: Path | None = None,
     copies (:meth:`ParsedLog.frozen`; the source goes on appending to its own). ``cache`` keeps
     per-file frames between calls for a growing run (the result is the same as without it)."""
     logs = tuple(lg.frozen() for lg in logs)
-    endpoints, lifecycle, quoted = build_endpoints(logs, cache)
     recipe = side.recipe
+    engine, engine_by = engine_of_run(logs, recipe)
+    endpoints, lifecycle, quoted = build_endpoints(logs, cache, own_batches(engine, recipe))
     build = recipe.build.label if recipe is not None and recipe.build.kind != "unknown" else None
     build = build or next((str(v) for ep in endpoints.values() if (v := ep.facts.get("version"))), None)
     build = build or (recipe.build.label if recipe is not None else None)
-    engine, engine_by = engine_of_run(logs, recipe)
     concurrencies = side.concurrencies or (tuple(recipe.benchmark.concurrencies) if recipe is not None else ())
     return Run(root, logs, tuple(skipped), MappingProxyType(endpoints), tuple(lifecycle), tuple(quoted),
                job=side.job, benchmark=side.benchmark, accuracy=side.accuracy, concurrencies=concurrencies,
                build=build, errors=(*side.errors, *(lg.error for lg in logs if lg.error), *errors),
                jobs=side.jobs, engine_name=engine, engine_by=engine_by)
+
+
+def own_batches(engine: str | None, recipe: Recipe | None) -> frozenset[str]:
+    """The recipe's roles whose workers' ranks each schedule their own batch, as the engine's adapter reads them."""
+    adapter = engines.get(engine)
+    if recipe is None or adapter is None or adapter.own_batches is None:
+        return frozenset()
+    return frozenset(name for name, role in recipe.roles.items() if adapter.own_batches(role))
 
 
 def engine_of_run(logs: Sequence[ParsedLog], recipe: Recipe | None) -> tuple[str | None, str]:

@@ -4,7 +4,8 @@ lowered where the window's evidence is thin, incomplete or in conflict, and each
 * thin: fewer stats samples per engine in the steady window than ``min_window_samples`` (a minute of
   vLLM's 10 s stats lines) lowers it a level;
 * incomplete: every input the class tests read (each side's waiting, decode's KV and running) that no
-  sample in the window knows (shown ``-``) lowers it a level;
+  sample in the window knows (shown ``-``) lowers it a level (prefill's waiting not where its engine logs
+  its steps: how busy they keep it is the evidence then, DIAG-B001);
 * in conflict: the useful tok/s the engines measured and the benchmark's result at the point differ by
   more than ``throughput_conflict_frac``.
 
@@ -49,8 +50,8 @@ def unknown_inputs(fig: Mapping[str, Any]) -> list[str]:
     role = fig.get("decode_role") or "decode"
     out = []
     for side, key, label in INPUTS:
-        if side == "prefill" and role != "decode":
-            continue
+        if side == "prefill" and (role != "decode" or "busy" in (fig.get(side) or {})):
+            continue   # no prompt side; or one that logs its steps, whose saturation stands for its queue
         if ((fig.get(side) or {}).get(key) or {}).get("mean") is None:
             out.append(f"{role if side == 'decode' else side} {label}")
     return out

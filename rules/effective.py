@@ -47,6 +47,7 @@ class Ran:
     version: tuple[str, SourceMark] | None = None
     differs: list[str] = field(default_factory=list)   # flags whose value differs between processes
     args_from: str | None = None   # "command" (Command: lines) | "non_default_args": absent flags ran at default
+    #                                | "config file": the command names the file the recipe's flags ran from
 
 
 def managed() -> tuple[frozenset[str], frozenset[str]]:
@@ -61,14 +62,17 @@ def what_ran(run: Run) -> dict[str, Ran]:
     """Per role (prefill, decode, agg): the flags, environment and version that ran."""
     m_flags, m_env = managed()
     engine = run.engine
+    in_file = frozenset(engine.config_file_flags)
     out: dict[str, Ran] = {}
     for ep in run.endpoints.values():
         ran = out.setdefault(ep.role, Ran())
         for p in ep.launch:
-            ran.args_from = ran.args_from or "command"
+            flags = p.get("flags") or {}
+            ran.args_from = ran.args_from or (
+                "config file" if any(normalize_flag(n)[0] in in_file for n in flags) else "command")
             mark = SourceMark(p["file"], p.get("command_line") or p["line"])
-            for name, value in (p.get("flags") or {}).items():
-                _put(ran, name, value, mark, m_flags)
+            for name, value in flags.items():
+                _put(ran, name, value, mark, m_flags | in_file)
             env_mark = SourceMark(p["file"], p.get("env_line") or p["line"])
             for name, value in (p.get("env") or {}).items():
                 if name not in m_env:

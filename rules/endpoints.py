@@ -191,8 +191,9 @@ class _Group:
     requests: bool = False              # request or access lines counted in its logs
 
 
-def _finish(g: _Group, cache: FrameCache) -> dict[str, Any]:
-    """The facts, DP ranks, time span, variants and frames of a group's sources (Endpoint fields)."""
+def _finish(g: _Group, cache: FrameCache, own_batches: bool = False) -> dict[str, Any]:
+    """The facts, DP ranks, time span, variants and frames of a group's sources (Endpoint fields);
+    ``own_batches``: its workers' ranks each schedule their own batch (rules.windows.fold_steps)."""
     procs: set[str] = set()
     variants: dict[str, int] = {}
     facts: dict[str, Any] = {}
@@ -236,7 +237,7 @@ def _finish(g: _Group, cache: FrameCache) -> dict[str, Any]:
     frames = [cache.frames(p.file, p.records, p.stats, p.kv) for p in g.parts]
     fold_s = next((a.stats_cadence_s for v in variants if (a := engines.by_stats_variant(v)) and a.stats_cadence_s),
                   None)
-    stats = pl.concat([fold_steps(s, fold_s) if fold_s else s for s, _ in frames], how="diagonal") if frames \
+    stats = pl.concat([fold_steps(s, fold_s, own_batches) if fold_s else s for s, _ in frames], how="diagonal") if frames \
         else pl.DataFrame(schema=_RAW_BASE)
     own = stats.filter(~pl.col("prom")).group_by("engine").agg(pl.col("file").n_unique().alias("n"))
     if len(g.files) > 1 and own.height and own["n"].max() > 1:  # type: ignore[operator]
@@ -287,11 +288,13 @@ def _launches(lifecycle: list[tuple[str, Lifecycle]]) -> dict[str, list[Mapping[
     return {eid: [MappingProxyType(p) for p in procs] for eid, procs in out.items()}
 
 
-def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = None
+def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = None,
+                    own_batches: frozenset[str] = frozenset(),
                     ) -> tuple[dict[str, Endpoint], list[tuple[str, Lifecycle]], list[tuple[str, Fault]]]:
     """Group worker records into endpoints; keep orchestrator lifecycle and quoted faults apart.
     Prometheus sources (kind ``prometheus``, diag.prom) join their role/index's endpoint like a worker
-    log; a frontend's are not an endpoint, like its log."""
+    log; a frontend's are not an endpoint, like its log. ``own_batches``: the roles whose workers' ranks
+    each schedule their own batch (the recipe's, by the engine's adapter)."""
     groups: dict[str, _Group] = {}
     lifecycle: list[tuple[str, Lifecycle]] = []
     quoted: list[tuple[str, Fault]] = []
@@ -337,7 +340,7 @@ def build_endpoints(sources: Sequence[ParsedLog], cache: FrameCache | None = Non
     watched = latest(*(r.ts for _, r in lifecycle))   # the orchestrator's last word on the endpoints
     endpoints: dict[str, Endpoint] = {}
     for eid, g in groups.items():
-        done = _finish(g, cache)
+        done = _finish(g, cache, g.role in own_batches)
         records = tuple((p.file, r) for p in g.parts for r in p.records)
         until = latest(done["last_seen"], g.last_line, watched)
         startup = build_startup(eid, records, done["stats"], done["kv"], lifecycle, until=until)

@@ -6,7 +6,9 @@ Per role: ``endpoints`` (default 1), ``engines`` per endpoint, series ``waiting`
 ``prompt_tps``, ``gen_tps``, ``kv_usage``, ``preemptions`` (a number is held constant, a list is
 one value per 10 s interval), ``samples`` (number of intervals; 0 = no stats lines), ``skew``
 (one engine's override), ``facts`` (startup facts), ``faults``, ``nixl``, ``expiry`` (lists of
-cause/type names), ``kv`` (one ``[succeeded, failed]`` KV-metrics pair per interval), ``startup`` ([stage,
+cause/type names), ``kv`` (one ``[succeeded, failed]`` KV-metrics pair per interval), ``busy`` with
+``batch_tokens`` (an engine that logs every scheduler step and no queue, as TensorRT-LLM's iteration log: ten
+steps an interval, taking ``busy`` of it, each prefilling ``batch_tokens``), ``startup`` ([stage,
 seconds after the process start] reached; the last stays under way unless it is ``ready``). Top level:
 ``concurrency``, ``accuracy`` (scores), ``sources`` (line counts), ``benchmark`` (result rows),
 ``ready_s`` (when the orchestrator saw the server healthy), ``launch`` (role -> the command line the
@@ -47,8 +49,18 @@ from .settings import Settings
 
 T0 = datetime(2026, 8, 6, 12, 0, 0, tzinfo=UTC)
 STARTED = T0 - timedelta(seconds=1200)   # process start of an example with ``startup`` stages
-SERIES = ("waiting", "running", "prompt_tps", "gen_tps", "kv_usage", "preemptions")
-DEFAULTS = {"waiting": 0, "running": 0, "prompt_tps": 0.0, "gen_tps": 0.0, "kv_usage": 0.0, "preemptions": 0}
+SERIES = ("waiting", "running", "prompt_tps", "gen_tps", "kv_usage", "preemptions", "busy", "batch_tokens")
+DEFAULTS = {"waiting": 0, "running": 0, "prompt_tps": 0.0, "gen_tps": 0.0, "kv_usage": 0.0, "preemptions": 0,
+            "busy": 0.0, "batch_tokens": 0}
+STEPS = 10   # scheduler steps an interval of an example engine that logs its steps
+
+
+def _steps(line: int, e: int, ts: datetime, vals: dict[str, Any]) -> list[StatsSample]:
+    """One interval (ending at ``ts``) of an engine that logs every step: ``STEPS`` steps over it."""
+    return [StatsSample(line + k, variant="trtllm-iter", engine=e, ts=ts - timedelta(seconds=10 - k - 0.5),
+                        running=int(vals["running"]), kv_usage=float(vals["kv_usage"]),
+                        new_tokens=int(vals["batch_tokens"]), ctx_requests=1, gen_tokens=0, steps=1,
+                        step_ms=1000.0 * float(vals["busy"]) * 10 / STEPS) for k in range(STEPS)]
 
 
 ORCHESTRATOR = "sweep_1.log"
@@ -94,6 +106,10 @@ def _role_logs(role: str, spec: dict[str, Any]) -> list[ParsedLog]:
                 skew = spec.get("skew")
                 if skew and int(skew["engine"]) == e:
                     vals.update({k: value_at(v, i) for k, v in skew.items() if k in SERIES})
+                if "busy" in spec:
+                    recs += _steps(line + 1, e, ts, vals)
+                    line += STEPS
+                    continue
                 line += 1
                 recs.append(StatsSample(line, variant="v1", engine=e, ts=ts,
                                         prompt_tps=float(vals["prompt_tps"]), gen_tps=float(vals["gen_tps"]),

@@ -29,6 +29,7 @@ from .finding import Finding
 from .present import number
 from .runmodel import Endpoint, Run
 from .templating import Template, _finding, _loc, empty_logs, log_empty
+from .verdict_catalog import token_budget
 from .windows import bucketed, per_engine, step_s, windows
 
 TEMPLATES: dict[str, Template] = {
@@ -53,22 +54,27 @@ def template(name: str) -> Callable[[Template], Template]:
 
 # ---------------------------------------------------------------- role balance (B001, B002)
 
-def role_series(run: Run, role: str, interval_s: float) -> pl.DataFrame:
-    """Per bucket for one role: engines reporting, mean waiting/running/KV per engine, summed tok/s."""
+def role_series(run: Run, role: str, interval_s: float, budget: float | None = None) -> pl.DataFrame:
+    """Per bucket for one role: engines reporting, mean waiting/running/KV per engine, summed tok/s; where the
+    engine logs its steps, the mean share of the interval they took (``busy``) and of its token ``budget`` a
+    step prefilled (``fill``; null without a budget)."""
     # an endpoint still starting is neither idle nor under-filled: only serving endpoints count
     frames = [e.stats for e in run.endpoints.values() if e.role == role and e.stats.height and e.startup.serving]
     if not frames:
         return pl.DataFrame()
     df = per_engine(pl.concat(frames), interval_s)
+    fill = pl.col("new_tokens") / pl.col("steps") / budget if budget else pl.lit(None, pl.Float64)
     return (df.group_by("bucket").agg(
         engines=pl.len(), waiting=pl.col("waiting").mean(), running=pl.col("running").mean(),
         waiting_sum=pl.col("waiting").sum(), kv=pl.col("kv_usage").mean(),
-        prompt_tps=pl.col("prompt_tps").sum(), gen_tps=pl.col("gen_tps").sum())
+        prompt_tps=pl.col("prompt_tps").sum(), gen_tps=pl.col("gen_tps").sum(),
+        busy=pl.col("busy").mean(), fill=fill.mean())
         .sort("bucket"))
 
 
 def _joined(run: Run, interval_s: float) -> pl.DataFrame:
-    pre, dec = role_series(run, "prefill", interval_s), role_series(run, "decode", interval_s)
+    pre = role_series(run, "prefill", interval_s, token_budget(run, "prefill"))
+    dec = role_series(run, "decode", interval_s)
     if not pre.height or not dec.height:
         return pl.DataFrame()
     # decode engines log on their own clock: take the latest decode state at or before each bucket
@@ -88,6 +94,11 @@ def plateau_so_far(values: list[float | None], q: float = 0.9) -> list[float]:
     return out
 
 
+def _round(value: Any, digits: int) -> float | None:
+    """``value`` rounded, None where the engine logs no such figure (TensorRT-LLM's iteration line has no queue)."""
+    return None if value is None else round(float(value), digits)
+
+
 @template("role_balance")
 def role_balance(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
@@ -102,6 +113,10 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
         lag = max(1, int(p["rise_lookback_s"] / iv))
         rising = (df["waiting"] - df["waiting"].shift(lag)).fill_null(0.0) >= p["waiting_min"]
         queued = (df["waiting"] >= p["waiting_high"]) | rising
+        # an engine that logs no queue figure (TensorRT-LLM's iteration line): saturated, steps back to back
+        # with full batches, is the same evidence that arrivals outrun prefill
+        saturated_p = df["waiting"].is_null() & (df["busy"] >= p["busy_min"]) & (df["fill"] >= p["batch_fill_min"])
+        queued = queued.fill_null(False) | saturated_p.fill_null(False)
         at_plateau = df["prompt_tps"] >= p["plateau_frac"] * plateau
         target = None
         conc = run.top_concurrency()
@@ -124,14 +139,25 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
                      keep_firing_for_s=rule.keep_firing_for_s):
         sub = df[list(w.rows)]
         ev = {
-            "window_s": w.seconds, "prefill_waiting_per_engine": round(sub["waiting"].mean(), 2),
-            "prefill_waiting_last": round(sub["waiting"][-1], 2),
-            "prefill_prompt_tps": round(sub["prompt_tps"].mean(), 1),
-            "prefill_prompt_tps_p90": round(sub["plateau"][-1], 1),
-            "decode_running_per_engine": round(sub["running_d"].mean(), 2),
-            "decode_kv_pct": round(sub["kv_d"].mean(), 1), "decode_waiting": int(sub["waiting_sum_d"].max()),
+            "window_s": w.seconds, "prefill_waiting_per_engine": _round(sub["waiting"].mean(), 2),
+            "prefill_waiting_last": _round(sub["waiting"][-1], 2),
+            "prefill_prompt_tps": _round(sub["prompt_tps"].mean(), 1),
+            "prefill_prompt_tps_p90": _round(sub["plateau"][-1], 1),
+            "decode_running_per_engine": _round(sub["running_d"].mean(), 2),
+            "decode_kv_pct": _round(sub["kv_d"].mean(), 1), "decode_waiting": int(sub["waiting_sum_d"].max() or 0),
         }
-        if p["mode"] == "prefill-bound":
+        if p["mode"] == "prefill-bound" and sub["waiting"].is_null().all():
+            budget = token_budget(run, "prefill")
+            ev |= {"by": "saturation", "prefill_busy_pct": _round(100 * sub["busy"].mean(), 1),  # type: ignore[operator]
+                   "prefill_batch_fill_pct": _round(100 * sub["fill"].mean(), 1),  # type: ignore[operator]
+                   "prefill_token_budget": budget}
+            msg = (f"prefill saturated: its steps took {number(ev['prefill_busy_pct'], 0)} % of each interval with "
+                   f"batches at {number(ev['prefill_batch_fill_pct'], 0)} % of its {run.engine.knob_text('prefill_token_budget')} "
+                   f"{number(budget, 0)} (the engine logs no queue figure) and prompt throughput at its plateau "
+                   f"({number(ev['prefill_prompt_tps'], 0)} tok/s), while decode is under-filled "
+                   f"(KV {number(ev['decode_kv_pct'], 1)} %, {number(ev['decode_running_per_engine'], 1)} "
+                   f"running/engine) for {w.seconds:,.0f} s")
+        elif p["mode"] == "prefill-bound":
             msg = (f"prefill queue at {number(ev['prefill_waiting_per_engine'], 1)} waiting/engine (last "
                    f"{number(ev['prefill_waiting_last'], 1)}) with prompt throughput at its plateau "
                    f"({number(ev['prefill_prompt_tps'], 0)} tok/s), while decode is under-filled "

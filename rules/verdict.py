@@ -174,6 +174,16 @@ class _Judge:
     def prefill_queue(self) -> bool:
         return (self.pre_wait or 0.0) >= self.p["prefill_queue"]
 
+    def prefill_saturated(self) -> str | None:
+        """Where prefill logs no queue figure: DIAG-B001's saturation evidence (steps back to back with full
+        batches), said; None without it."""
+        ev = next((f.evidence for f in self.codes("DIAG-B001") if f.evidence.get("by") == "saturation"), None)
+        if ev is None:
+            return None
+        return (f"prefill is saturated (its steps take {number(ev['prefill_busy_pct'], 0)} % of each interval, "
+                f"batches at {number(ev['prefill_batch_fill_pct'], 0)} % of its token budget; the engine logs no "
+                "queue figure)")
+
     def decode_kv_full(self) -> bool:
         kv, w = self.dec_kv or 0.0, self.dec_wait_capacity
         pre = _v(self.fig, "decode", "preemptions") or 0
@@ -300,9 +310,11 @@ def _judge(j: _Judge, bench: BenchResult | None, run_findings: Sequence[Finding]
     b001 = j.codes("DIAG-B001")
     if b001 or j.prefill_queue():
         signals = bool(b001) + j.prefill_queue() + ((j.fig["decode_util"] or 0.0) < p["under_util"])
-        return "prefill-bound", None, \
-            f"requests queue on prefill ({number(j.pre_wait, 1)} waiting/engine, peak " \
-            f"{number(_v(j.fig, 'prefill', 'waiting', 'peak'), 1)}) while decode has room ({j.decode_text()})", \
+        evidence = f"requests queue on prefill ({number(j.pre_wait, 1)} waiting/engine, peak " \
+            f"{number(_v(j.fig, 'prefill', 'waiting', 'peak'), 1)})"
+        if (sat := j.prefill_saturated()) and not j.prefill_queue():
+            evidence = sat
+        return "prefill-bound", None, f"{evidence} while decode has room ({j.decode_text()})", \
             _confidence(signals, j.fig, p), b001
     if j.engine_prefilling():
         pt = _v(j.fig, "decode", "prompt_tps")
@@ -343,8 +355,9 @@ def _ruled_out(chosen: str, j: _Judge) -> list[dict[str, str]]:
         else j.decode_text(),
         "transfer-bound": None if j.waiting_on_transfers() or j.codes("DIAG-E002")
         else f"no KV-transfer failure, decode waiting {number(j.dec_wait, 1)}/engine",
-        "under-loaded": None if not (j.prefill_queue() or j.decode_kv_full()) and (j.fig["decode_util"] or 1) < p["under_util"]
-        else (f"decode at {(j.fig['decode_util'] or 0) * 100:,.0f} % of its capacity" if j.fig["decode_util"] is not None
+        "under-loaded": None if not (j.prefill_queue() or j.decode_kv_full() or j.prefill_saturated())
+        and (j.fig["decode_util"] or 1) < p["under_util"]
+        else j.prefill_saturated() or (f"decode at {(j.fig['decode_util'] or 0) * 100:,.0f} % of its capacity" if j.fig["decode_util"] is not None
               else "decode's capacity is unknown"),
     }
     for cls, why in reasons.items():

@@ -141,6 +141,16 @@ def _per_engine(ran: Mapping[str, Any], role: str, engine: EngineAdapter, knob: 
     return None if v is None else v / _share(ran, role, engine, knob)
 
 
+def token_budget(run: Run, role: str) -> float | None:
+    """The prompt tokens one engine of ``role`` may compute in a step (knob ``prefill_token_budget``): what
+    ran, else the recipe's (an engine whose flags run from a config file shows none on its command line)."""
+    engine = run.engine
+    got = _per_engine(what_ran(run), role, engine, "prefill_token_budget")
+    key = engine.knob_key("prefill_token_budget")
+    spec = run.recipe.roles.get(role) if run.recipe is not None else None
+    return got if got is not None or spec is None or key is None else _num(spec.value(key))
+
+
 def capacity(run: Run) -> dict[str, Any]:
     """What the sides can hold, from the startup facts and the flags that ran."""
     ran = what_ran(run)

@@ -27,7 +27,7 @@ BUCKET_S = 10.0   # the window bucket of an engine whose stats lines come every 
 EMPTY_FIGURES: Mapping[str, Any] = {"window_s": None, "prefill": {}, "decode": {}, "decode_role": None,
                                     "decode_util": None}
 FIGURE_COLS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "preemptions", "kv_fetch_waiting",
-               "kv_fetch_running", "deferred")
+               "kv_fetch_running", "deferred", "busy")
 
 
 # ------------------------------------------------------------------ windows
@@ -119,6 +119,8 @@ def _side(df: pl.DataFrame, waiting_kv: Sequence[Sequence[str]] = ()) -> dict[st
         out[key] = {"mean": _r(s.mean(), 2), "p90": _r(s.quantile(0.9), 2), "peak": _r(s.max(), 2)} if len(s) \
             else {"mean": None, "p90": None, "peak": None}
     out["preemptions"] = int(df["preemptions"].fill_null(0).sum()) if "preemptions" in df.columns else 0
+    if "busy" in df.columns and (busy := df["busy"].drop_nulls()).len():   # an engine that logs its steps
+        out["busy"] = {"mean": _r(busy.mean(), 3), "peak": _r(busy.max(), 3)}
     for cols in waiting_kv:   # logged only when not zero: a null beside a value is 0
         present = [c for c in cols if c in df.columns and df[c].drop_nulls().len()]
         if present:

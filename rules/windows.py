@@ -110,40 +110,42 @@ def windows(ts: list[datetime], cond: list[bool], *, for_s: float, interval_s: f
 
 # folding per-step rows: tokens and requests summed, the gauges' last value, the busiest batch, the longest step
 _STEP_SUMS = ("new_tokens", "ctx_requests", "gen_tokens", "steps", "preemptions")
-_STEP_MAX = ("running", "step_ms", "device_step_ms")
+_STEP_MAX = ("running", "step_ms", "device_step_ms", "dp_share")
 
 
-_STEP_BATCH = ("ts", "running", "new_tokens", "ctx_requests", "gen_tokens", "kv_usage")
-
-
-def _one_per_group(steps: pl.DataFrame) -> pl.DataFrame:
-    """Per file, the steps of an engine that repeats another's every step (time, batch, KV) dropped:
+def _one_per_group(steps: pl.DataFrame, own_batches: bool) -> pl.DataFrame:
+    """Per file, its lowest rank's steps only, unless its ranks schedule their own batches (``own_batches``:
+    the role's recipe says so; or a step says its rank fetched only its share of the requests, ``dp_share``):
     the ranks of one tensor-parallel group run one batch, and each may log it (TRT-LLM's
-    TLLM_PROFILE_LOG_RANKS=all); counted once, not once per rank. Ranks that schedule their own batches
-    (attention data parallelism) differ and stay."""
+    TLLM_PROFILE_LOG_RANKS=all): one engine, counted once. Equal figures decide nothing: two attention-DP
+    ranks may well run equal batches (the KV-sizing dry run)."""
+    if own_batches:
+        return steps
     keep = []
     for _, part in steps.group_by("file", maintain_order=True):
-        seen: dict[tuple, object] = {}
-        for (engine,), rows in part.group_by("engine", maintain_order=True):
-            batches = tuple(rows.select(_STEP_BATCH).rows())
-            if seen.setdefault(batches, engine) == engine:
-                keep.append(rows)
+        if "dp_share" in part.columns and part["dp_share"].any():
+            keep.append(part)
+        else:
+            lowest = min(part["engine"].unique().to_list(), key=lambda e: (len(e), e))
+            keep.append(part.filter(pl.col("engine") == lowest))
     return pl.concat(keep) if keep else steps
 
 
-def fold_steps(frame: pl.DataFrame, interval_s: float) -> pl.DataFrame:
+def fold_steps(frame: pl.DataFrame, interval_s: float, own_batches: bool = False) -> pl.DataFrame:
     """Rows an engine logs once per scheduler step (``steps`` set) folded into one row per stats interval,
     file and engine, stamped at the interval's end as a periodic stats line is (it reports the interval
     before it): tokens and requests summed, their rates the sums over the interval, the most requests one
-    step ran, the longest step, the last KV usage. Other rows pass unchanged."""
+    step ran, the longest step, the last KV usage, and ``busy``, the share of the interval its steps took.
+    Other rows pass unchanged. ``own_batches``: the file's ranks each schedule their own batch."""
     if "steps" not in frame.columns or frame.height == 0 or frame["steps"].is_null().all():
         return frame
     steps, rest = frame.filter(pl.col("steps").is_not_null()), frame.filter(pl.col("steps").is_null())
-    steps = _one_per_group(steps)
+    steps = _one_per_group(steps, own_batches)
     keep = [c for c in frame.columns if c not in ("ts", "line", "file", "engine", "bucket")]
+    busy = (pl.col("step_ms").sum() / (1000.0 * interval_s)).clip(0.0, 1.0)
     agg = [pl.col("line").first(),
-           *(pl.col(c).sum() if c in _STEP_SUMS else pl.col(c).max() if c in _STEP_MAX else
-             pl.col(c).drop_nulls().last() for c in keep)]
+           *(busy.alias(c) if c == "busy" else pl.col(c).sum() if c in _STEP_SUMS else
+             pl.col(c).max() if c in _STEP_MAX else pl.col(c).drop_nulls().last() for c in keep)]
     folded = (bucketed(steps, interval_s).sort("line", maintain_order=True)
               .group_by("bucket", "file", "engine", maintain_order=True).agg(agg)
               .with_columns(ts=pl.col("bucket") + timedelta(seconds=interval_s),

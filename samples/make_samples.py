@@ -1356,6 +1356,8 @@ def generate(out: Path) -> None:
     derived.generate(out / "runs", {sc.name: sc.job for sc in SCENARIOS})
     import make_sglang  # samples/make_sglang.py: the SGLang P/D runs (it imports this module's helpers)
     make_sglang.generate(out)
+    import make_trtllm  # samples/make_trtllm.py: the TensorRT-LLM P/D runs
+    make_trtllm.generate(out)
 
 
 def main() -> None:

@@ -23,7 +23,8 @@ from datetime import datetime
 from pathlib import Path
 
 import make_samples as ms
-from make_samples import ISL, MEAN_IN, MEAN_OUT, MODEL, OSL, Proc, Seg, Timeline, WLog, sec, write
+import pd_common as pd
+from make_samples import ISL, MEAN_IN, MEAN_OUT, OSL, Proc, Seg, Timeline, WLog, sec, write
 
 IMAGE, VERSION, DYNAMO = "lmsysorg/sglang:v0.5.23-cu130", "0.5.23", "1.2.0.dev20260526"
 SERVED = "nvidia/Qwen3.5-397B-A17B-NVFP4"
@@ -297,7 +298,7 @@ def runtime(c: Ctx, fails: list[datetime]) -> None:
                 step = LOG_INTERVAL * (0.021 + 0.00012 * f["run"]) * rng.uniform(0.95, 1.08)
             c.log.stats[e].append(parsed(p.role, f))
             t = sec(t, step)
-    noise(c)
+    pd.noise(c.R, c.tl, c.p.role, rng)
     for t in fails:
         e = rng.choice(p.engines)
         room = rng.getrandbits(62)
@@ -309,25 +310,8 @@ def runtime(c: Ctx, fails: list[datetime]) -> None:
             e, "kv_transfer_error_lines")
 
 
-def noise(c: Ctx) -> None:
-    """Dynamo per-request lines on each worker while a point runs."""
-    rng, tgt = c.rng, "dynamo_runtime::pipeline::network::ingress::push_handler"
-    for seg in c.tl.segs:
-        t = seg.t0
-        while t < seg.t1:
-            rid, t1 = ms.uid(rng), sec(t, rng.uniform(0, 20))
-            c.R(t1, "INFO", tgt, "request received", request_id=rid, component=c.p.role, endpoint="generate")
-            t = sec(t, 20)
 
 
-def transfer_fail_times(tl: Timeline, rng: random.Random) -> list[datetime]:
-    out = []
-    for seg in (s for s in tl.segs if not s.warm):
-        t = sec(seg.t0, rng.uniform(40, 60))
-        while t < seg.t1:
-            out.append(t)
-            t = sec(t, rng.uniform(15, 40))
-    return out
 
 
 def prefill_transfer_errors(c: Ctx, rng: random.Random) -> None:
@@ -396,67 +380,8 @@ def launch(sc: SScn, p: Proc, head_ip: str, procs: list[Proc]) -> tuple[str, str
     return f"Env: {' '.join(f'{k}={v}' for k, v in sorted(env.items()))}", f"Command: {' '.join(cmd)}"
 
 
-def orchestrator(sc: SScn, tl: Timeline, procs: list[Proc]) -> list[tuple[datetime, str]]:
-    """sweep_<jobid>.log: the banner, then srtctl's `YYYY-MM-DD HH:MM:SS [LEVEL] msg` lines."""
-    ev: list[tuple[datetime, str]] = []
-    logs = f"{ms.OUT_BASE}/{sc.job}/logs"
-    nodes, head = sorted({p.node for p in procs}), procs[0].node
-
-    def o(t: datetime, msg: str, level: str = "INFO") -> None:
-        ev.append((t, f"{ms.ostamp(t)} [{level}] {msg}"))
-
-    bar = "=" * 60
-    ev += [(sc.start, line) for line in [bar, "🚀 srtctl Sweep Orchestrator", bar, f"Job ID: {sc.job}",
-                                          f"Nodes: {' '.join(nodes)}", "GPUs per node: 4", f"Container: {IMAGE}",
-                                          f"Start: {ms.unix_date(sc.start)}", bar]]
-    t = sec(sc.start, 3)
-    for msg in ["Sweep Orchestrator", f"Job ID: {sc.job}", f"Run name: qwen35-nvfp4-gb200-sglang-{sc.name}",
-                f"Head node: {head}", "Starting infrastructure services (NATS, etcd)"]:
-        o(t, msg)
-    o(sec(t, 5), "NATS is ready")
-    o(sec(t, 6), "etcd is ready")
-    t = sec(tl.launch, -0.5)
-    o(t, "Starting backend workers")
-    for i, p in enumerate(procs):
-        ts = sec(t, 0.3 * i)
-        o(ts, f"Starting {p.role} worker {p.idx} on {p.node}")
-        for line in launch(sc, p, procs[0].ip, procs):
-            o(ts, line)
-        o(ts, f"Log: {logs}/{p.file}")
-    npf = sum(p.role == "prefill" for p in procs)
-    o(sec(t, 2), f"Started {len(procs)} worker processes")
-    o(sec(t, 3), f"Polling http://{head}:8000/health every 10.0s for {npf} prefills and 1 decodes")
-    tp = sec(tl.launch, 63)
-    stop = tl.crash or tl.healthy
-    while tp < stop:
-        hp = sum(tl.ready[p.key] <= tp for p in procs if p.role == "prefill")
-        o(tp, f"Model is not ready, waiting for {npf - hp} prefills and 1 decodes. Have {hp} prefills and 0 decodes.")
-        tp = sec(tp, 60)
-    te = sec(tl.bench_end, 1)
-    if tl.crash:
-        bad = procs[-1]
-        o(sec(tl.crash, 4), f"Critical process '{bad.key}' exited with code 1", "ERROR")
-        o(te, "Cleanup")
-    else:
-        gp, gd = 4 * npf, 8
-        for msg in [f"Model is ready. Have {npf} prefills and 1 decodes.", "Server is healthy - starting benchmark",
-                    "Running SA-Bench benchmark", "Script: /srtctl-benchmarks/sa-bench/bench.sh",
-                    f"Command: bash /srtctl-benchmarks/sa-bench/bench.sh http://localhost:8000 {ISL} {OSL} "
-                    f"{'x'.join(map(str, sc.concs))} inf /model {MODEL} true {gp + gd} {gp} {gd} 0.8 {sc.mult} 1 "
-                    "qwen3_5_moe false", f"Log: {logs}/benchmark.out"]:
-            o(tl.healthy, msg)
-        o(tl.bench_end, "Benchmark completed successfully")
-        o(te, "Cleanup")
-    o(te, f"Cleaning up {len(procs) + 3} processes...")
-    tend = sec(te, 40)
-    ev += [(tend, "✗ Sweep failed (exit code: 1)" if tl.crash else "✓ Sweep completed successfully"),
-           (tend, f"End: {ms.unix_date(tend)}")]
-    return ev
 
 
-def yaml_flags(d: dict, ind: int) -> str:
-    return "\n".join(f"{' ' * ind}{k}: " + ("true" if v is True else f'"{v}"' if isinstance(v, str) else f"{v}")
-                     for k, v in d.items())
 
 
 def config_yaml(sc: SScn) -> str:
@@ -495,10 +420,10 @@ backend:
 
   sglang_config:
     prefill:
-{yaml_flags(flags("prefill", sc), 6)}
+{pd.yaml_flags(flags("prefill", sc), 6)}
 
     decode:
-{yaml_flags(flags("decode", sc), 6)}
+{pd.yaml_flags(flags("decode", sc), 6)}
 
 {ms.benchmark_yaml(sc)}"""
 
@@ -520,7 +445,7 @@ def build_run(sc: SScn, seed: int, out: Path) -> None:
     procs = topology(sc)
     tl = timeline(sc, procs, rng)
     run = out / "runs" / sc.name
-    fails = transfer_fail_times(tl, rng) if sc.kind == "transfer-failure" else []
+    fails = pd.transfer_fail_times(tl, rng) if sc.kind == "transfer-failure" else []
     files, ctxs = {}, {}
     for p in procs:
         c = Ctx(sc, p, tl, rng, WLog(p.file, p.role, p.idx, p.node, p.engines), rng.getrandbits(52), procs[0].ip)
@@ -540,16 +465,17 @@ def build_run(sc: SScn, seed: int, out: Path) -> None:
         write(run / "logs" / p.file, c.log.render())
         files[f"logs/{p.file}"] = c.log.manifest() | {"kv_transfer_error_lines": c.log.n["kv_transfer_error_lines"]}
     if tl.segs:
-        fe = ms.frontend_log(_as_vllm(sc), tl, procs, rng, {k: c.iid for k, c in ctxs.items()})
+        fe = ms.frontend_log(pd.as_vllm(sc), tl, procs, rng, {k: c.iid for k, c in ctxs.items()})
         write(run / "logs" / fe.name, fe.render())
         files[f"logs/{fe.name}"] = fe.manifest()
-    ev = orchestrator(sc, tl, procs)
+    ev = pd.orchestrator(sc, tl, procs, image=IMAGE, run_name=f"qwen35-nvfp4-gb200-sglang-{sc.name}",
+                         launch=lambda p: launch(sc, p, procs[0].ip, procs), gpus=(4 * sc.pw, 8), arch="qwen3_5_moe")
     write(run / "logs" / f"sweep_{sc.job}.log", "".join(f"{x}\n" for _, x in sorted(ev, key=lambda e: e[0])))
     write(run / "config.yaml", config_yaml(sc))
     meta = json.dumps(job_json(sc), indent=2) + "\n"
     write(run / f"{sc.job}.json", meta)
     write(run / "logs" / f"{sc.job}.json", meta)
-    results = ms.benchmark_files(_as_vllm(sc), tl, rng, run, gpus=(4 * sc.pw, 8)) if tl.segs else []
+    results = ms.benchmark_files(pd.as_vllm(sc), tl, rng, run, gpus=(4 * sc.pw, 8)) if tl.segs else []
     eps: dict[str, dict] = {}
     for p in procs:
         ep = eps.setdefault(f"{p.role}-w{p.idx}", {"id": f"{p.role}-w{p.idx}", "role": p.role, "engines": 0,
@@ -567,10 +493,6 @@ def build_run(sc: SScn, seed: int, out: Path) -> None:
     write(run / "MANIFEST.json", json.dumps(manifest, indent=2) + "\n")
 
 
-def _as_vllm(sc: SScn) -> ms.Scn:
-    """The benchmark and frontend writers' view of a scenario (they read the concurrencies, mult, kind)."""
-    kind = "nixl-failures" if sc.kind == "transfer-failure" else sc.kind
-    return ms.Scn(sc.name, sc.job, sc.start, sc.rack, "nightly", kind, sc.concs, sc.mult, sc.rates, pw=sc.pw)
 
 
 def generate(out: Path) -> None:

@@ -74,10 +74,10 @@ def test_expected_findings(loaded) -> None:
     findings = list(report_of(run_dir).findings)  # runtime rules and the config rules on what ran
     codes = {f.code for f in findings}
     expect = man["expect"]
+    name = run_dir.name
     for code in expect["findings"]:
         assert code in codes, f"{run_dir.name}: {code} missing, got {sorted(codes)}"
-    name = run_dir.name
-    if name.startswith("sglang-"):   # every warning and error, exactly, and the verdict
+    if name.startswith(("sglang-", "trtllm-")):   # every warning and error, exactly, and the verdict
         assert {f.code for f in findings if f.severity in ("warning", "error")} == set(expect["findings"]), name
         verdict = report_of(run_dir).verdict
         assert verdict is not None and {"class": verdict.cls, "limiter": verdict.limiter} == expect["verdict"], name

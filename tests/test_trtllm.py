@@ -86,7 +86,9 @@ def test_the_iteration_line_in_both_forms_is_a_step() -> None:
     first, old = ITER.samples[1], ITER.samples[2]
     a = step_of(ITER.regex.search(first))  # type: ignore[arg-type]
     assert a == {"engine": 0, "running": 1, "kv_usage": None, "new_tokens": 8192, "ctx_requests": 1,
-                 "gen_tokens": 0, "step_ms": 812.5, "device_step_ms": None, "steps": 1}
+                 "gen_tokens": 0, "step_ms": 812.5, "device_step_ms": None, "steps": 1, "dp_share": None}
+    # currank_total_requests 0/1: the rank fetched none of the one request (a peer's share: attention DP)
+    assert step_of(ITER.regex.search(ITER.samples[0]))["dp_share"] is True  # type: ignore[arg-type]
     b = step_of(ITER.regex.search(old))  # type: ignore[arg-type]
     assert (b["running"], b["gen_tokens"], b["step_ms"], b["device_step_ms"]) == (64, 64, 11.2, 10.9)
 
@@ -101,7 +103,8 @@ def test_steps_fold_into_the_stats_interval(tmp_path: Path) -> None:
         **{c: [getattr(r, c) for r in stats] for c in ("prompt_tps", "gen_tps", "running", "kv_usage", "new_tokens",
                                                        "ctx_requests", "gen_tokens", "step_ms", "device_step_ms",
                                                        "steps", "preemptions")}},
-        schema_overrides={"prompt_tps": pl.Float64, "gen_tps": pl.Float64, "preemptions": pl.Int64})
+        schema_overrides={"prompt_tps": pl.Float64, "gen_tps": pl.Float64, "preemptions": pl.Int64}
+    ).with_columns(dp_share=pl.lit(None, pl.Boolean), busy=pl.lit(None, pl.Float64))
     clocked = frame.head(1).with_columns(steps=pl.lit(None, pl.Int64), ts=frame["ts"][0] + timedelta(seconds=5))
     out = fold_steps(pl.concat([frame, clocked]), 10.0)
     folded = out.filter(pl.col("steps").is_not_null())
@@ -110,10 +113,21 @@ def test_steps_fold_into_the_stats_interval(tmp_path: Path) -> None:
         (datetime(2026, 8, 19, 6, 11, 50, tzinfo=UTC), 2, 8192, 2, 819.2, 0.2, 2, 4.1),
         (datetime(2026, 8, 19, 6, 12, 0, tzinfo=UTC), 1, 0, 2, 0.0, 0.2, 2, 4.1)]
     assert out.filter(pl.col("steps").is_null()).height == 1
-    # rank 1 logs rank 0's very batches (one tensor-parallel group): counted once; rank 2 runs its own (attention DP)
+    # without attention DP the ranks of a file run rank 0's batch, whatever they log (one engine); with it each
+    # rank is its own engine, equal figures or not (the recipe says so, or a line shows a rank's share)
     ranks = pl.concat([frame, frame.with_columns(engine=pl.lit("1")),
                        frame.with_columns(engine=pl.lit("2"), gen_tokens=pl.col("gen_tokens") + 1)])
-    assert fold_steps(ranks, 10.0).group_by("engine").agg(pl.len()).sort("engine").rows() == [("0", 2), ("2", 2)]
+
+    def engines_of(folded: pl.DataFrame) -> list[tuple[str, int]]:
+        return folded.group_by("engine").agg(pl.len()).sort("engine").rows()
+
+    assert engines_of(fold_steps(ranks, 10.0)) == [("0", 2)]
+    assert engines_of(fold_steps(ranks, 10.0, own_batches=True)) == [("0", 2), ("1", 2), ("2", 2)]
+    shared = ranks.with_columns(dp_share=pl.when(pl.col("engine") == "2").then(True).otherwise(None))
+    assert engines_of(fold_steps(shared, 10.0)) == [("0", 2), ("1", 2), ("2", 2)]
+    # busy: the share of each interval the steps' host times took
+    assert fold_steps(frame, 10.0)["busy"].to_list() == [round(sum(frame["step_ms"][:2]) / 10_000, 12),
+                                                         frame["step_ms"][2] / 10_000]
 
 
 def test_the_engine_is_told_by_its_recipe_type_and_its_own_lines(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from diag.parsers.engine import EngineAdapter
 
 from .clock import offset_of
 from .phrases import PHRASES
-from .recipe import engine_gpus, parse_build
+from .recipe import engine_gpus, own_batches, parse_build
 
 ADAPTER = EngineAdapter(
     name="trtllm",
@@ -35,7 +35,12 @@ ADAPTER = EngineAdapter(
     recipe_build=parse_build,
     # srtctl's identity.frameworks key (src/srtctl/core/fingerprint.py FRAMEWORK_PACKAGES, srt-slurm c88ef73)
     framework="tensorrt_llm",
+    # srtctl writes the role's trtllm_config to /logs/trtllm_config_<mode>.yaml and passes that file
+    # (backends/trtllm.py build_worker_command: dynamo.trtllm --extra-engine-args, trtllm-serve --config)
+    config_file_flags=("extra_engine_args", "config"),
     engine_gpus=engine_gpus,
+    own_batches=own_batches,
     # its fields as srtctl's trtllm_config writes them (the real recipes' decode stream_interval)
-    knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log", "tensor_parallel": "tensor_parallel_size"},
+    knobs={"stream_chunk": "stream_interval", "stats_on": "print_iter_log", "tensor_parallel": "tensor_parallel_size",
+           "prefill_token_budget": "max_num_tokens"},
 )

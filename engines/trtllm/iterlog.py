@@ -15,7 +15,11 @@ KV-sizing dry run, then the real engine), so it orders nothing; ``timestamp`` is
 
 Neutral mapping, per step: running = num_scheduled_requests, kv_usage = kv_cache_util x 100, new_tokens =
 num_ctx_tokens, ctx_requests = num_ctx_requests, gen_tokens = num_generation_tokens, step_ms / device_step_ms
-the two times; the engine is the line's ``rank``. The run model folds the steps into the stats interval
+the two times; the engine is the line's ``rank``. ``currank_total_requests`` is this rank's fetched requests
+over the worker's: with attention DP each rank takes its share (``_fetch_new_requests`` adds its own part to
+the first count, every new request to the second), so a line where the two differ is a rank scheduling its
+own batch (``dp_share``); without it every rank of the tensor-parallel group fetches them all and runs rank
+0's batch, and ``TLLM_PROFILE_LOG_RANKS=all`` has each log that one batch again. The run model folds the steps into the stats interval
 (:func:`diag.rules.endpoints` ``fold_steps``): throughputs are the interval's tokens over its length.
 """
 
@@ -74,6 +78,7 @@ def step_of(m: re.Match[str]) -> dict[str, object]:
     states = {k: int(v) for k, v in _STATE.findall(m["states"])}
     kv = f.get("kv_cache_util")
     sched = f.get("num_scheduled_requests")
+    mine, _, fetched = f.get("currank_total_requests", "").partition("/")
     return {
         "engine": int(m["rank"]),
         "running": int(sched) if sched and sched.isdigit() else None,
@@ -84,6 +89,7 @@ def step_of(m: re.Match[str]) -> dict[str, object]:
         "step_ms": _ms(f.get("host_step_time")),
         "device_step_ms": _ms(f.get("prev_device_step_time")),
         "steps": 1,
+        "dp_share": True if mine.isdigit() and fetched.isdigit() and mine != fetched else None,
     }
 
 

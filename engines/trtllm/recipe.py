@@ -58,6 +58,11 @@ def attention_dp(role: Role) -> int:
     return max(size(role, "tensor_parallel_size") or 1, 1)
 
 
+def own_batches(role: Role) -> bool:
+    """A worker's ranks each schedule their own batch (attention DP over more than one rank): each is an engine."""
+    return attention_dp(role) > 1
+
+
 def nested(recipe: Recipe, role: Role, block: str, key: str) -> tuple[Any, Mark | None]:
     """``<block>.<key>`` of a role's LLM API args (None when the block or key is absent), and its mark."""
     value = role.value(block)
