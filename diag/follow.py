@@ -22,10 +22,10 @@ from typing import IO
 
 import polars as pl
 
-from diag.parsers import inputs
+from diag.parsers import engines, inputs
 from diag.parsers.columns import empty_kv, empty_stats
 from diag.parsers.engines import engine_of
-from diag.parsers.ingest import ParsedLog, StreamParser
+from diag.parsers.ingest import CLOCK_SCAN, ParsedLog, StreamParser, infer_clock
 from diag.parsers.layout import FileInfo
 from diag.parsers.records import Record
 
@@ -48,6 +48,8 @@ POLL_MAX = 512 << 20   # read per file and poll: a large existing log is caught 
 FOLLOWED = ("worker", "orchestrator", "frontend")
 HEAD_BYTES = 64 << 10  # what the batch read tells a log's engine (and year) from
 HOLD_S = 0.3  # how long a complete line may wait for a torn continuation before it is parsed alone
+# literals of the engines' local-clock heads (their adapters' evidence, where an adapter places a local clock)
+_LOCAL_EVIDENCE = tuple(lit.encode() for a in engines.adapters() if a.clock_offset is not None for lit in a.evidence)
 
 
 @dataclass
@@ -66,6 +68,32 @@ class Followed:
     stream: IO[bytes] | None = None   # a compressed log read as far as it is visible (a replay)
     kept: tuple[pl.DataFrame, pl.DataFrame] = field(default_factory=lambda: (empty_stats(), empty_kv()))
     # ^ rows of the file's content before a truncation or rotation (the records stay too)
+    clock_open: bool = False   # no local stamp placed yet: the clock is settled from the bytes as they come
+    seen: bytes = b""          # the file's bytes read while its clock is open (the batch read's head), at most CLOCK_SCAN
+    held: list[bytes] = field(default_factory=list)   # bytes with local stamps not yet placed: not parsed yet
+
+    def clocked(self, data: bytes) -> bytes:
+        """What of ``data`` to parse now, the log's clock settled as the batch read settles it from the same
+        bytes: lines before the first local stamp need no offset; from it on, bytes wait until the lines written
+        so far place the stamps on UTC (or :data:`CLOCK_SCAN` bytes could not, as the batch read gives up)."""
+        if len(self.seen) < CLOCK_SCAN:
+            self.seen += data[: CLOCK_SCAN - len(self.seen)]
+        if not self.held and not any(lit in data for lit in _LOCAL_EVIDENCE):
+            self.clock_open = len(self.seen) < CLOCK_SCAN
+            return data   # nothing on a local clock (yet)
+        tz, note = infer_clock(self.seen.decode("utf-8", errors="replace"))
+        if tz is None and len(self.seen) < CLOCK_SCAN:
+            self.held.append(data)
+            self.log.clock_note = note   # not placed yet: why, until it is
+            return b""
+        return self.close_clock(tz or 0, note, data)
+
+    def close_clock(self, tz: int, note: str | None, data: bytes = b"") -> bytes:
+        """Settle the clock (``tz`` seconds ahead of UTC, its ``note``): the held bytes and ``data`` to parse."""
+        self.parser.set_clock(tz)
+        self.tz, self.log.clock_note, self.clock_open, self.seen = tz, note, False, b""
+        out, self.held = b"".join([*self.held, data]), []
+        return out
 
     def sniff(self, data: bytes) -> None:
         """Tell the log's engine from its head as the head grows (the batch read sees the same 64 KiB)."""
@@ -147,6 +175,8 @@ class Follower:
         log.clock_note = note
         f = Followed(log, StreamParser(year=year, tz_offset_s=tz),
                      inode=st.st_ino, tz=tz)
+        # a log still short of what the batch read settles its clock from: settled as its bytes come
+        f.clock_open = st.st_size < CLOCK_SCAN and (note is None or infer_clock(head)[0] is None)
         self.files[str(path)] = f
         self.skipped = [s for s in self.skipped if not (s.reason == NO_RUN_LOGS and s.path in path.parents)]
         if packed:  # a compressed log is a finished one: read it whole, once (offsets mean nothing in it)
@@ -239,6 +269,8 @@ class Follower:
         while f.offset < size and f.offset - start < POLL_MAX and (data := fh.read(min(READ_MAX, size - f.offset))):
             f.offset += len(data)
             f.sniff(data)
+            if f.clock_open:
+                data = f.clocked(data)
             recs.extend(f.parser.feed(data))
         if f.offset >= size:   # all that is written: its first lines need not wait for more to be parsed
             recs.extend(f.parser.settle())
@@ -291,7 +323,8 @@ class Follower:
         """At exit: the last unterminated lines of every file (records, rows)."""
         out = []
         for key, f in self.files.items():
-            recs = f.parser.finish()
+            recs = f.parser.feed(f.close_clock(f.tz, f.log.clock_note)) if f.held else []
+            recs += f.parser.finish()
             f.log.records.extend(recs)
             f.sync()
             out.extend((key, r) for r in recs)

@@ -99,6 +99,9 @@ class EngineAdapter:
     metric_prefixes: tuple[str, ...] = ()       # its Prometheus names start with these
     stats_cadence_s: float | None = None        # its periodic stats interval; None: a line per N batches
     stats_variants: tuple[str, ...] = ()        # StatsSample.variant values its stats lines parse as
+    # the start-up fact that ends the warm-up run its per-step stats lines open with (an engine sizing its KV
+    # cache by running dummy requests): a file's steps before that fact are start-up work, not service
+    warmup_until: str | None = None
     knobs: Mapping[str, str] = field(default_factory=dict)        # KNOBS key -> its flag (kebab)
     catalogs: Mapping[str, str] = field(default_factory=dict)     # faults|startup|call_sites|config -> file;
                                                 # srtctl_fields: its backends' sections of srtctl's recipe schema

@@ -404,6 +404,12 @@ class StreamParser:
         self._partial = buf[cut + 1:]
         return self._block(buf[: cut + 1])
 
+    def set_clock(self, tz_offset_s: int) -> None:
+        """Place the local stamps of the lines fed from now on ``tz_offset_s`` ahead of UTC (a follower settles a
+        log's clock once its first local line shows: the lines before it had no local stamp)."""
+        self._blocks.parser.set_clock(tz_offset_s)
+        self._blocks._stamper.tz = tz_offset_s
+
     def settle(self) -> list[Record]:
         """Parse the log's first lines held to tell whether it is wrapped (:meth:`BlockParser.settle`)."""
         return self._block(None, settle=True)

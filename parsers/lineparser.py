@@ -186,6 +186,10 @@ class LineParser:
         self._tb_open: dict[tuple[str | None, int | None, int | None], _Traceback] = {}   # per process key
         self._next: str | None = None   # the physical line after the one being fed (a frame's code line)
 
+    def set_clock(self, tz_offset_s: int) -> None:
+        """Local stamps from now on are ``tz_offset_s`` ahead of UTC."""
+        self._tz = tz_offset_s
+
     def _resolve(self, md: str) -> datetime | None:
         """UTC time of a month-day: the year tracker decides the year when the month changes (a
         wrap needs a new month); within a month the time is computed directly."""

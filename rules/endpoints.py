@@ -191,6 +191,16 @@ class _Group:
     requests: bool = False              # request or access lines counted in its logs
 
 
+def _after_warmup(records: Sequence[Record], ends: set[str], stats: pl.DataFrame,
+                  kv: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A file's stats rows without the steps of its engine's warm-up run: those logged before a fact in ``ends``
+    (the engines' ``EngineAdapter.warmup_until``), in the file's line order."""
+    if not ends or not stats.height:
+        return stats, kv
+    end = min((r.line for r in records if isinstance(r, StartupFact) and r.key in ends), default=None)
+    return (stats if end is None else stats.filter(pl.col("line") > end)), kv
+
+
 def _finish(g: _Group, cache: FrameCache, own_batches: bool = False) -> dict[str, Any]:
     """The facts, DP ranks, time span, variants and frames of a group's sources (Endpoint fields);
     ``own_batches``: its workers' ranks each schedule their own batch (rules.windows.fold_steps)."""
@@ -234,7 +244,8 @@ def _finish(g: _Group, cache: FrameCache, own_batches: bool = False) -> dict[str
     for proc in procs:
         if (rank := engine_index(proc)) is not None:
             dp_ranks.add(rank)
-    frames = [cache.frames(p.file, p.records, p.stats, p.kv) for p in g.parts]
+    ends = {a.warmup_until for v in variants if (a := engines.by_stats_variant(v)) is not None and a.warmup_until}
+    frames = [_after_warmup(p.records, ends, *cache.frames(p.file, p.records, p.stats, p.kv)) for p in g.parts]
     fold_s = next((a.stats_cadence_s for v in variants if (a := engines.by_stats_variant(v)) and a.stats_cadence_s),
                   None)
     stats = pl.concat([fold_steps(s, fold_s, own_batches) if fold_s else s for s, _ in frames], how="diagonal") if frames \

@@ -34,6 +34,7 @@ SERVED = "nvidia/Qwen3.5-397B-A17B-NVFP4"
 PF_KV, DEC_KV = 401408, 2621440          # Estimated max tokens in KV cache, per rank
 CTX_TOKENS, DEC_BATCH = 16384, 512       # prefill max_num_tokens (two prompts a step), decode max_batch_size
 TRT = "/usr/local/lib/python3.12/dist-packages/tensorrt_llm"
+DRY_RUN_STEPS = 2   # the KV-sizing dry run's iteration lines per logging rank
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def startup(c: Ctx, dies: bool) -> None:
     tokens = PF_KV if p.role == "prefill" else DEC_KV
     logged = p.engines
     for r in logged:   # the KV-sizing dry run: its own engine lifecycle, iteration lines from iter 1
-        for it in (1, 2):
+        for it in range(1, DRY_RUN_STEPS + 1):
             t = at(0.6 + 0.01 * it + 0.002 * r)
             f = {"iter": it, "grank": r, "sched": 1, "kv": None if it == 1 else 0.004, "cur": 0, "tot": 0,
                  "host": round(rng.uniform(900, 1400) / it, 2),
@@ -187,7 +188,7 @@ def startup(c: Ctx, dies: bool) -> None:
     for r in ranks(p):
         c.T(at(0.75 + 0.002 * r), "Using UCX kv-cache transceiver. If your devices are not in the same domain, "
             "please consider setting UCX_CUDA_IPC_ENABLE_MNNVL=n, UCX_RNDV_SCHEME=put_zcopy and/or unset "
-            "UCX_NET_DEVICES upon server hangs or lower-than-expected performance.", r, "W")
+            "UCX_NET_DEVICES upon server hangs or lower-than-expected performance.", r)   # logger.info
     tcp = "dynamo_runtime::pipeline::network::tcp::server"
     c.R(at(0.97), "INFO", tcp, "Endpoint starting with request plane mode: tcp")
     port = 30000 + rng.randint(0, 9999)
@@ -480,7 +481,8 @@ def build_run(sc: TScn, seed: int, out: Path) -> None:
         ep = eps.setdefault(f"{p.role}-w{p.idx}", {"id": f"{p.role}-w{p.idx}", "role": p.role, "engines": 0,
                                                    "stats_samples": 0, "files": []})
         stats = ctxs[p.key].log.stats
-        ep["engines"] += sum(bool(v) for v in stats.values())   # the ranks that log iteration lines
+        # the ranks that log iteration lines of the real engine (the dry run's steps are start-up work)
+        ep["engines"] += sum(len(v) > DRY_RUN_STEPS for v in stats.values())
         ep["stats_samples"] += sum(len(v) for v in stats.values())
         ep["files"].append(f"logs/{p.file}")
     manifest = {"scenario": sc.name, "job_id": str(sc.job), "engine": "trtllm", "trtllm_version": VERSION,

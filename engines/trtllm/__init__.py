@@ -22,10 +22,13 @@ ADAPTER = EngineAdapter(
     header_classes=("trtllm",),
     format_modules=("diag.engines.trtllm.heads", "diag.engines.trtllm.iterlog", "diag.engines.trtllm.startup"),
     # its classified log sites (tools/site_catalog.py from catalog/sites.toml)
-    catalogs={"sites": "catalog/sites.generated.jsonl", "faults": "catalog/faults.toml"},
+    catalogs={"sites": "catalog/sites.generated.jsonl", "faults": "catalog/faults.toml", "startup": "catalog/startup.toml"},
     # a line per scheduler step, folded by the run model into intervals of this length (rules.windows.fold_steps)
     stats_cadence_s=10.0,
     stats_variants=("trtllm-iter",),
+    # KvCacheCreator.configure_kv_cache_capacity (_torch/pyexecutor/_util.py) runs the executor on dummy requests
+    # before the real engine exists, then logs "Estimated max tokens in KV cache": those steps are no service
+    warmup_until="kv_cache_tokens",
     clock_offset=offset_of,
     phrases=PHRASES,
     rule_catalogs=("catalog/config.toml",),
