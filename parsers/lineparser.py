@@ -20,7 +20,7 @@ from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
 from .headers import parse_header
 from .records import Fault, Header, Record
-from .sitefaults import bare_fault, site_fault
+from .sitefaults import bare_fault, located, site_fault
 from .timestamps import STAMP_HINT, YearTracker, parse_iso
 
 for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: verdicts, srun errors
@@ -142,6 +142,7 @@ class _Traceback:
     stamp: dict[str, Any]
     source: str | None
     level: str | None
+    head: str | None = None        # the class of its lines' head (an engine's: the log sites it may name)
     in_connector: bool = False
     fns: list[str] = field(default_factory=list)                 # the innermost function names (at most 12)
     calls: list[tuple[str, str]] = field(default_factory=list)   # (path, function), outermost first
@@ -290,11 +291,11 @@ class LineParser:
         recs = self.parse_message(msg, line, hdr, stamp)
         key = (hdr.proc, hdr.pid, task)
         if "Traceback (most recent call last)" in msg:
-            self._tb_open[key] = _Traceback(line, stamp, hdr.source, hdr.level)
+            self._tb_open[key] = _Traceback(line, stamp, hdr.source, hdr.level, hdr.cls)
             return recs
         frame = _FRAME.match(msg)
         if frame:  # a traceback whose head was cut off still groups from its first frame
-            tb = self._tb_open.setdefault(key, _Traceback(line, stamp, hdr.source, hdr.level))
+            tb = self._tb_open.setdefault(key, _Traceback(line, stamp, hdr.source, hdr.level, hdr.cls))
             tb.in_connector = tb.in_connector or any(p in frame["path"] for p in _CONNECTOR_PATHS)
             if frame["fn"]:
                 tb.fns = [*tb.fns[-11:], frame["fn"]]
@@ -345,9 +346,10 @@ class LineParser:
             if tb.fns:
                 judged = tb.verdict(whole=False)
                 cause = faults.ESCAPED if judged.pop("exits") and not judged["frame_phase"] else faults.CUT
-                out.append(Fault(tb.start, cause=cause.name, message=f"traceback cut before its exception line "
-                                 f"(innermost frame seen: {tb.fns[-1]})", traceback_line=tb.start,
-                                 frames=tuple(tb.fns), where=tb.source, **judged, **tb.stamp))
+                cut = f"traceback cut before its exception line (innermost frame seen: {tb.fns[-1]})"
+                fault = Fault(tb.start, cause=cause.name, message=cut, traceback_line=tb.start,
+                              frames=tuple(tb.fns), where=tb.source, **judged, **tb.stamp)
+                out.append(located(fault, tb.level, tb.head) if cause is faults.CUT else fault)
         self._tb_open.clear()
         return out
 

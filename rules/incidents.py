@@ -181,7 +181,8 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
         if fault.exception:
             msg += f" ({fault.exception[:160]})"
         elif fault.frames:  # a cut traceback, named by its call site when not CUT (parsers.callsites)
-            site = f"named by its call site {fault.where}; " if fault.cause != CUT.name and fault.where else ""
+            site = (f"named by its log site {fault.site} at {fault.where}; " if fault.site else
+                    f"named by its call site {fault.where}; " if fault.cause != CUT.name and fault.where else "")
             msg += f" ({site}innermost frame seen: {fault.frames[-1]})"
         if len(group) > 1:
             msg += f"; {number(len(group) - 1)} follow-on error(s) folded in" + (
