@@ -231,11 +231,15 @@ def uncaught_exception(rule: Rule, run: Run) -> list[Finding]:
         seen: dict[tuple[str, str], list[tuple[str, Fault]]] = {}
         said = {(file, f.line) for _, file, f in group if not f.exception and f.cause in CAUSES
                 and CAUSES[f.cause].cls not in classes}
+        # the lines heading a traceback cut before its exception (it, or the blank line after it, just before)
+        heads = {(file, f.traceback_line - d) for _, file, f in group if f.cause == CUT.name and f.traceback_line
+                 for d in (1, 2)}
         for eid, file, f in group:
             cls = CAUSES[f.cause].cls if f.cause in CAUSES else "unknown"
             if ends_a_said_error(file, f, said):
                 continue
-            if cls in classes and (f.exception or f.cause == UNCLASSIFIED.name):
+            if cls in classes and (f.exception or f.cause == UNCLASSIFIED.name or (
+                    f.cause != CUT.name and (file, f.line) in heads)):
                 seen.setdefault((eid, f.exception or f.message), []).append((file, f))
         for (eid, text), hits in seen.items():
             file, f = hits[0]
