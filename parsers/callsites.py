@@ -60,6 +60,11 @@ def message_at(where: str, version: Release | None) -> str | None:
     return messages.pop() if len(messages) == 1 else None
 
 
+def known(where: str) -> bool:
+    """Whether a release of the table logs a traceback at ``where``: :func:`name_cut` names it then."""
+    return bool(_table()[1].get(where.rsplit("/", 1)[-1]))
+
+
 def name_cut(fault: Fault, version: Release | None) -> Fault:
     """A traceback cut before its exception line, named by its logging call site when that site logs a
     message of the fault taxonomy (``EngineCore failed to start.``); any other fault as it is."""

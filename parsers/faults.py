@@ -49,6 +49,8 @@ class Cause:
                                      # of its class ends the loop that raised it (a KV pool exhausted mid-batch)
     why: str = ""                    # why it stays hand-written beside the log sites (its reason as a fallback)
     sites: tuple[str, ...] = ()      # the extracted log sites whose lines it takes (ids; tools/logsites.py)
+    caught: bool = False             # it logs an exception its handler caught, the process going on: the
+                                     # traceback it heads ends no loop, whatever code its frames ran through
 
 
 def _read(path: Traversable, engine: str | None) -> list[Cause]:
@@ -62,7 +64,7 @@ def _read(path: Traversable, engine: str | None) -> list[Cause]:
                       int(entry["rank"]), entry.get("label"), engine, entry.get("owner"),
                       bool(entry.get("teardown", False)), bool(entry.get("specific", False)),
                       entry.get("site_class"), bool(entry.get("fatal_raised", False)), entry.get("why", ""),
-                      tuple(entry.get("sites", ())))
+                      tuple(entry.get("sites", ())), bool(entry.get("caught", False)))
         if not cause.why:
             raise ValueError(f"fault cause {cause.name!r} needs a `why`: the reason it stays beside the log sites")
         if len(cause.samples) < 2:
@@ -105,6 +107,7 @@ ESCAPED = Cause("escaped_traceback", "death", "a program ended on an exception (
                 "exception line cut)", death=True, samples=("", ""), exceptions=("*",))
 CAUSES: dict[str, Cause] = {c.name: c for c in (*TAXONOMY, UNCLASSIFIED, CUT, ESCAPED)}
 TEARDOWN = frozenset(c.name for c in TAXONOMY if c.teardown)
+CAUGHT = frozenset(c.name for c in TAXONOMY if c.caught)
 _BY_EXCEPTION: dict[str, str] = {e: c.name for c in TAXONOMY for e in c.exceptions}
 # A line matched to a log site (parsers.sites) takes its class's generic cause: one per site class but benign.
 SITE_CAUSES: dict[str, str] = {c.site_class: c.name for c in TAXONOMY if c.site_class}

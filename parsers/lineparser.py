@@ -20,7 +20,7 @@ from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
 from .headers import parse_header
 from .records import Fault, Header, Record
-from .sitefaults import bare_fault, site_fault
+from .sitefaults import bare_fault, located, site_fault
 from .timestamps import STAMP_HINT, YearTracker, parse_iso
 
 for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: verdicts, srun errors
@@ -142,6 +142,9 @@ class _Traceback:
     stamp: dict[str, Any]
     source: str | None
     level: str | None
+    head: str | None = None        # the class of its lines' head (an engine's: the log sites it may name)
+    group: bool = False            # an exception group's: its sub-exceptions' tracebacks go on with its frames
+    caught: bool = False           # headed by a line logging an exception its handler caught (faults.CAUGHT)
     in_connector: bool = False
     fns: list[str] = field(default_factory=list)                 # the innermost function names (at most 12)
     calls: list[tuple[str, str]] = field(default_factory=list)   # (path, function), outermost first
@@ -151,7 +154,7 @@ class _Traceback:
         """The Fault fields its frames give (:mod:`parsers.frames`): the engine always; the phase only of a
         traceback logged at ERROR/CRITICAL or printed bare (exc_info on a warning is no failure)."""
         v = frames.judge(self.calls, whole, self.callees)
-        counts = self.level is None or self.level in _ERROR_LEVELS
+        counts = (self.level is None or self.level in _ERROR_LEVELS) and not self.caught
         return {"engine": v.engine, "frame_phase": v.phase if counts else None, "frame_at": v.at if counts else None,
                 "exits": v.exits and counts}
 
@@ -184,6 +187,7 @@ class LineParser:
         self._last_md: tuple[str | None, datetime | None] = (None, None)  # engines share a second
         self._month: tuple[str | None, int | None] = (None, None)        # the month last seen, its year
         self._tb_open: dict[tuple[str | None, int | None, int | None], _Traceback] = {}   # per process key
+        self._caught: dict[tuple[str | None, int | None, int | None], int] = {}   # its last caught exception's line
         self._next: str | None = None   # the physical line after the one being fed (a frame's code line)
 
     def set_clock(self, tz_offset_s: int) -> None:
@@ -293,12 +297,17 @@ class LineParser:
         msg = hdr.msg
         recs = self.parse_message(msg, line, hdr, stamp)
         key = (hdr.proc, hdr.pid, task)
+        if any(isinstance(r, Fault) and r.cause in faults.CAUGHT for r in recs):
+            self._caught[key] = line
         if "Traceback (most recent call last)" in msg:
-            self._tb_open[key] = _Traceback(line, stamp, hdr.source, hdr.level)
+            # CPython prints an exception group's sub-exceptions, each with its own traceback, inside the group's
+            # ('  + Exception Group Traceback', '|' gutters): their frames go on from the group's
+            if not ((tb := self._tb_open.get(key)) is not None and tb.group):
+                self._tb_open[key] = self._opened(line, stamp, hdr, key, group="Exception Group" in msg)
             return recs
         frame = _FRAME.match(msg)
         if frame:  # a traceback whose head was cut off still groups from its first frame
-            tb = self._tb_open.setdefault(key, _Traceback(line, stamp, hdr.source, hdr.level))
+            tb = self._tb_open.get(key) or self._tb_open.setdefault(key, self._opened(line, stamp, hdr, key))
             tb.in_connector = tb.in_connector or any(p in frame["path"] for p in _CONNECTOR_PATHS)
             if frame["fn"]:
                 tb.fns = [*tb.fns[-11:], frame["fn"]]
@@ -340,6 +349,13 @@ class LineParser:
             recs = [replace(r, where=hdr.source) if isinstance(r, Fault) else r for r in recs]
         return recs
 
+    def _opened(self, line: int, stamp: dict[str, Any], hdr: Header, key: tuple[str | None, int | None, int | None],
+                group: bool = False) -> _Traceback:
+        """A traceback opening on ``line``: caught when a line logging a caught exception heads it (it or the
+        blank line its message ends with just before)."""
+        caught = key in self._caught and 0 < line - self._caught[key] <= 2
+        return _Traceback(line, stamp, hdr.source, hdr.level, hdr.cls, group=group, caught=caught)
+
     def cut_tracebacks(self) -> list[Fault]:
         """At the end of the input: each traceback still open (its frames seen, its exception line
         never) as a fault of cause ``cut_traceback`` carrying its frames and its logging call site (the
@@ -349,9 +365,10 @@ class LineParser:
             if tb.fns:
                 judged = tb.verdict(whole=False)
                 cause = faults.ESCAPED if judged.pop("exits") and not judged["frame_phase"] else faults.CUT
-                out.append(Fault(tb.start, cause=cause.name, message=f"traceback cut before its exception line "
-                                 f"(innermost frame seen: {tb.fns[-1]})", traceback_line=tb.start,
-                                 frames=tuple(tb.fns), where=tb.source, **judged, **tb.stamp))
+                cut = f"traceback cut before its exception line (innermost frame seen: {tb.fns[-1]})"
+                fault = Fault(tb.start, cause=cause.name, message=cut, traceback_line=tb.start,
+                              frames=tuple(tb.fns), where=tb.source, **judged, **tb.stamp)
+                out.append(located(fault, tb.level, tb.head) if cause is faults.CUT else fault)
         self._tb_open.clear()
         return out
 

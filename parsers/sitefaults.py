@@ -3,9 +3,10 @@ line, an exception or a level-less line the fault formats leave unclassified."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from . import faults, sites
+from . import callsites, faults, sites
 from .records import Fault
 
 
@@ -38,3 +39,18 @@ def bare_fault(line: int, msg: str, stamp: dict[str, Any]) -> list[Fault]:
     if site is None or "raise" not in site.levels or bare[0] not in site.exceptions:
         return []
     return site_fault(line, msg, None, bare, stamp, exception=f"{bare[0]}: {bare[1]}")
+
+
+def located(fault: Fault, level: str | None, head: str | None) -> Fault:
+    """A traceback fault with no site (cut before its exception line, or its exception unclassified), named by
+    the log site at its head's ``file:line`` (``where``) when its message line is gone: that site's class's
+    generic cause and its phase (:func:`parsers.sites.at`; the engine of the head when it is one). A location the
+    call-site table knows is left to it (:func:`parsers.callsites.name_cut`, by the log's release)."""
+    if fault.site is not None or not fault.where or callsites.known(fault.where):
+        return fault
+    site = sites.at(fault.where, level, (head,) if head in sites.engine_names() else ())
+    if site is None or site.cls == "benign":
+        return fault
+    return replace(fault, cause=faults.SITE_CAUSES[site.cls], site=site.id, phase=site.phase,
+                   message=f"{sites.example_line(site.pattern)[:200]} (named by its log site at {fault.where}: "
+                           f"{fault.message})")

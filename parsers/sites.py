@@ -48,6 +48,9 @@ _TAIL = r"\s*(?:\.\.\.|…)?\s*$"   # where a cut line ends: nothing, or an elli
 # The classes a reader gives a site (a fault class of parsers/catalog/faults.toml each, but benign).
 SITE_CLASSES = ("oom", "kv_capacity", "config", "cuda", "collective", "transport", "kv_connector", "grammar",
                 "timeout", "death", "infra", "teardown", "weights", "request", "internal", "benign")
+# A log head's level and the levels of the sites that can have written it (a traceback's lines: its logging call).
+LOCATION_LEVELS = {"ERROR": frozenset({"error", "exception"}), "CRITICAL": frozenset({"critical"})}
+NEAR_LINES = 8     # how far a release may have moved a log call within its file (vLLM 0.6.6 240 vs 0.9.2 239)
 table_loads = 0   # how many times the tables were read (the hot-path test asserts it stays 0)
 
 
@@ -100,6 +103,7 @@ class SiteRow:
     releases: tuple[str, ...]
     anchor: str | None = None      # the rare word a line must hold to be tried (None: too generic, never tried)
     words: tuple[str, ...] = ()    # the words of its leading part: a line must hold them all
+    at: tuple[str, ...] = ()       # its sources' locations, ``basename:line`` (each release's; a log head's file:line)
 
     @property
     def id(self) -> str:
@@ -109,14 +113,15 @@ class SiteRow:
         row = {"engine": self.engine, "pattern": self.pattern, "class": self.cls, "phase": self.phase,
                "severity": self.severity, "levels": list(self.levels), "exceptions": list(self.exceptions),
                "ids": list(self.ids), "releases": list(self.releases), "anchor": self.anchor,
-               "words": list(self.words)}
+               "words": list(self.words), "at": list(self.at)}
         return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, line: str) -> SiteRow:
         r = json.loads(line)
         return cls(r["engine"], r["pattern"], r["class"], r["phase"], r["severity"], tuple(r["levels"]),
-                   tuple(r["exceptions"]), tuple(r["ids"]), tuple(r["releases"]), r["anchor"], tuple(r["words"]))
+                   tuple(r["exceptions"]), tuple(r["ids"]), tuple(r["releases"]), r["anchor"], tuple(r["words"]),
+                   tuple(r.get("at", ())))
 
 
 def read_table(path: Path | Traversable) -> list[SiteRow]:
@@ -329,6 +334,8 @@ class SiteIndex:
     def __init__(self, rows: list[SiteRow]) -> None:
         """``rows`` as :func:`anchored` gives them (the generated tables are)."""
         self.by_anchor: dict[str, list[_Entry]] = {}
+        self.every = rows
+        self._by_file: dict[str, list[tuple[int, SiteRow]]] | None = None   # built on the first location asked
         for row in rows:
             if row.anchor is not None:
                 self.by_anchor.setdefault(row.anchor, []).append(_Entry(row))
@@ -377,6 +384,29 @@ class SiteIndex:
         return max(hits, key=fit)[0].row
 
 
+    def at(self, where: str, level: str | None, engines: tuple[str, ...] = ()) -> SiteRow | None:
+        """The site that logged at ``where`` (a log head's ``file:line``, its path dropped) at ``level`` (ERROR:
+        an error or exception site; CRITICAL: a critical one), among the rows of ``engines`` (all when empty):
+        a site at that very line in a catalogued release, else the nearest within :data:`NEAR_LINES` (releases
+        shift a file's lines by a few); None when the sites there disagree on their class, or none is there."""
+        levels = LOCATION_LEVELS.get(level or "")
+        file, _, line = where.rsplit("/", 1)[-1].rpartition(":")
+        if levels is None or not file or not line.isdigit():
+            return None
+        if self._by_file is None:
+            self._by_file = {}
+            for row in self.every:
+                for loc in row.at:
+                    name, _, n = loc.rpartition(":")
+                    self._by_file.setdefault(name, []).append((int(n), row))
+        near = [(abs(n - int(line)), row) for n, row in self._by_file.get(file, ())
+                if abs(n - int(line)) <= NEAR_LINES and levels & set(row.levels)
+                and (not engines or row.engine in engines)]
+        exact = [row for d, row in near if d == 0]
+        found = exact or [row for _, row in sorted(near, key=lambda t: t[0])]
+        return found[0] if found and len({r.cls for r in found}) == 1 else None
+
+
 @cache
 def index() -> SiteIndex:
     """Every generated table's rows, indexed (read once, on the first line that needs it)."""
@@ -387,6 +417,17 @@ def index() -> SiteIndex:
         if path.is_file():
             rows += read_table(path)
     return SiteIndex(rows)
+
+
+@cache
+def engine_names() -> frozenset[str]:
+    """The engines the tables hold sites of."""
+    return frozenset(row.engine for row in index().every)
+
+
+def at(where: str, level: str | None, engines: tuple[str, ...] = ()) -> SiteRow | None:
+    """The classified site that logged at ``where`` (:meth:`SiteIndex.at`)."""
+    return index().at(where, level, engines)
 
 
 def match(text: str, exception: str | None = None, *, engines: tuple[str, ...] = (),

@@ -181,7 +181,8 @@ def fault_incident(rule: Rule, run: Run) -> list[Finding]:
         if fault.exception:
             msg += f" ({fault.exception[:160]})"
         elif fault.frames:  # a cut traceback, named by its call site when not CUT (parsers.callsites)
-            site = f"named by its call site {fault.where}; " if fault.cause != CUT.name and fault.where else ""
+            site = (f"named by its log site {fault.site} at {fault.where}; " if fault.site else
+                    f"named by its call site {fault.where}; " if fault.cause != CUT.name and fault.where else "")
             msg += f" ({site}innermost frame seen: {fault.frames[-1]})"
         if len(group) > 1:
             msg += f"; {number(len(group) - 1)} follow-on error(s) folded in" + (
@@ -230,11 +231,15 @@ def uncaught_exception(rule: Rule, run: Run) -> list[Finding]:
         seen: dict[tuple[str, str], list[tuple[str, Fault]]] = {}
         said = {(file, f.line) for _, file, f in group if not f.exception and f.cause in CAUSES
                 and CAUSES[f.cause].cls not in classes}
+        # the lines heading a traceback cut before its exception (it, or the blank line after it, just before)
+        heads = {(file, f.traceback_line - d) for _, file, f in group if f.cause == CUT.name and f.traceback_line
+                 for d in (1, 2)}
         for eid, file, f in group:
             cls = CAUSES[f.cause].cls if f.cause in CAUSES else "unknown"
             if ends_a_said_error(file, f, said):
                 continue
-            if cls in classes and (f.exception or f.cause == UNCLASSIFIED.name):
+            if cls in classes and (f.exception or f.cause == UNCLASSIFIED.name or (
+                    f.cause != CUT.name and (file, f.line) in heads)):
                 seen.setdefault((eid, f.exception or f.message), []).append((file, f))
         for (eid, text), hits in seen.items():
             file, f = hits[0]

@@ -134,7 +134,8 @@ def rows(sites: Iterable[Site], verdicts: dict[str, Verdict | None]) -> list[Sit
                            tuple(sorted({s.level for s, _ in hits})),
                            tuple(sorted({s.exception for s, _ in hits if s.exception})),
                            tuple(dict.fromkeys(s.id for s, _ in hits)),
-                           tuple(dict.fromkeys(s.release for s, _ in hits))))
+                           tuple(dict.fromkeys(s.release for s, _ in hits)),
+                           at=tuple(dict.fromkeys(f"{s.file.rsplit('/', 1)[-1]}:{s.line}" for s, _ in hits))))
     return out
 
 
