@@ -286,7 +286,7 @@ def vocabulary_in(path: Path) -> bool:
         return False
 
 
-def clock_of(path: Path, head: str) -> tuple[int, str | None]:
+def clock_of(path: Path, head: str) -> tuple[int | None, str | None]:
     """The log's offset from UTC and its note (:func:`~diag.parsers.ingest.settle_clock`), read further on
     where its head cannot place its local stamps."""
     def further(n: int) -> str:
@@ -321,8 +321,9 @@ def parse_log(path: Path, info: FileInfo, *, ref: datetime | None = None,
     src.year = year_of(path, head, ref)
     src.engine = engine_of(head)
     tz, src.clock_note = clock_of(path, head)
+    src.clock_placed = tz is not None
     try:
-        parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=tz)
+        parsed = parse_blocks(read_blocks(path, on_bytes), year=src.year, tz_offset_s=tz or 0)
         src.records, src.stats, src.kv, src.counts = parsed.records, parsed.stats, parsed.kv, parsed.counts
     except (OSError, EOFError) as e:
         src.error = f"{path}: cannot read: {_reason(e)}"

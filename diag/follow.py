@@ -68,32 +68,32 @@ class Followed:
     stream: IO[bytes] | None = None   # a compressed log read as far as it is visible (a replay)
     kept: tuple[pl.DataFrame, pl.DataFrame] = field(default_factory=lambda: (empty_stats(), empty_kv()))
     # ^ rows of the file's content before a truncation or rotation (the records stay too)
-    clock_open: bool = False   # no local stamp placed yet: the clock is settled from the bytes as they come
+    clock_open: bool = False   # its local stamps not placed on UTC yet: settled from its bytes as they come
     seen: bytes = b""          # the file's bytes read while its clock is open (the batch read's head), at most CLOCK_SCAN
-    held: list[bytes] = field(default_factory=list)   # bytes with local stamps not yet placed: not parsed yet
+    own_clock_read: bool = False   # local stamps were read on the log's own clock (not placed when read)
 
-    def clocked(self, data: bytes) -> bytes:
-        """What of ``data`` to parse now, the log's clock settled as the batch read settles it from the same
-        bytes: lines before the first local stamp need no offset; from it on, bytes wait until the lines written
-        so far place the stamps on UTC (or :data:`CLOCK_SCAN` bytes could not, as the batch read gives up)."""
+    def clocked(self, data: bytes) -> bool:
+        """Settle the log's clock on the bytes read so far and ``data``, as the batch read of the same bytes
+        settles it (:func:`~diag.parsers.ingest.settle_clock`); True when lines already parsed were read on the
+        log's own clock and must be read again from the start with the offset now settled."""
         if len(self.seen) < CLOCK_SCAN:
             self.seen += data[: CLOCK_SCAN - len(self.seen)]
-        if not self.held and not any(lit in data for lit in _LOCAL_EVIDENCE):
+        if not self.own_clock_read and not any(lit in data for lit in _LOCAL_EVIDENCE):
             self.clock_open = len(self.seen) < CLOCK_SCAN
-            return data   # nothing on a local clock (yet)
+            self.log.clock_note, self.log.clock_placed = None, True
+            return False   # nothing on a local clock (yet)
         tz, note = infer_clock(self.seen.decode("utf-8", errors="replace"))
-        if tz is None and len(self.seen) < CLOCK_SCAN:
-            self.held.append(data)
-            self.log.clock_note = note   # not placed yet: why, until it is
-            return b""
-        return self.close_clock(tz or 0, note, data)
-
-    def close_clock(self, tz: int, note: str | None, data: bytes = b"") -> bytes:
-        """Settle the clock (``tz`` seconds ahead of UTC, its ``note``): the held bytes and ``data`` to parse."""
+        self.log.clock_note, self.log.clock_placed = note, tz is not None
+        self.clock_open = tz is None and len(self.seen) < CLOCK_SCAN
+        if tz is None:   # not placed (yet): read on the log's own clock, as the batch read of these bytes is
+            self.own_clock_read = True
+            self.parser.set_clock(0)
+            self.tz = 0
+            return False
+        again = self.own_clock_read and tz != self.tz
+        self.tz, self.own_clock_read, self.seen = tz, False, b""
         self.parser.set_clock(tz)
-        self.tz, self.log.clock_note, self.clock_open, self.seen = tz, note, False, b""
-        out, self.held = b"".join([*self.held, data]), []
-        return out
+        return again
 
     def sniff(self, data: bytes) -> None:
         """Tell the log's engine from its head as the head grows (the batch read sees the same 64 KiB)."""
@@ -172,11 +172,10 @@ class Follower:
         year = year_of(path, head, self.ref)
         tz, note = clock_of(path, head)
         log = ParsedLog(str(path), info, year=year)
-        log.clock_note = note
-        f = Followed(log, StreamParser(year=year, tz_offset_s=tz),
-                     inode=st.st_ino, tz=tz)
+        log.clock_note, log.clock_placed = note, tz is not None
+        f = Followed(log, StreamParser(year=year, tz_offset_s=tz or 0), inode=st.st_ino, tz=tz or 0)
         # a log still short of what the batch read settles its clock from: settled as its bytes come
-        f.clock_open = st.st_size < CLOCK_SCAN and (note is None or infer_clock(head)[0] is None)
+        f.clock_open = st.st_size < CLOCK_SCAN and (note is None or tz is None)
         self.files[str(path)] = f
         self.skipped = [s for s in self.skipped if not (s.reason == NO_RUN_LOGS and s.path in path.parents)]
         if packed:  # a compressed log is a finished one: read it whole, once (offsets mean nothing in it)
@@ -269,12 +268,22 @@ class Follower:
         while f.offset < size and f.offset - start < POLL_MAX and (data := fh.read(min(READ_MAX, size - f.offset))):
             f.offset += len(data)
             f.sniff(data)
-            if f.clock_open:
-                data = f.clocked(data)
+            if f.clock_open and f.clocked(data):   # its clock settled after lines were read on its own clock
+                self._reread(f)
+                fh.seek(0)
+                return self._take(f, fh, size)
             recs.extend(f.parser.feed(data))
         if f.offset >= size:   # all that is written: its first lines need not wait for more to be parsed
             recs.extend(f.parser.settle())
         return recs
+
+    def _reread(self, f: Followed) -> None:
+        """Read the file again from its start with its settled clock: its records and rows so far are replaced."""
+        f.parser = StreamParser(year=f.log.year, tz_offset_s=f.tz)
+        f.offset = 0
+        f.log.records = []
+        f.kept = (empty_stats(), empty_kv())
+        f.sync()
 
     def _took(self, f: Followed, recs: list[Record]) -> list[Record]:
         """Records just read, into the log. A file read as far as it is visible stands there: its held-back
@@ -323,8 +332,7 @@ class Follower:
         """At exit: the last unterminated lines of every file (records, rows)."""
         out = []
         for key, f in self.files.items():
-            recs = f.parser.feed(f.close_clock(f.tz, f.log.clock_note)) if f.held else []
-            recs += f.parser.finish()
+            recs = f.parser.finish()
             f.log.records.extend(recs)
             f.sync()
             out.extend((key, r) for r in recs)

@@ -104,6 +104,7 @@ class ParsedLog:
     kv: pl.DataFrame = field(default_factory=empty_kv)        # extracted KV-transfer rows
     engine: str | None = None       # the serving engine its head shows (diag.parsers.engines.from_text)
     clock_note: str | None = None   # how its local stamps were placed on UTC, or why they were not (infer_clock)
+    clock_placed: bool = True       # False: its local stamps are kept on its own clock (not placed on UTC)
     _frozen: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -117,7 +118,7 @@ class ParsedLog:
         if self._frozen:
             return self
         copy = ParsedLog(self.path, self.info, self.size, self.counts.frozen(), self.records, self.year, self.error,
-                         self.stats, self.kv, self.engine, self.clock_note)
+                         self.stats, self.kv, self.engine, self.clock_note, self.clock_placed)
         object.__setattr__(copy, "records", tuple(self.records))
         object.__setattr__(copy, "_frozen", True)
         return copy
@@ -441,16 +442,16 @@ def infer_tz_offset(head: str) -> int:
 CLOCK_SCAN = 8 << 20   # bytes read when a log's head holds local stamps it cannot place on UTC
 
 
-def settle_clock(head: str, further: Callable[[int], str]) -> tuple[int, str | None]:
+def settle_clock(head: str, further: Callable[[int], str]) -> tuple[int | None, str | None]:
     """Seconds a log's local stamps are ahead of UTC and the note on it (:func:`infer_clock`): from its head,
     else from its first :data:`CLOCK_SCAN` bytes (``further(n)``: the log's first ``n`` bytes as text) where the
     head's local stamps could not be placed (a dense log's head may hold no UTC line after its first). Not
-    settled: 0, the stamps on the log's own clock."""
+    settled: None (the stamps are read on the log's own clock, as 0)."""
     tz, note = infer_clock(head)
     if tz is None:
         with suppress(OSError, EOFError):
             tz, note = infer_clock(further(CLOCK_SCAN))
-    return tz or 0, note
+    return tz, note
 
 
 def infer_clock(head: str) -> tuple[int | None, str | None]:

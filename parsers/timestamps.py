@@ -16,9 +16,11 @@ _ISO = re.compile(
     r"\s*(Z|z|UTC|[+-]\d\d(?::?\d\d)?)?\s*$"
 )
 _HALF_YEAR_DAYS = 182
-# A line holding any timestamp diag reads (month-day or ISO, bare or quoted; UCX's epoch seconds) matches
-# this; most lines that match hold one: a cheap necessary condition before parsing a line's head.
-STAMP_HINT = r"\d\d-\d\d[ T]\d\d:\d\d|\[\d{10}\.\d"
+# A line holding any timestamp diag reads (month-day or ISO, bare or quoted; UCX's epoch seconds; the
+# month-first dates with the year after, slash- or dash-separated, of a logger's datefmt '%m/%d/%Y-%H:%M:%S' or
+# '%m-%d-%Y %H:%M:%S') matches this; most lines that match hold one: a cheap necessary condition before parsing
+# a line's head.
+STAMP_HINT = r"\d\d-\d\d[ T]\d\d:\d\d|\[\d{10}\.\d|\d\d[/-]\d\d[/-]\d{4}[ -]\d\d:\d\d"
 _QUARTER_HOUR = 900
 
 

@@ -19,14 +19,20 @@ def startup_stage(rule: Rule, run: Run) -> list[Finding]:
     way counts up to the endpoint's evidence (:meth:`Startup.as_of`: its own last line, noise included)."""
     p = rule.params
     limits = p.get("max_s", {})
+    # a log whose local stamps are not placed on UTC times its stages on two clocks: nothing to judge there
+    unplaced = {lg.path for lg in run.sources if not lg.clock_placed}
     done: dict[str, list[tuple[str, float]]] = {}
     for ep in run.endpoints.values():
+        if unplaced.intersection(ep.files):
+            continue
         for span in ep.startup.stages:
             took = span.duration_s()
             if ep.startup.finished(span) and took is not None:
                 done.setdefault(span.stage, []).append((ep.id, took))
     out = []
     for ep in run.endpoints.values():
+        if unplaced.intersection(ep.files):
+            continue
         worst: tuple[float, Any, float | None, int, str] | None = None
         now = ep.startup.as_of(run.clock)
         for span in ep.startup.stages:

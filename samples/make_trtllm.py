@@ -71,7 +71,7 @@ SCENARIOS = [
                  "verdict": {"class": "transfer-bound", "limiter": "kv-transfer failures"}}),
     TScn("trtllm-startup-failure", 5160105, ms._t(2027, 1, 14, 13, 51, 44), 35, "startup-failure", (256,), 2,
          {256: (4.2, 208, 0, 0)}, -5,
-         expect={"findings": ["DIAG-E004", "DIAG-S001"], "verdict": {"class": "invalid", "limiter": None}}),
+         expect={"findings": ["DIAG-E004"], "verdict": {"class": "invalid", "limiter": None}}),
 ]
 
 

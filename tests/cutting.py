@@ -112,7 +112,8 @@ def cutter(name: str) -> Cutter:
     years = {Path(lg.path): lg.year for lg in batch.sources}
     logs = {p: _line_times(p, years.get(p)) for p, _ in files.of(*LOGS)}
     stamps = [ts for times in logs.values() for ts, _ in times]
-    start, end = min(stamps), max(stamps)
+    # a log's first line opens it: a later line stamped earlier (a clock not placed on UTC) comes after it
+    start, end = min(times[0][0] for times in logs.values() if times), max(stamps)
     ended = {b.concurrency: b.ended for b in batch.benchmark}
     whens: dict[Path, datetime] = {}
     for path, info in files.of("sa-bench-result"):
