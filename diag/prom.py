@@ -79,6 +79,11 @@ _SAMPLE_METRIC = any_series(PRESENCE)   # the engines' presence gauges: their sa
 SPACING_LOOKBACK_S = 600   # seconds of raw samples read to measure the scrape interval
 
 
+def _either(names: tuple[str, ...]) -> str:
+    """'A', 'A or B', 'A, B or C'."""
+    return " or ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 class PromSourceError(Exception):
     """A metric source that cannot be used (bad URL, unreachable, not Prometheus); one line."""
 
@@ -357,7 +362,7 @@ def query_server(url: str, start: datetime, end: datetime, *, step_s: float | No
     except (PrometheusApiClientException, requests.RequestException, ValueError, KeyError) as e:
         raise PromSourceError(f"{url}: Prometheus query failed: {_why(e)}") from None
     if not series:
-        raise PromSourceError(f"{url}: no {' or '.join(METRIC_ENGINES)} series between {start.isoformat(timespec='seconds')} and "
+        raise PromSourceError(f"{url}: no {_either(METRIC_ENGINES)} series between {start.isoformat(timespec='seconds')} and "
                               f"{end.isoformat(timespec='seconds')}")
     return _server_logs(url, series, step)
 

@@ -83,7 +83,12 @@ class Endpoint:
 
     @property
     def samples(self) -> int:
-        return self.stats.height
+        """Its stats lines: a row folded from an engine's per-step lines counts its steps."""
+        if not self.stats.height:
+            return 0
+        if "steps" not in self.stats.columns:
+            return self.stats.height
+        return int(self.stats.select(pl.col("steps").fill_null(1).sum()).item())
 
     @property
     def first_ts(self) -> datetime | None:

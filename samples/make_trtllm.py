@@ -479,11 +479,12 @@ def build_run(sc: TScn, seed: int, out: Path) -> None:
     eps: dict[str, dict] = {}
     for p in procs:
         ep = eps.setdefault(f"{p.role}-w{p.idx}", {"id": f"{p.role}-w{p.idx}", "role": p.role, "engines": 0,
-                                                   "stats_samples": 0, "files": []})
+                                                   "stats_samples": 0, "samples": 0, "files": []})
         stats = ctxs[p.key].log.stats
         # the ranks that log iteration lines of the real engine (the dry run's steps are start-up work)
         ep["engines"] += sum(len(v) > DRY_RUN_STEPS for v in stats.values())
         ep["stats_samples"] += sum(len(v) for v in stats.values())
+        ep["samples"] += sum(max(len(v) - DRY_RUN_STEPS, 0) for v in stats.values())
         ep["files"].append(f"logs/{p.file}")
     manifest = {"scenario": sc.name, "job_id": str(sc.job), "engine": "trtllm", "trtllm_version": VERSION,
                 "utc_offset_hours": sc.tz_hours, "start": sc.start.isoformat(),

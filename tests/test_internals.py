@@ -97,7 +97,8 @@ def test_stats_columns_come_from_one_spec() -> None:
     assert RUN_METRICS == ("prompt_tps", "gen_tps", "running", "waiting", "deferred", "preemptions", "kv_usage",
                            "prefix_hit", "ext_hit", "kv_fetch_waiting", "kv_fetch_running", "prompt_all_tps",
                            "new_tokens", "bootstrap_req", "inflight_req", "prealloc_req", "transfer_req",
-                           "retracted_req", "ctx_requests", "gen_tokens", "step_ms", "device_step_ms", "steps")
+                           "retracted_req", "ctx_requests", "gen_tokens", "step_ms", "device_step_ms", "steps",
+                           "dp_share", "busy")
     assert RECORD_COLUMNS["kv_usage"] == pl.Float64 and RECORD_COLUMNS["running"] == pl.Int64
     assert all(c.doc for c in STATS_SPEC) and {c.unit for c in STATS_SPEC if c.name == "kv_usage"} == {"%"}
 

@@ -13,7 +13,7 @@ import yaml
 from diag.rules.catalog import catalog
 from diag.rules.examples import example_findings
 from diag.rules.promrules import GROUPS, export, expressible
-from diag.rules.promtests import unit_tests
+from diag.rules.promtests import prom_examples, unit_tests
 
 from helpers import run_diag
 
@@ -82,7 +82,7 @@ def test_promtool_unit_tests_from_the_catalog_examples(tmp_path: Path) -> None:
     (tmp_path / "rules.yml").write_text(export(rules))
     tests = yaml.safe_load(unit_tests(rules, "rules.yml"))
     groups = {g["name"]: g["promql_expr_test"][0]["exp_samples"] for g in tests["tests"]}
-    assert len(groups) == sum(len(r.examples) for r in expressible(rules)) == 24
+    assert len(groups) == sum(len(prom_examples(r)) for r in expressible(rules)) == 24
     # a fire example expects its alert, a pass example none; an example whose finding is a log excerpt
     # shorter than `for` (diag fires on it at lower severity, evidence.window_short) has no Prometheus
     # equivalent: Prometheus waits for the window

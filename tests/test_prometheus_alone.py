@@ -111,7 +111,7 @@ def test_server_alone_errors_are_one_line(replayed: Replayed) -> None:
     old = ("--prom-start", "2020-01-01T00:00:00Z", "--prom-end", "2020-01-01T00:15:00Z")
     empty = diag("tail", "--prom", server, *old)  # years before the replayed series
     assert empty.returncode == 2 and empty.stdout == ""
-    assert empty.stderr.startswith(f"diag tail: {server}: no vLLM or SGLang series between ")
+    assert empty.stderr.startswith(f"diag tail: {server}: no vLLM, SGLang or TensorRT-LLM series between ")
     assert len(empty.stderr.strip().splitlines()) == 1
     missing = diag("tail", "--prom", f"{server}/nowhere", *old)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1

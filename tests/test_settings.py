@@ -225,8 +225,8 @@ def test_every_error_of_the_file_is_reported_at_once(tmp_path: Path) -> None:
         "4: [rules.DIAG-K001] kv_usage: expected a percentage, 0 to 100, got a string 'lots'",
         "7: [rules.DIAG-B001] kv_high: expected a percentage, 0 to 100, got 250",
         "8: [rules.DIAG-B001] mode: not a setting: fixed by the rule's template",
-        "9: [rules.DIAG-B001]: unknown key 'bogus' (known: fill_frac, for, interval_s, keep_firing_for, kv_high, "
-        "kv_low, plateau_frac, rise_lookback_s, severity, waiting_high, waiting_min)",
+        "9: [rules.DIAG-B001]: unknown key 'bogus' (known: batch_fill_min, busy_min, fill_frac, for, interval_s, "
+        "keep_firing_for, kv_high, kv_low, plateau_frac, rise_lookback_s, severity, waiting_high, waiting_min)",
         '11: [rules.DIAG-S001] max_s: ready: expected a duration >= 0: seconds, or a string such as "90s", "2m", '
         "\"1m30s\", got a string 'soon'",
     ]

@@ -44,8 +44,9 @@ def test_json_document(scenario: str) -> None:
     prom = (RUNS / scenario / "logs" / "raw_prometheus.jsonl").exists()  # its samples add to the logs'
     for eid, w in want.items():
         assert (got[eid]["role"], got[eid]["engines"]) == (w["role"], w["engines"])
-        n = got[eid]["samples"]
-        assert n == w["stats_samples"] or (prom and w["stats_samples"] == 0 < n), eid
+        n = got[eid]["samples"]   # its stats lines the figures rest on (a TensorRT-LLM dry run's are start-up work)
+        want_n = w.get("samples", w["stats_samples"])
+        assert n == want_n or (prom and want_n == 0 < n), eid
         assert {"first_ts", "last_ts", "nodes", "stats", "health"} <= set(got[eid])
     for f in doc["findings"]:
         assert {"code", "name", "severity", "endpoint", "message", "first_ts", "last_ts", "evidence", "location"} <= set(f)

@@ -102,7 +102,8 @@ IDENTIFIERS = (
     # (kind, the text right before the integer, why it is written whole)
     ("job id", r"\bjobs?(?: id)?:?\s+(?:\d+,\s*)*$", "Slurm names a job by it: squeue, sacct and paths spell it"),
     ("issue or PR number", r"#$", "#45357 is how GitHub names it"),
-    ("location", r"\w:$", "host:8081, config.yaml:1024: a port or a line, not an amount"),
+    ("location", r"(?:\w|^):$", "host:8081, config.yaml:1024: a port or a line, not an amount (a long path folded at the "
+     "terminal's edge leaves ':1024' opening the next line)"),
     ("port, seed, rank or PID", r"\b(?:port|seed|rank|pid)[ =]$",
      "a flag or log field whose number names something (rules/effective.py NAMING_FLAG formats it so too)"),
 )
