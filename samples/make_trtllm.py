@@ -19,7 +19,6 @@ saturation only as back-to-back full batches.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -464,18 +463,6 @@ def build_run(sc: TScn, seed: int, out: Path) -> None:
         write(run / "logs" / p.file, c.log.render())
         files[f"logs/{p.file}"] = c.log.manifest() | {"kv_transfer_error_lines": c.log.n["kv_transfer_error_lines"],
                                                       "utc_offset_hours": sc.tz_hours}
-    if tl.segs:
-        fe = ms.frontend_log(pd.as_vllm(sc), tl, procs, rng, {k: c.iid for k, c in ctxs.items()})
-        write(run / "logs" / fe.name, fe.render())
-        files[f"logs/{fe.name}"] = fe.manifest()
-    ev = pd.orchestrator(sc, tl, procs, image=IMAGE, run_name=f"qwen35-nvfp4-gb300-trtllm-{sc.name}",
-                         launch=lambda p: launch(sc, p, procs[0].ip), gpus=(2 * sc.pw, 4 * sc.dw), arch="qwen3_5_moe")
-    write(run / "logs" / f"sweep_{sc.job}.log", "".join(f"{x}\n" for _, x in sorted(ev, key=lambda e: e[0])))
-    write(run / "config.yaml", config_yaml(sc))
-    meta = json.dumps(job_json(sc), indent=2) + "\n"
-    write(run / f"{sc.job}.json", meta)
-    write(run / "logs" / f"{sc.job}.json", meta)
-    results = ms.benchmark_files(pd.as_vllm(sc), tl, rng, run, gpus=(2 * sc.pw, 4 * sc.dw)) if tl.segs else []
     eps: dict[str, dict] = {}
     for p in procs:
         ep = eps.setdefault(f"{p.role}-w{p.idx}", {"id": f"{p.role}-w{p.idx}", "role": p.role, "engines": 0,
@@ -486,13 +473,11 @@ def build_run(sc: TScn, seed: int, out: Path) -> None:
         ep["stats_samples"] += sum(len(v) for v in stats.values())
         ep["samples"] += sum(max(len(v) - DRY_RUN_STEPS, 0) for v in stats.values())
         ep["files"].append(f"logs/{p.file}")
-    manifest = {"scenario": sc.name, "job_id": str(sc.job), "engine": "trtllm", "trtllm_version": VERSION,
-                "utc_offset_hours": sc.tz_hours, "start": sc.start.isoformat(),
-                "benchmark_start": tl.segs[0].t0.isoformat(timespec="seconds") if tl.segs else None,
-                "benchmark_end": tl.bench_end.isoformat(timespec="seconds") if tl.segs else None,
-                "concurrencies": list(sc.concs), "completed_results": results, "files": files,
-                "expect": dict(sc.expect) | {"endpoints": list(eps.values())}}
-    write(run / "MANIFEST.json", json.dumps(manifest, indent=2) + "\n")
+    pd.finish_run(sc, tl, procs, ctxs, rng, run, files, eps,
+                  head={"engine": "trtllm", "trtllm_version": VERSION, "utc_offset_hours": sc.tz_hours},
+                  image=IMAGE, run_name=f"qwen35-nvfp4-gb300-trtllm-{sc.name}",
+                  launch=lambda p: launch(sc, p, procs[0].ip), gpus=(2 * sc.pw, 4 * sc.dw),
+                  config=config_yaml(sc), job=job_json(sc))
 
 
 def generate(out: Path) -> None:

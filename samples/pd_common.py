@@ -4,13 +4,15 @@ vLLM writers' view of a scenario (benchmark results, the frontend log)."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import make_samples as ms
-from make_samples import ISL, MODEL, OSL, Proc, Timeline, sec
+from make_samples import ISL, MODEL, OSL, Proc, Timeline, sec, write
 
 Emit = Callable[..., None]          # Ctx.R: (t, level, target, msg, **fields)
 
@@ -110,3 +112,28 @@ def as_vllm(sc: Any) -> ms.Scn:
     """The benchmark and frontend writers' view of a scenario (they read the concurrencies, mult, kind)."""
     kind = "nixl-failures" if sc.kind == "transfer-failure" else sc.kind
     return ms.Scn(sc.name, sc.job, sc.start, sc.rack, "nightly", kind, sc.concs, sc.mult, sc.rates, pw=sc.pw)
+
+
+def finish_run(sc: Any, tl: Timeline, procs: list[Proc], ctxs: dict[str, Any], rng: random.Random, run: Path,
+               files: dict[str, Any], eps: dict[str, dict], *, head: dict[str, Any], image: str, run_name: str,
+               launch: Callable[[Proc], str], gpus: tuple[int, int], config: str, job: dict[str, Any]) -> None:
+    """A P/D run's files beside its worker logs: the frontend log, the orchestrator's sweep log, the recipe, the
+    job metadata, the benchmark results and the MANIFEST (``head``: its engine's fields after the job id,
+    ``eps``: the endpoints it expects)."""
+    if tl.segs:
+        fe = ms.frontend_log(as_vllm(sc), tl, procs, rng, {k: c.iid for k, c in ctxs.items()})
+        write(run / "logs" / fe.name, fe.render())
+        files[f"logs/{fe.name}"] = fe.manifest()
+    ev = orchestrator(sc, tl, procs, image=image, run_name=run_name, launch=launch, gpus=gpus, arch="qwen3_5_moe")
+    write(run / "logs" / f"sweep_{sc.job}.log", "".join(f"{x}\n" for _, x in sorted(ev, key=lambda e: e[0])))
+    write(run / "config.yaml", config)
+    meta = json.dumps(job, indent=2) + "\n"
+    write(run / f"{sc.job}.json", meta)
+    write(run / "logs" / f"{sc.job}.json", meta)
+    results = ms.benchmark_files(as_vllm(sc), tl, rng, run, gpus=gpus) if tl.segs else []
+    manifest = {"scenario": sc.name, "job_id": str(sc.job), **head, "start": sc.start.isoformat(),
+                "benchmark_start": tl.segs[0].t0.isoformat(timespec="seconds") if tl.segs else None,
+                "benchmark_end": tl.bench_end.isoformat(timespec="seconds") if tl.segs else None,
+                "concurrencies": list(sc.concs), "completed_results": results, "files": files,
+                "expect": dict(sc.expect) | {"endpoints": list(eps.values())}}
+    write(run / "MANIFEST.json", json.dumps(manifest, indent=2) + "\n")
