@@ -158,7 +158,8 @@ def test_a_trtllm_run_is_judged_on_its_folded_steps_with_its_clock_said(tmp_path
                                                "written between UTC lines"
     assert doc["summary"]["start"].startswith("2026-08-19T06:11:4")
     (ep,) = doc["endpoints"]
-    assert ep["samples"] == 7        # 10 s intervals from 06:11:40 to 06:12:50
+    assert ep["samples"] == 300             # its stats lines: one per step
+    assert ep["stats"]["samples"] == 7      # folded into 10 s intervals from 06:11:40 to 06:12:50
     # 300 steps x 32 tokens over seven 10 s intervals (the first and last partly filled)
     assert (ep["stats"]["gen_tps_mean"], ep["stats"]["running_mean"]) == (round(300 * 32 / 70, 1), 32.0)
 
