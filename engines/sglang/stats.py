@@ -89,10 +89,13 @@ _COUNTS = {"#new-token": "new_tokens", "#cached-token": "cached_tokens", "#boots
            "#prealloc-req": "prealloc_req", "#transfer-req": "transfer_req", "#retracted-req": "retracted_req"}
 
 
+_FIELD_SEP = re.compile(r", | (?=#[\w-]+: )")   # a comma, or a '#key: ' opening the next field without one
+
+
 def _fields(body: str) -> dict[str, str]:
     """The ``key: value`` segments of a batch line's body."""
     out = {}
-    for seg in body.split(", "):
+    for seg in _FIELD_SEP.split(body):
         key, sep, value = seg.strip().partition(": ")
         if sep and value:
             out[key] = value.strip().rstrip(",")
