@@ -23,6 +23,7 @@ def batch(paths: list[str] | str | Path) -> BatchSource:
 
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+RUN_FOLDERS = (SAMPLES / "runs", SAMPLES / "telemetry")   # each directory in them is one sample run
 
 
 def report_of(paths: list[str] | str | Path, settings: Settings | None = None) -> Report:
@@ -44,14 +45,14 @@ def _sample_report(paths: tuple[str, ...]) -> Report:
 
 @contextlib.contextmanager
 def shared_sample_pipelines() -> Iterator[None]:
-    """Within: ``Pipeline.once`` over one shipped sample run (a run directory under samples/, default
+    """Within: ``Pipeline.once`` over one shipped sample run (a run directory of samples/runs or samples/telemetry, default
     settings, no clock) returns this process's report of it (:func:`report_of`), so ``diag`` commands run
     in-process (``run_diag``: check, index, report over the samples) do not judge the same read-only run
     again. Any other pipeline runs as usual."""
     def once(self: Pipeline) -> Report:
         src = self.source
         if (isinstance(src, BatchSource) and src.on_bytes is None and self.clock is None and src.root is not None
-                and self.settings == Settings() and Path(src.root).resolve().is_relative_to(SAMPLES)):
+                and self.settings == Settings() and Path(src.root).resolve().parent in RUN_FOLDERS):
             return _sample_report((str(Path(src.root).resolve()),))
         return _ONCE(self)
 

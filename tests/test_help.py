@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from loading import shared_sample_pipelines
 from test_cli_contract import ROOT, diag
 from typer import _click
 
@@ -204,7 +205,8 @@ def test_each_example_shown_in_help_runs_on_the_samples(examples: list[str], tmp
             res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=180, input=MCP_INITIALIZE)
             assert '"serverInfo"' in res.stdout, (line, res.stdout[-300:], res.stderr[-500:])
         else:
-            res = run_diag(*args, cwd=tmp_path)
+            with shared_sample_pipelines():   # a sample run judged once in this process
+                res = run_diag(*args, cwd=tmp_path)
         assert res.returncode in (0, 1), (line, args, res.returncode, res.stderr[-500:])
         assert res.stdout or args[0] == "report", line
         if redirect:

@@ -21,11 +21,14 @@ from typing import Any
 import duckdb
 import polars as pl
 import pytest
+from loading import shared_sample_pipelines
 from schemas import validate
 from test_cli_contract import ROOT, diag
 
 from diag.index.query import QueryError, select_runs, snapshot
 from diag.index.rows import PARTITIONED, TABLES
+
+from helpers import run_diag
 
 RUNS = ROOT / "samples" / "runs"
 SMALL = ("startup-stall", "under-loaded")   # the two smallest sample runs, for the incremental tests
@@ -39,11 +42,20 @@ def _json(*args: str, cwd: Path | None = None) -> Any:
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], dict[str, dict[str, Any]]]:
-    """The sample runs indexed once (two workers), the counts it printed, and ``tail --format json`` per run."""
+    """The sample runs indexed once, the counts it printed, and ``tail --format json`` per run: both in this
+    process, each run judged once (:func:`loading.shared_sample_pipelines`; worker processes are the
+    incremental tests' ``--jobs 2``)."""
     into = tmp_path_factory.mktemp("index") / "idx"
-    counts = _json("index", str(RUNS), "--into", str(into), "--jobs", "2", "--format", "json")
-    tail = _json("tail", str(RUNS), "--format", "json")
+    with shared_sample_pipelines():
+        counts = _in_process("index", str(RUNS), "--into", str(into), "--jobs", "1", "--format", "json")
+        tail = _in_process("tail", str(RUNS), "--format", "json")
     return into, counts, {Path(doc["root"]).name: doc for doc in tail["runs"]}
+
+
+def _in_process(*args: str) -> Any:
+    res = run_diag(*args)
+    assert res.returncode in (0, 1), (args, res.returncode, res.stderr[-500:])
+    return json.loads(res.stdout)
 
 
 def test_the_index_holds_every_sample_run_with_the_verdicts_of_tail(indexed: Any) -> None:
