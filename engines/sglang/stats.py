@@ -102,6 +102,11 @@ def _fields(body: str) -> dict[str, str]:
     return out
 
 
+def _count(text: str | None) -> int | None:
+    """A count field's value (None where a damaged line holds no whole number)."""
+    return int(text) if text and text.isdigit() else None
+
+
 def _num(text: str | None) -> float | None:
     try:
         return None if text is None else float(text)
@@ -126,7 +131,7 @@ def _record(m: re.Match[str], line: int, hdr: Header, variant: str, kw: dict[str
     gen = _num(f.get("gen throughput (token/s)")) if variant == "sglang-decode" else None
     return StatsSample(
         line, variant=variant, engine=dp_rank(hdr.source), prompt_tps=prompt, gen_tps=gen,
-        running=int(f["#running-req"]), waiting=int(queue) if queue and queue.isdigit() else None,
+        running=_count(f.get("#running-req")), waiting=_count(queue),
         kv_usage=_kv_usage(f), cuda_graph=None if graph is None else graph == "True",
         **counts, **kw)  # type: ignore[arg-type]
 
