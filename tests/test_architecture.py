@@ -280,6 +280,9 @@ def _toml_strings(path: Path) -> list[tuple[int, str]]:
             if not line.lstrip().startswith("#")]
 
 
+_TOKEN = re.compile(r"[\w-]+")
+
+
 def engine_vocabulary_outside_adapters() -> set[tuple[str, str]]:
     """(module or catalog, word) for every engine word named outside diag.engines."""
     words = _engine_vocabulary()
@@ -287,9 +290,13 @@ def engine_vocabulary_outside_adapters() -> set[tuple[str, str]]:
     sources = [(n, _strings(p)) for n, p in ALL.items() if not n.startswith("diag.engines")]
     sources += [(str(p.relative_to(ROOT)), _toml_strings(p))
                 for folder in ("parsers", "rules", "diag") for p in sorted((ROOT / folder).rglob("*.toml"))]
+    # a word matches only where its own text is there: a flag as a whole [\w-] token, a phrase as a substring
+    phrases = [w for w in words if " " in w]
+    flags = {w for w in words if " " not in w}
     for where, strings in sources:
         for _, text in strings:
-            hits.update((where, w) for w, rx in words.items() if rx.search(text))
+            present = (flags & {t.lstrip("-") for t in _TOKEN.findall(text)}).union(w for w in phrases if w in text)
+            hits.update((where, w) for w in present if words[w].search(text))
     return hits
 
 
