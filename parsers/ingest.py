@@ -245,6 +245,11 @@ class BlockParser:
             return [], empty_stats(), empty_kv()
         return self._parse_held(final=False)
 
+    def set_clock(self, tz_offset_s: int) -> None:
+        """Local stamps from now on are ``tz_offset_s`` ahead of UTC, in records and extracted rows alike."""
+        self.parser.set_clock(tz_offset_s)
+        self._stamper.tz = tz_offset_s
+
     def settle(self) -> tuple[list[Record], pl.DataFrame, pl.DataFrame]:
         """Decide on the bytes held so far whether the log is wrapped and parse them (a follower at the end of
         what is written: a growing log is judged on its first lines)."""
@@ -408,8 +413,7 @@ class StreamParser:
     def set_clock(self, tz_offset_s: int) -> None:
         """Place the local stamps of the lines fed from now on ``tz_offset_s`` ahead of UTC (a follower settles a
         log's clock once its first local line shows: the lines before it had no local stamp)."""
-        self._blocks.parser.set_clock(tz_offset_s)
-        self._blocks._stamper.tz = tz_offset_s
+        self._blocks.set_clock(tz_offset_s)
 
     def settle(self) -> list[Record]:
         """Parse the log's first lines held to tell whether it is wrapped (:meth:`BlockParser.settle`)."""
