@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from .blocklines import decode, lines_frame
-from .columns import STATS_LIT, empty_kv, empty_stats, escaped_candidates, extract
+from .columns import STATS_LITS, empty_kv, empty_stats, escaped_candidates, extract
 from .counts import Counts, ansi_lines, classified_spans, classify_span
 from .lineparser import TRIGGER_PATTERN, LineParser
 from .timestamps import STAMP_HINT
@@ -38,7 +38,7 @@ PREFILTER_MIN_BYTES = 4 << 20
 # A block dense with stats lines takes it too: every stats line is a hit, and a hit costs the scan more
 # than the polars path's pass (dense 200 MB bench: bulk/pyloop 3.14x with the scan, 2.56x without).
 PREFILTER_MAX_STATS_SHARE = 0.05
-_STATS_BYTES = STATS_LIT.encode() if STATS_LIT else b""
+_STATS_BYTES = tuple(lit.encode() for lit in STATS_LITS)
 
 
 def _bulk_classify(block: bytes) -> pl.DataFrame:
@@ -74,9 +74,9 @@ def block_frame(block: bytes, first_line: int) -> tuple[list[CandidateRow], pl.D
 
 def _scan_pays(block: bytes) -> bool:
     """Whether the compiled scan is the faster way through ``block``: a large block whose candidates are
-    sparse (its stats lines, one literal, counted in C)."""
+    sparse (the engines' stats lines, by their literals, counted in C)."""
     return USE_PREFILTER and len(block) >= PREFILTER_MIN_BYTES and \
-        (not _STATS_BYTES or block.count(_STATS_BYTES) <= PREFILTER_MAX_STATS_SHARE * block.count(b"\n"))
+        sum(map(block.count, _STATS_BYTES)) <= PREFILTER_MAX_STATS_SHARE * block.count(b"\n")
 
 
 def _finish(cand: pl.DataFrame) -> tuple[list[CandidateRow], pl.DataFrame, pl.DataFrame]:

@@ -1,5 +1,6 @@
 """The high-volume record kinds as columns: the clean stats and KV-transfer lines each engine adapter
-declares as a :class:`~diag.parsers.engine.ColumnSpec` (vLLM: its V1 stats line and NIXL's metrics line)
+declares as a :class:`~diag.parsers.engine.ColumnSpec` (vLLM: its V1 stats line and NIXL's metrics line;
+TensorRT-LLM: its iteration line)
 are extracted in polars (one ``str.extract_groups`` per spec over a block's candidate lines) into typed
 column chunks, never into one Python object per line.
 
@@ -88,8 +89,11 @@ LITERALS = [s.literal for specs in SPECS.values() for s, _ in specs]
 _OTHER_TRIGGERS = {s.literal: "|".join(_rx_escape(t) for t in trigger_literals() if t != s.literal
                                        and t not in sites.phrases())
                    for s, _ in SPECS["kv_transfer"]}
-# The literal of the stats lines, the bulk of a busy log (the prefilter's dense-block test counts it).
-STATS_LIT = next((s.literal for s, _ in SPECS["stats"]), None)
+# Each spec's derived columns (its ``derived``), built once.
+DERIVED: dict[str, dict[str, pl.Expr]] = {s.literal: dict(s.derived()) if s.derived else {}
+                                          for specs in SPECS.values() for s, _ in specs}
+# The literals of the stats lines, the bulk of a busy log (the prefilter's dense-block test counts them).
+STATS_LITS = tuple(s.literal for s, _ in SPECS["stats"])
 # What the line parser's ``_unsimple`` sends to the general path, as polars patterns.
 _UNSIMPLE_RX = (r"pid=|\^\[|\^M|#033\[|\x{FFFD}|\\x1b|\\033|\\e\[|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
                 r"[0-9]{2}-[0-9]{2} |[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
@@ -144,11 +148,19 @@ def _matches(spec: ColumnSpec, patterns: tuple[str, ...], lines: pl.DataFrame) -
 
 
 def _columns(spec: ColumnSpec, found: pl.DataFrame, schema: dict[str, Any]) -> list[pl.Expr]:
-    """The spec's columns of ``schema`` from its groups and constants (the rest null), ``line`` from ``n``."""
+    """The spec's columns of ``schema`` from its groups, constants and derived expressions (the rest null),
+    ``line`` from ``n``, ``ts`` from a full local stamp (UTC as yet: :class:`parsers.ingest._Stamper` moves it
+    by the log's clock) when the spec reads one."""
     groups = {c: g for g, c in spec.groups.items()}
+    derived = DERIVED[spec.literal]
     return [(pl.col("n") if c == "line" else pl.lit(spec.constants[c]) if c in spec.constants
-             else pl.col(groups[c]) if c in groups else pl.lit(None)).cast(dtype).alias(c)
+             else derived[c] if c in derived else pl.col(groups[c]) if c in groups
+             else _local_stamp(spec.stamp) if c == "ts" and spec.stamp else pl.lit(None)).cast(dtype).alias(c)
             for c, dtype in schema.items()]
+
+
+def _local_stamp(fmt: str) -> pl.Expr:
+    return pl.col("stamp").str.strptime(pl.Datetime("us"), fmt, strict=False).dt.replace_time_zone("UTC")
 
 
 def _stats_rows(spec: ColumnSpec, patterns: tuple[str, ...], s_in: pl.DataFrame) -> pl.DataFrame:

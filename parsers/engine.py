@@ -73,14 +73,19 @@ class ColumnSpec:
     syntax; core anchors them and reads ``\\d`` as ASCII). They are tried in turn, each on the lines the
     earlier ones left; the last takes every line an earlier one takes (the earlier are faster special
     cases). ``groups`` maps a pattern group to the record column it fills, ``constants`` fills columns no
-    group does. ``record`` builds the same record from the last pattern's groups on the line parser's fast
-    path (``record(groups, line, ts, md, proc)``); None: such lines take the line parser's general path."""
+    group does, ``derived`` (a function, called once) gives polars expressions over the groups for the
+    columns that need more than a cast. A line stamped with its full local time instead of a month-day
+    has it in the group ``stamp``, read with the ``strptime`` format ``stamp``. ``record`` builds the same
+    record from the last pattern's groups on the line parser's fast path (``record(groups, line, ts, md,
+    proc)``); None: such lines take the line parser's general path."""
 
     kind: str                                   # stats | kv_transfer: the record kind and its column schema
     literal: str
     patterns: tuple[str, ...]
     groups: Mapping[str, str] = field(default_factory=dict)
     constants: Mapping[str, Any] = field(default_factory=dict)
+    derived: Callable[[], Mapping[str, Any]] | None = field(default=None, compare=False)
+    stamp: str | None = None                    # strptime format of the group ``stamp`` (local time, no md)
     record: Callable[..., Any] | None = field(default=None, compare=False)
 
 

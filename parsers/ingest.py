@@ -152,7 +152,7 @@ class _Stamper:
         self.tz = tz_offset_s
 
     def block(self, stats: pl.DataFrame, kv: pl.DataFrame, slow_lines: list[int]) -> None:
-        rows = pl.concat([stats.select("line", "md"), kv.select("line", "md")]).sort("line")
+        rows = pl.concat([stats.select("line", "md"), kv.select("line", "md")]).drop_nulls("md").sort("line")
         self.rows = rows
         self.runs: list[tuple[int, str, int]] = []
         self.years: list[int | None] = []
@@ -186,6 +186,10 @@ class _Stamper:
             self._next += 1
 
     def stamp(self, stats: pl.DataFrame, kv: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The rows stamped: by month-day and the year tracker, or by their own full local stamp (the
+        extracted ``ts``, on the log's clock)."""
+        if self.tz:
+            stats, kv = (df.with_columns(pl.col("ts") - pl.duration(seconds=self.tz)) for df in (stats, kv))
         if self.rows.height == 0:
             return stats, kv
         year = pl.Series(self.years, dtype=pl.Int64).gather(self.run_id)
@@ -198,8 +202,9 @@ class _Stamper:
             vals = pl.Series(list(self.fixed.values()), dtype=pl.Datetime("us", "UTC"))
             stamped = stamped.with_columns(stamped["ts"].scatter(at, vals))
         cols_s, cols_k = stats.columns, kv.columns
-        stats = stats.drop("ts").join(stamped, on="line", how="left", maintain_order="left").select(cols_s)
-        kv = kv.drop("ts").join(stamped, on="line", how="left", maintain_order="left").select(cols_k)
+        stats, kv = (df.join(stamped, on="line", how="left", maintain_order="left", suffix="_md")
+                     .with_columns(pl.coalesce("ts_md", "ts").alias("ts")).select(cols)
+                     for df, cols in ((stats, cols_s), (kv, cols_k)))
         return stats, kv
 
 

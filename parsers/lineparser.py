@@ -19,9 +19,11 @@ from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
 from .headers import parse_header
+from .plainhead import CSI as _CSI
+from .plainhead import simple_head as _simple_head
 from .records import Fault, Header, Record
 from .sitefaults import bare_fault, located, site_fault
-from .timestamps import STAMP_HINT, YearTracker, parse_iso
+from .timestamps import STAMP_HINT, YearTracker, local_time, parse_iso
 
 for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: verdicts, srun errors
     REGISTRY.setdefault(_banner.name, _banner)
@@ -90,8 +92,7 @@ def trigger_literals() -> list[str]:
 # The fast path: a whole physical line that is exactly one well-formed record of an engine's column spec
 # (real CSI colours allowed, nothing else around it), for the specs that say how to build it. It gives the
 # same record as the general path, which handles everything else (pastes, prefixes, glued and torn records).
-_CSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\[[0-?]*[ -/]*[@-~]")
-_FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record)
+_FAST = tuple((spec.literal, re.compile(spec.patterns[-1]), spec.record, spec.stamp)
               for a in engines.adapters() for spec in a.columns if spec.record is not None)
 _HEAD_START = re.compile(r"(?:\x1b\[[0-9;]*m)*(?:\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d|\d{4}-\d\d-\d\d|\[|\{)")
 
@@ -373,7 +374,7 @@ class LineParser:
         return out
 
     def _fast(self, line: int, raw: str, nxt: str | None, fast: re.Pattern[str],
-              build: Callable[..., Record]) -> list[Record] | None:
+              build: Callable[..., Record], stamp: str | None) -> list[Record] | None:
         """The one record of a clean line of a fast pattern, or None to take the general path."""
         if nxt and not _HEAD_START.match(nxt):
             return None  # the next line may be the rest of this record (torn after an optional part)
@@ -382,8 +383,11 @@ class LineParser:
         if m is None:
             return None
         g = m.groupdict()
-        md = g["md"]
-        ts = self._resolve(md) if self._tracker is not None else None
+        if stamp is not None:  # a full local stamp, no month-day
+            md, ts = None, local_time(g["stamp"], stamp, self._tz)
+        else:
+            md = g["md"]
+            ts = self._resolve(md) if self._tracker is not None else None
         return [build(g, line, ts, md, g["proc"])]
 
     def feed(self, line: int, raw: str, nxt: str | None = None, prv: str | None = None) -> tuple[list[Record], bool]:
@@ -392,9 +396,9 @@ class LineParser:
         ``prv`` is the previous physical line when that line was not a candidate itself: a record
         torn before its trigger is rejoined from it.
         """
-        for literal, fast_rx, build in _FAST:
+        for literal, fast_rx, build, stamp in _FAST:
             if literal in raw and len(raw) < MAX_JOIN:
-                fast = self._fast(line, raw, nxt, fast_rx, build)
+                fast = self._fast(line, raw, nxt, fast_rx, build, stamp)
                 if fast is not None:
                     return fast, False
         raw = raw[:MAX_LINE]
@@ -451,41 +455,6 @@ class LineParser:
         """
         ctext = _continuation(nxt, task)
         return None if ctext is None else _joined(text, ctext)
-
-
-# The engines' commonest heads, each a whole plain record, with the header class they give.
-_PLAIN_HEADS = tuple((re.compile(a.plain_head), a.header_classes[0]) for a in engines.adapters() if a.plain_head)
-# Anything the general path would have to undo: a second record glued on, a mangled escape, a ^M.
-_UNSIMPLE_LITERALS = ("pid=", "^[", "^M", "#033[", "\ufffd", "\\x1b", "\\033", "\\e[")
-_LEVEL_WORDS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_GLUED_LEVEL = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d ")
-_GLUED_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
-_BARE_SGR = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
-
-
-def _unsimple(msg: str) -> bool:
-    if any(s in msg for s in _UNSIMPLE_LITERALS):
-        return True
-    if any(w in msg for w in _LEVEL_WORDS) and _GLUED_LEVEL.search(msg):
-        return True
-    if "T" in msg and _GLUED_ISO.search(msg):
-        return True
-    return "[" in msg and bool(_BARE_SGR.search(msg))
-
-
-def _simple_head(raw: str) -> tuple[str, Header] | None:
-    """The head of a plain record of an engine's commonest head (nothing to peel, split or unmangle),
-    parsed in one match; None sends the line through the general path. Both give the same head."""
-    text = _CSI.sub("", raw) if "\x1b" in raw else raw
-    text = text.removesuffix("\r")
-    for plain, cls in _PLAIN_HEADS:
-        m = plain.fullmatch(text)
-        if m is not None:
-            if _unsimple(m["msg"]):
-                return None
-            return text, Header(cls, m["level"], md=m["md"], proc=m["proc"],
-                                pid=int(m["pid"]) if m["pid"] else None, source=m["src"], msg=m["msg"])
-    return None
 
 
 def _continuation(raw: str, task: int | None) -> str | None:

@@ -119,6 +119,15 @@ def parse_iso(text: str, tz_offset_s: int = 0) -> datetime:
     return dt - timedelta(seconds=tz_offset_s)
 
 
+def local_time(text: str, fmt: str, tz_offset_s: int = 0) -> datetime | None:
+    """A full local stamp in the ``strptime`` format ``fmt`` to UTC (``tz_offset_s`` ahead of it); None when
+    it names no real time."""
+    try:
+        return datetime.strptime(text, fmt).replace(tzinfo=UTC) - timedelta(seconds=tz_offset_s)
+    except ValueError:
+        return None
+
+
 def tz_offset_from(ext_iso: str, md: str) -> int:
     """Seconds local time is ahead of UTC, from an outer UTC stamp and the vLLM local month-day
     time on the same line; rounded to 15 minutes. The year is the one nearest the UTC stamp."""

@@ -16,6 +16,8 @@ from diag.parsers.layout import FileInfo
 from diag.parsers.records import StatsSample
 from diag.rules.windows import fold_steps
 
+from helpers import blocks_of, record_path
+
 T0 = datetime(2026, 8, 19, 6, 11, 40)   # UTC
 
 
@@ -56,7 +58,7 @@ def test_local_time_is_placed_on_utc_by_the_lines_between_utc_lines(tmp_path: Pa
     off = offset_of(path.read_text())
     assert off.hours == hours and f"UTC{hours:+d} h" in off.note
     log = _parse(path)
-    stats = [r for r in log.records if isinstance(r, StatsSample)]
+    stats = [r for r in log.all_records() if isinstance(r, StatsSample)]
     assert log.engine == "trtllm"
     assert [r.ts for r in stats] == [(T0 + timedelta(seconds=s)).replace(tzinfo=UTC) for s in (1, 2, 12)]
 
@@ -74,7 +76,7 @@ def test_an_offset_the_line_order_does_not_settle_is_refused(tmp_path: Path) -> 
     path = _worker_log(tmp_path, 8, utc_after=False)
     off = offset_of(path.read_text())
     assert off.hours is None and "kept on the log's own clock" in off.note and "\n" not in off.note
-    stats = [r for r in _parse(path).records if isinstance(r, StatsSample)]
+    stats = [r for r in _parse(path).all_records() if isinstance(r, StatsSample)]
     assert stats[0].ts == (T0 + timedelta(hours=8, seconds=1)).replace(tzinfo=UTC)
 
 
@@ -97,7 +99,7 @@ def test_steps_fold_into_the_stats_interval(tmp_path: Path) -> None:
     """Three steps, two intervals: tokens summed and over the interval as rates, the busiest batch, the longest
     step, stamped at the interval's end; rows of a clocked engine pass unchanged."""
     log = _parse(_worker_log(tmp_path, 8))
-    stats = [r for r in log.records if isinstance(r, StatsSample)]
+    stats = [r for r in log.all_records() if isinstance(r, StatsSample)]
     frame = pl.DataFrame({
         "ts": [r.ts for r in stats], "engine": ["0"] * 3, "file": ["w0"] * 3, "line": [r.line for r in stats],
         **{c: [getattr(r, c) for r in stats] for c in ("prompt_tps", "gen_tps", "running", "kv_usage", "new_tokens",
@@ -196,3 +198,23 @@ def test_a_trtllm_run_without_iteration_lines_is_told_to_turn_them_on(tmp_path: 
     steps = [e["action"] for e in doc["verdict"]["experiments"]]
     assert steps[0] == "turn TensorRT-LLM iteration lines on (print_iter_log: true on each role)", steps
     assert not any("api-server" in s or "vLLM" in s for s in steps)
+
+
+def test_clean_iteration_lines_come_out_as_columns_equal_to_the_records() -> None:
+    """The stored form under the plain head is read in polars (no record each), on the log's clock, as the same
+    records the line parser gives; a line the fast form does not cover (release 1.0's order, N/A, a rank's
+    share, a dict with more keys) takes the general path and counts once."""
+    from diag.engines.trtllm.iterlog import ITER
+    from diag.parsers.ingest import parse_blocks, parse_bulk
+
+    local = T0 + timedelta(hours=8)
+    lines = [_iter_line(local + timedelta(seconds=s), s, 3, 512 * (s % 2), 3, dev="N/A" if s == 1 else "4.10ms")
+             for s in range(1, 40)]
+    lines += [*ITER.samples, lines[-1].replace("'cached_kv_tokens': 0}", "'cached_kv_tokens': 0, 'x': 1}")]
+    data = ("\n".join(lines) + "\n").encode()
+    parsed = parse_blocks(blocks_of(data, 1 << 12), year=2026, tz_offset_s=8 * 3600)
+    assert parsed.stats.height == 41 and [r.kind for r in parsed.records] == ["stats"] * 2
+    assert parsed.stats["ts"][0] == (T0 + timedelta(seconds=1)).replace(tzinfo=UTC)
+    bulk = parse_bulk(blocks_of(data, 1 << 12), year=2026, tz_offset_s=8 * 3600)[0]
+    assert bulk == record_path(data, year=2026, tz_offset_s=8 * 3600)[0] and len(bulk) == 43
+    assert [(r.kv_usage, r.device_step_ms, r.dp_share) for r in bulk[:2]] == [(25.0, None, True), (25.0, 4.1, True)]

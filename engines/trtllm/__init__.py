@@ -7,6 +7,7 @@ from __future__ import annotations
 from diag.parsers.engine import EngineAdapter
 
 from .clock import offset_of
+from .iterlog import ITER_COLUMNS
 from .phrases import PHRASES
 from .recipe import engine_gpus, own_batches, parse_build
 
@@ -26,6 +27,7 @@ ADAPTER = EngineAdapter(
     # a line per scheduler step, folded by the run model into intervals of this length (rules.windows.fold_steps)
     stats_cadence_s=10.0,
     stats_variants=("trtllm-iter",),
+    columns=(ITER_COLUMNS,),
     # KvCacheCreator.configure_kv_cache_capacity (_torch/pyexecutor/_util.py) runs the executor on dummy requests
     # before the real engine exists, then logs "Estimated max tokens in KV cache": those steps are no service
     warmup_until="kv_cache_tokens",

@@ -26,7 +26,10 @@ own batch (``dp_share``); without it every rank of the tensor-parallel group fet
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
+from diag.parsers.engine import ColumnSpec
 from diag.parsers.formats import declare, record_parser
 from diag.parsers.records import Header, StatsSample
 
@@ -79,18 +82,18 @@ def step_of(m: re.Match[str]) -> dict[str, object]:
     kv = f.get("kv_cache_util")
     sched = f.get("num_scheduled_requests")
     mine, _, fetched = f.get("currank_total_requests", "").partition("/")
-    return {
-        "engine": int(m["rank"]),
-        "running": int(sched) if sched and sched.isdigit() else None,
-        "kv_usage": round(float(kv) * 100, 6) if kv and kv != "N/A" else None,
-        "new_tokens": states.get("num_ctx_tokens"),
-        "ctx_requests": states.get("num_ctx_requests"),
-        "gen_tokens": states.get("num_generation_tokens"),
-        "step_ms": _ms(f.get("host_step_time")),
-        "device_step_ms": _ms(f.get("prev_device_step_time")),
-        "steps": 1,
-        "dp_share": True if mine.isdigit() and fetched.isdigit() and mine != fetched else None,
-    }
+    return _figures(int(m["rank"]), int(sched) if sched and sched.isdigit() else None,
+                    kv if kv and kv != "N/A" else None, states.get("num_ctx_tokens"),
+                    states.get("num_ctx_requests"), states.get("num_generation_tokens"),
+                    _ms(f.get("host_step_time")), _ms(f.get("prev_device_step_time")),
+                    mine.isdigit() and fetched.isdigit() and mine != fetched)
+
+
+def _figures(rank: int, running: int | None, kv: str | None, new_tokens: int | None, ctx_requests: int | None,
+             gen_tokens: int | None, step_ms: float | None, device_ms: float | None, shared: bool) -> dict[str, object]:
+    return {"engine": rank, "running": running, "kv_usage": None if kv is None else round(float(kv) * 100, 6),
+            "new_tokens": new_tokens, "ctx_requests": ctx_requests, "gen_tokens": gen_tokens, "step_ms": step_ms,
+            "device_step_ms": device_ms, "steps": 1, "dp_share": True if shared else None}
 
 
 @record_parser(ITER)
@@ -99,3 +102,47 @@ def _iteration(m: re.Match[str], line: int, hdr: Header, **kw: object) -> StatsS
 
 
 LOCAL_TIME = re.compile(r"timestamp = (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d), ")
+
+
+# The bulk path's and the line parser's fast path: a whole physical line that is exactly one iteration line of the
+# stored py_executor.py under the Python logger's plain head (the PyTorch backend's rank tag, INFO), nothing around
+# it. It gives the same record as the general path, which takes every other form (the release-1.0 order, Dynamo's
+# head, pastes, torn and glued lines).
+_FAST_HEAD = (r"\[(?P<stamp>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] \[TRT-LLM\] (?:\[MPI_Rank \d+\] )?\[I\] "
+              r"\[_torch\]\[(?P<proc>RANK \d+)\] ")
+_NUM = r"\d+(?:\.\d+)?"
+_FAST_BODY = (
+    r"iter = \d+, global_rank = \d+, rank = (?P<rank>\d+), num_scheduled_requests = (?P<sched>\d+), "
+    r"kv_cache_util = (?:(?P<kv>\d+\.\d+)|N/A), currank_total_requests = (?P<mine>\d+)/(?P<fetched>\d+), "
+    rf"host_step_time = (?P<host>{_NUM})ms, prev_device_step_time = (?:(?P<dev>{_NUM})ms|N/A), "
+    r"timestamp = \d{4}-\d\d-\d\d \d\d:\d\d:\d\d, states = \{'num_ctx_requests': (?P<ctx>\d+), "
+    r"'num_ctx_tokens': (?P<ctx_tokens>\d+), 'num_generation_tokens': (?P<gen>\d+)(?:, 'cached_kv_tokens': \d+)?\}\s*")
+
+
+def iter_from_groups(g: Mapping[str, str | None], line: int, ts: object, md: str | None,
+                     proc: str | None) -> StatsSample:
+    """The fast path's constructor: the same record as the general path's."""
+    dev = g["dev"]
+    return StatsSample(line, variant="trtllm-iter", **_figures(  # type: ignore[arg-type]
+        int(g["rank"]), int(g["sched"]), g["kv"], int(g["ctx_tokens"]), int(g["ctx"]),  # type: ignore[arg-type]
+        int(g["gen"]), float(g["host"]), None if dev is None else float(dev),  # type: ignore[arg-type]
+        g["mine"] != g["fetched"]), ts=ts, md=md, proc=proc)
+
+
+def _derived() -> dict[str, Any]:
+    """The columns the groups give only through a sum, a scale or a comparison (as :func:`_figures`)."""
+    import polars as pl
+
+    return {"kv_usage": (pl.col("kv").cast(pl.Float64) * 100).round(6),
+            "dp_share": pl.when(pl.col("mine") != pl.col("fetched")).then(True)}
+
+
+ITER_COLUMNS = ColumnSpec(
+    "stats", "currank_total_requests = ", (_FAST_HEAD + _FAST_BODY,),
+    groups={"rank": "engine", "proc": "proc", "sched": "running", "ctx_tokens": "new_tokens",
+            "ctx": "ctx_requests", "gen": "gen_tokens", "host": "step_ms", "dev": "device_step_ms"},
+    constants={"variant": "trtllm-iter", "steps": 1},
+    stamp="%m/%d/%Y-%H:%M:%S",
+    derived=_derived,
+    record=iter_from_groups,
+)
