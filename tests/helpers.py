@@ -3,6 +3,7 @@ package itself does not need."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import subprocess
@@ -222,6 +223,15 @@ def stop_server(proc: subprocess.Popen[bytes], log: IO[bytes] | None = None) -> 
 # ---------------------------------------------------------------- the CLI in this process
 
 
+@functools.cache
+def _command_of(app: object) -> object:
+    """An app's click command, built once a process (typer's runner builds it again on every ``invoke``: its
+    signatures and type hints, ~12 ms a call)."""
+    import typer
+
+    return typer.main.get_command(app)  # type: ignore[arg-type]
+
+
 def run_diag(*args: str, cwd: Path | str | None = None, env: Mapping[str, str | None] | None = None,
              input: str | None = None) -> subprocess.CompletedProcess[str]:
     """``diag ARGS`` run in this process (typer's CLI runner): its exit status, stdout and stderr, as a
@@ -230,16 +240,18 @@ def run_diag(*args: str, cwd: Path | str | None = None, env: Mapping[str, str | 
     turn into an exit status is raised here, so a traceback fails the test as it would show in a shell.
     Tests of what only a real process shows (signals, closed pipes, start-up imports) use subprocess."""
     import os
+    from unittest import mock
 
-    from typer.testing import CliRunner
+    import typer.testing
 
     from diag.cli import app
 
     here, environ = os.getcwd(), dict(os.environ)
     os.chdir(cwd or ROOT)
     try:
-        res = CliRunner().invoke(app, list(args), input=input, env=dict(env or {}), catch_exceptions=False,
-                                 prog_name="diag")
+        with mock.patch.object(typer.testing, "_get_command", _command_of):
+            res = typer.testing.CliRunner().invoke(app, list(args), input=input, env=dict(env or {}),
+                                                   catch_exceptions=False, prog_name="diag")
     finally:  # the process's state as before (``--no-color`` sets NO_COLOR for the rest of a real process)
         os.chdir(here)
         os.environ.clear()
