@@ -209,12 +209,12 @@ def test_clean_iteration_lines_come_out_as_columns_equal_to_the_records() -> Non
 
     local = T0 + timedelta(hours=8)
     lines = [_iter_line(local + timedelta(seconds=s), s, 3, 512 * (s % 2), 3, dev="N/A" if s == 1 else "4.10ms")
-             for s in range(1, 40)]
+             for s in range(1, 80)]
     lines += [*ITER.samples, lines[-1].replace("'cached_kv_tokens': 0}", "'cached_kv_tokens': 0, 'x': 1}")]
     data = ("\n".join(lines) + "\n").encode()
-    parsed = parse_blocks(blocks_of(data, 1 << 12), year=2026, tz_offset_s=8 * 3600)
-    assert parsed.stats.height == 41 and [r.kind for r in parsed.records] == ["stats"] * 2
+    parsed = parse_blocks(blocks_of(data), year=2026, tz_offset_s=8 * 3600)
+    assert parsed.stats.height == 81 and [r.kind for r in parsed.records] == ["stats"] * 2
     assert parsed.stats["ts"][0] == (T0 + timedelta(seconds=1)).replace(tzinfo=UTC)
-    bulk = parse_bulk(blocks_of(data, 1 << 12), year=2026, tz_offset_s=8 * 3600)[0]
-    assert bulk == record_path(data, year=2026, tz_offset_s=8 * 3600)[0] and len(bulk) == 43
+    bulk = parse_bulk(blocks_of(data), year=2026, tz_offset_s=8 * 3600)[0]
+    assert bulk == record_path(data, year=2026, tz_offset_s=8 * 3600)[0] and len(bulk) == 83
     assert [(r.kv_usage, r.device_step_ms, r.dp_share) for r in bulk[:2]] == [(25.0, None, True), (25.0, 4.1, True)]
