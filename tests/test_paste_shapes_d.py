@@ -1,6 +1,6 @@
 """Shapes of pasted logs read as the engines wrote them (issue 36, set D's classes), each built from the sources'
 format strings and function names, never from one excerpt: a subprocess's lines relayed by 'dynamo run' (its
-level the relay's, not the line's)."""
+level the relay's, not the line's); a native crash report placed by the demangled symbols of its C++ stack trace."""
 
 from __future__ import annotations
 
@@ -67,3 +67,26 @@ def test_relay_peeled_with_its_stamp(line: str, rest: str | None) -> None:
     text, ts, _ = peel(line)
     assert text == (rest if rest is not None else line)
     assert ts == ("2025-05-06T09:38:50.412Z" if rest is not None else None)
+
+
+# libstdc++'s terminate handler, then TllmException's what() (common/tllmException.cpp: "%s (%s:%zu)\n%s", its
+# getTrace frames "%-3d %*p %s + %zu", innermost first; a library without symbols as backtrace_symbols prints it)
+CRASH = ["terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'",
+         "  what():  [TensorRT-LLM][ERROR] Assertion failed: boom (/src/cpp/tensorrt_llm/x.cpp:10)",
+         "1       0x7f0000000001 tensorrt_llm::common::throwRuntimeError(char const*, int, std::string const&) + 82",
+         "2       0x7f0000000002 /usr/lib/libtensorrt_llm.so(+0x1234) [0x7f0000000002]"]
+
+
+@pytest.mark.parametrize(("outer", "code"), [
+    (["tensorrt_llm::plugins::GPTAttentionPlugin::initialize()"], "DIAG-E004"),
+    (["tensorrt_llm::runtime::TllmRuntime::TllmRuntime(tensorrt_llm::runtime::RawEngine const&, float)"], "DIAG-E004"),
+    (["tensorrt_llm::batch_manager::TrtGptModelInflightBatching::forwardAsync(std::list<int> const&)",
+      "tensorrt_llm::executor::Executor::Impl::executionLoop()"], "DIAG-E001"),
+    ([], "DIAG-E001"),                                     # no symbol places it: a death, as before
+])
+def test_native_crash_placed_by_its_frames(tmp_path: Path, outer: list[str], code: str) -> None:
+    frames = [f"{3 + i:<7} 0x7f00000000{10 + i:02d} {sym} + {40 + i}" for i, sym in enumerate(outer)]
+    tail = ["4       0x7f0000000099 /usr/lib/libnvinfer.so.10(+0x108c6e5) [0x7f0000000099]",
+            "INFO 06-06 19:02:35 [api_server.py:1] a later line"]
+    codes = _codes(tmp_path, [*CRASH, *frames, *tail])
+    assert code in codes and ({"DIAG-E001", "DIAG-E004"} - {code}).isdisjoint(codes)
