@@ -181,7 +181,7 @@ SUBPROCESS_RELAY = declare(
 # What a launcher's stamp may stand before: a record head of an engine (a process prefix, a level and month-day, a
 # file tag, glog) or a piece of a traceback.
 _HEAD_AFTER_STAMP = (r"\([\w.-]+ pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d|\[?\w+\.py:\d+\]"
-                     r"|[IWEF]\d{4} \d\d:|Traceback \(most recent|\s+File \"")
+                     r"|[IWEF](?:\d{4})?\d{4} \d\d:|Traceback \(most recent|\s+File \"")
 LAUNCHER_STAMP = declare(
     "launcher-stamp", "prefix",
     r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? "

@@ -161,23 +161,6 @@ FRAME = declare(
     doc="a traceback frame: groups a traceback whose head was cut, and tells KV-connector code apart",
 )
 
-NATIVE_FRAME = declare(
-    "native-frame", "record", r"^\s*\d{1,3}\s+0x[0-9a-fA-F]+\s+(?P<sym>[A-Za-z_(][^/\[]*?\)(?: const)?) \+ \d+\s*$",
-    samples=[  # TensorRT-LLM cpp/tensorrt_llm/common/tllmException.cpp getTrace: "%-3d %*p %s + %zu", demangled
-        "1       0x7f00aebbeb71 tensorrt_llm::common::throwRuntimeError(char const*, int, std::string const&) + 82",
-        "12      0x7f00a1e0c3b2 tensorrt_llm::runtime::TllmRuntime::TllmRuntime(tensorrt_llm::runtime::RawEngine "
-        "const&, nvinfer1::ILogger*, float, bool) + 1234",
-    ],
-    emits="traceback",
-    triggers=(") + ",),
-    doc="a symbolised frame of a C++ stack trace (innermost first) after a native crash report: its demangled "
-        "symbol places the crash (:func:`parsers.frames.judge_native`); a frame of a library without symbols "
-        "(`lib.so(+0x..) [0x..]`) names nothing",
-)
-# Any line of a native crash report's trace: an uncaught exception's what(), a numbered frame (symbolised or not).
-NATIVE_CRASH = "native_crash"   # the catalog's cause of a native crash report, which such a trace follows
-NATIVE_TRACE = re.compile(r"^\s*(?:what\(\):\s|\d{1,3}\s+0x[0-9a-fA-F]+\s+\S)")
-
 
 def classify(msg: str) -> str | None:
     """The fault cause of a message, or None."""

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-from . import engines, faults, frames, sites, stages, startup  # noqa: F401  (register their formats)
+from . import engines, faults, frames, native, sites, stages, startup  # noqa: F401  (register their formats)
 from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
@@ -159,30 +159,6 @@ class _Traceback:
                 "exits": v.exits and counts}
 
 
-@dataclass
-class _NativeTrace:
-    """A native crash report held while its C++ stack trace is read: the fault, and the frames' symbols."""
-
-    fault: Fault
-    symbols: list[str] = field(default_factory=list)
-
-    def judged(self) -> Fault:
-        """The fault with what its symbols say (:func:`parsers.frames.judge_native`)."""
-        v = frames.judge_native(self.symbols)
-        if v.engine is None and v.phase is None:
-            return self.fault
-        names = tuple(frames.native_name(s).rsplit("::", 1)[-1] for s in self.symbols[::-1][-12:])
-        return replace(self.fault, engine=v.engine, frame_phase=v.phase, frame_at=v.at, frames=names)
-
-
-def _native_line(raw: str | None) -> bool:
-    """Whether a physical line goes on a native crash report's trace (its heads peeled)."""
-    if not raw or len(raw) > MAX_JOIN:
-        return False
-    pieces = logical_lines(raw)
-    return len(pieces) == 1 and faults.NATIVE_TRACE.match(parse_header(pieces[0][0]).msg) is not None
-
-
 def _code_callee(nxt: str | None) -> str | None:
     """What a frame's code line (the physical line ``nxt`` after it, its heads peeled) calls."""
     if not nxt or len(nxt) > MAX_JOIN:
@@ -213,7 +189,7 @@ class LineParser:
         self._tb_open: dict[tuple[str | None, int | None, int | None], _Traceback] = {}   # per process key
         self._caught: dict[tuple[str | None, int | None, int | None], int] = {}   # its last caught exception's line
         self._next: str | None = None   # the physical line after the one being fed (a frame's code line)
-        self._native: _NativeTrace | None = None   # a native crash report whose stack trace goes on
+        self._native = native.NativeReports()   # a native crash report held while its stack trace goes on
 
     def set_clock(self, tz_offset_s: int) -> None:
         """Local stamps from now on are ``tz_offset_s`` ahead of UTC."""
@@ -320,9 +296,7 @@ class LineParser:
             if ev is not None:
                 return [ev]
         msg = hdr.msg
-        recs = self.parse_message(msg, line, hdr, stamp)
-        if self._native is not None or any(isinstance(r, Fault) and r.cause == faults.NATIVE_CRASH for r in recs):
-            recs = self._native_trace(msg, recs)
+        recs = self._native.feed(msg, self.parse_message(msg, line, hdr, stamp), self._next)
         key = (hdr.proc, hdr.pid, task)
         if any(isinstance(r, Fault) and r.cause in faults.CAUGHT for r in recs):
             self._caught[key] = line
@@ -383,32 +357,11 @@ class LineParser:
         caught = key in self._caught and 0 < line - self._caught[key] <= 2
         return _Traceback(line, stamp, hdr.source, hdr.level, hdr.cls, group=group, caught=caught)
 
-    def _native_trace(self, msg: str, recs: list[Record]) -> list[Record]:
-        """``recs`` with a native crash report held while its stack trace goes on (the next physical line is one
-        of its lines), and given back judged by the frames' symbols where the trace ends."""
-        held = self._native
-        if held is not None and faults.NATIVE_TRACE.match(msg):
-            if (m := faults.NATIVE_FRAME.regex.match(msg)) and len(held.symbols) < MAX_CALLS:
-                held.symbols.append(m["sym"])
-            if _native_line(self._next):
-                return recs
-            self._native = None
-            return [held.judged(), *recs]
-        self._native = None
-        out: list[Record] = [held.judged()] if held is not None else []
-        for i, r in enumerate(recs):
-            if isinstance(r, Fault) and r.cause == faults.NATIVE_CRASH and _native_line(self._next):
-                self._native = _NativeTrace(r)
-                return out + recs[:i] + recs[i + 1:]
-        return out + recs
-
     def cut_tracebacks(self) -> list[Fault]:
-        """At the end of the input: a native crash report still held for its stack trace (judged by the frames
-        seen), and each traceback still open (its frames seen, its exception line never) as a fault of cause
-        ``cut_traceback`` carrying its frames and its logging call site (the ``file:line`` of its head); the
-        rules judge it by them."""
-        out: list[Fault] = [self._native.judged()] if self._native is not None else []
-        self._native = None
+        """At the end of the input: a native crash report still held (:mod:`parsers.native`), and each traceback
+        still open (its frames seen, its exception line never) as a fault of cause ``cut_traceback`` carrying its
+        frames and its logging call site (the ``file:line`` of its head); the rules judge it by them."""
+        out = self._native.flush()
         for tb in self._tb_open.values():
             if tb.fns:
                 judged = tb.verdict(whole=False)

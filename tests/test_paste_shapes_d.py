@@ -1,6 +1,7 @@
 """Shapes of pasted logs read as the engines wrote them (issue 36, set D's classes), each built from the sources'
 format strings and function names, never from one excerpt: a subprocess's lines relayed by 'dynamo run' (its
-level the relay's, not the line's); a native crash report placed by the demangled symbols of its C++ stack trace."""
+level the relay's, not the line's); a native crash report placed by the demangled symbols of its C++ stack trace;
+glog's head with the year in it (log_year_in_prefix, glog 0.7's default) before Mooncake's store errors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 
 from diag.files import find_runs
 from diag.parsers.clean import peel
+from diag.parsers.headers import parse_header
+from diag.parsers.ingest import parse_bulk
 from diag.pipeline import Pipeline
 from diag.rules.settings import Settings
 from diag.sources import BatchSource
@@ -90,3 +93,20 @@ def test_native_crash_placed_by_its_frames(tmp_path: Path, outer: list[str], cod
             "INFO 06-06 19:02:35 [api_server.py:1] a later line"]
     codes = _codes(tmp_path, [*CRASH, *frames, *tail])
     assert code in codes and ({"DIAG-E001", "DIAG-E004"} - {code}).isdisjoint(codes)
+
+
+# glog logging.cc: level letter, then the year when FLAGS_log_year_in_prefix, month, day, time, thread id, file:line]
+@pytest.mark.parametrize("year", ["", "2025"])
+def test_glog_head_with_or_without_its_year(tmp_path: Path, year: str) -> None:
+    # Mooncake v0.3.1 master_client.cpp MasterClient::MountSegment and store_py.cpp setup's LOG(ERROR), then vLLM
+    # V1's worker start-up failure (v1/executor/multiproc_executor.py WorkerProc.worker_main, logger.exception)
+    lines = [f"E{year}0417 19:46:42.567027   481 master_client.cpp:246] Failed to mount segment due to rpc error",
+             f"E{year}0417 19:46:42.567034   481 store_py.cpp:203] Failed to mount segment: UNKNOWN_ERROR",
+             "ERROR 04-17 19:46:42 [multiproc_executor.py:487] WorkerProc failed to start."]
+    hdr = parse_header(lines[0])
+    assert (hdr.cls, hdr.level, hdr.source) == ("glog", "ERROR", "master_client.cpp:246")
+    recs, _ = parse_bulk(["\n".join(lines).encode() + b"\n"], year=2025)
+    faults = [r for r in recs if r.kind == "fault"]
+    assert [r.cause for r in faults][:2] == ["kv_connector", "kv_connector"]
+    assert faults[0].ts is not None and (faults[0].ts.year, faults[0].ts.month, faults[0].ts.day) == (2025, 4, 17)
+    assert {"DIAG-E002", "DIAG-E004"} <= _codes(tmp_path, lines)
