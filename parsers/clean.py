@@ -162,10 +162,26 @@ STREAM_LOGGER = declare(
     doc="a launcher re-logging a process's stdout/stderr ('%(asctime)s | %(levelname)s | %(name)s | "
         "%(message)s': FastChat, gradio apps): the level word is the launcher's, the record its message",
 )
+SUBPROCESS_RELAY = declare(
+    "dynamo-subprocess-relay", "prefix",
+    r"^\s*(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) +"
+    r"(?:TRACE|DEBUG|INFO|WARN|ERROR) +dynamo_run::subprocess: ",
+    samples=[  # launch/dynamo-run/src/subprocess.rs start(): strip_log_prefix's own examples, relayed
+        "2025-05-06T09:38:50.412Z DEBUG dynamo_run::subprocess: [async_llm.py:252] Added request 1",
+        "2025-05-06T11:58:51.007Z DEBUG dynamo_run::subprocess: Capture cuda graph bs [1, 2, 4, 8]",
+        '2025-05-06T11:58:52.118Z DEBUG dynamo_run::subprocess:   File "/opt/venv/lib/python3.12/site-packages/'
+        'vllm/v1/engine/core.py", line 76, in __init__',
+    ],
+    emits="relay",
+    doc="'dynamo run' relaying its engine subprocess's stdout and stderr line by line (tracing::debug! in module "
+        "dynamo_run::subprocess, after strip_log_prefix took off a vLLM 'LEVEL MM-DD HH:MM:SS ' or SGLang "
+        "'[YYYY-MM-DD HH:MM:SS] ' head): the level is the relay's, never the relayed line's, so the stamp is peeled "
+        "and the line is read as the subprocess wrote it (a traceback's frames, an exception line)",
+)
 # What a launcher's stamp may stand before: a record head of an engine (a process prefix, a level and month-day, a
 # file tag, glog) or a piece of a traceback.
 _HEAD_AFTER_STAMP = (r"\([\w.-]+ pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d|\[?\w+\.py:\d+\]"
-                     r"|[IWEF]\d{4} \d\d:|Traceback \(most recent|\s+File \"")
+                     r"|[IWEF](?:\d{4})?\d{4} \d\d:|Traceback \(most recent|\s+File \"")
 LAUNCHER_STAMP = declare(
     "launcher-stamp", "prefix",
     r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? "
@@ -183,7 +199,7 @@ LAUNCHER_STAMP = declare(
 )
 _BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
 _CODE_CLOSE = re.compile(r"`+\s*$")
-_PEELERS = (SRUN.regex, EXT_STAMP.regex, CI_STAMP.regex, STREAM_LOGGER.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, KUBECTL.regex, RANK_TAG.regex,
+_PEELERS = (SRUN.regex, EXT_STAMP.regex, CI_STAMP.regex, SUBPROCESS_RELAY.regex, STREAM_LOGGER.regex, JOURNALD.regex, GREP_FILE.regex, DJL.regex, KUBECTL.regex, RANK_TAG.regex,
             BOX.regex, COMPOSE.regex, QUOTE.regex, INLINE_CODE.regex, LAUNCHER_STAMP.regex)
 
 # Where a second record starts inside one physical line (glued records).
@@ -212,7 +228,7 @@ def peel(text: str) -> tuple[str, str | None, int | None]:
         for rx in _PEELERS:
             m = rx.match(text)
             if m and m.end() > 0:
-                if rx is EXT_STAMP.regex or rx is CI_STAMP.regex:
+                if rx in (EXT_STAMP.regex, CI_STAMP.regex, SUBPROCESS_RELAY.regex):
                     ext_ts = m.group("ts")
                 elif rx is SRUN.regex and task is None:
                     task = int(m.group("task"))

@@ -17,6 +17,11 @@ whose outermost frame is a ``top`` one (a module run as a program) escaped it (`
 frame in an engine's package. A function with a ``cut`` phase gives it to a traceback cut at its frame (the
 innermost seen, no exception line, its code line unseen) that no frame decided: its table says what an exception
 through it alone means.
+
+A C++ stack trace (:func:`judge_native`) is judged the same way by its demangled symbols: a symbol belongs to the
+table whose package names its outermost namespace (``tensorrt_llm::`` to TensorRT-LLM's), a table's ``native``
+rows (glob patterns over the qualified name) give its phase, and a constructor (``Class::Class``) in an engine's
+namespace is construction.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ class Table:
     packages: tuple[str, ...]
     engine: bool
     functions: dict[str, tuple[Function, ...]]
+    native: tuple[tuple[str, str], ...] = ()   # (glob over a C++ qualified name, phase)
 
     def lookup(self, fn: str, module: str, last: bool) -> Function | None:
         for f in self.functions.get(fn, ()):
@@ -90,7 +96,13 @@ def _table(owner: str, data: dict, engine: bool) -> Table:
         functions.setdefault(row["name"], []).append(
             Function(row["name"], row["phase"], tuple(row.get("files", ())), bool(row.get("innermost", False)),
                      tuple(row.get("loops", ())), bool(row.get("top", False)), row.get("cut")))
-    return Table(owner, tuple(data.get("packages", ())), engine, {k: tuple(v) for k, v in functions.items()})
+    native = []
+    for row in data.get("native", ()):
+        if row["phase"] not in PHASES:
+            raise ValueError(f"frames table {owner}: {row['symbol']} has phase {row['phase']!r}, none of {PHASES}")
+        native.append((row["symbol"], row["phase"]))
+    return Table(owner, tuple(data.get("packages", ())), engine, {k: tuple(v) for k, v in functions.items()},
+                 tuple(native))
 
 
 def _load(path: Traversable | Path) -> dict:
@@ -200,3 +212,38 @@ def _callee_of(calls: Sequence[tuple[str, str]], i: int, code: str | None,
     package, module = module_of(path)
     owner = _by_package().get(package) if package else None
     return fn, any(t.lookup(fn, module, False) for t in ([owner] if owner else []) + anywhere)
+
+
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+def native_name(symbol: str) -> str:
+    """A demangled C++ symbol's qualified name: its argument list, qualifiers and template arguments dropped
+    (``ns::Cls<int>::run(char const*) const`` -> ``ns::Cls::run``)."""
+    name = symbol.replace("(anonymous namespace)", "anon")
+    while (shorter := _TEMPLATE_ARGS.sub("", name)) != name:
+        name = shorter
+    return name.split("(", 1)[0].strip()
+
+
+def judge_native(symbols: Sequence[str]) -> Verdict:
+    """The engine and phase of a C++ stack trace's demangled ``symbols`` (innermost first, as backtraces print
+    them), walked from the outermost: the first a table's ``native`` rows name start-up or serving decides; a
+    constructor in an engine's namespace is start-up while no symbol of that engine outer to it is unknown."""
+    by_package = _by_package()
+    engine: str | None = None
+    unknown: set[str] = set()
+    for name in map(native_name, reversed(symbols)):
+        parts = name.split("::")
+        table = by_package.get(parts[0]) if len(parts) > 1 else None
+        if table is None:
+            continue
+        engine = engine or (table.owner if table.engine else None)
+        phase = next((ph for pattern, ph in table.native if fnmatchcase(name, pattern)), None)
+        if phase is None and table.engine and table.owner not in unknown and parts[-1] == parts[-2]:
+            phase = "startup"
+        if phase is not None and phase != "neutral":
+            return Verdict(engine, phase, name)
+        if phase is None and table.engine:
+            unknown.add(table.owner)
+    return Verdict(engine)

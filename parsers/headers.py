@@ -78,17 +78,19 @@ UCX = declare(
 
 GLOG = declare(
     "glog-record", "header",
-    r"^\[?(?P<level>[IWEF])(?:(?P<mo>\d\d)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.\d+)?\s+\d+\s)?\s*"
+    r"^\[?(?P<level>[IWEF])(?:(?P<year>\d{4})?(?P<mo>\d\d)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.\d+)?\s+\d+\s)?\s*"
     r"(?P<src>[\w.-]+:\d+)\]\s?(?P<msg>.*)$",
     samples=[  # https://github.com/vllm-project/vllm-ascend/issues/7792, https://github.com/kvcache-ai/Mooncake/issues/292
         "E0328 09:06:16.412760 112112 ascend_direct_transport.cpp:836] Transfer slice failed with status: 503900",
         "W0423 16:34:48.911494 217200 client.cpp:353] Transfer incomplete, retrying... (attempt 1/3)",
         "[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3)",
+        # glog 0.7's default FLAGS_log_year_in_prefix (logging.cc: the year before month and day)
+        "E20250417 19:46:42.567034   481 master_client.cpp:246] Failed to mount segment due to rpc error",
     ],
     emits="glog",
     triggers=(".cpp:", ".cc:", ".cu:"),
     doc="glog and its kin (the C++ of Mooncake, NIXL, UCX wrappers, torch's c10 logging): a level letter "
-        "(I W E F: F is fatal), month-day and time, thread id, file:line] message; c10's short '[E file:line]'. Its "
+        "(I W E F: F is fatal), the year when glog's log_year_in_prefix is on (0.7's default), month-day and time, thread id, file:line] message; c10's short '[E file:line]'. Its "
         "triggers (a C++ source's file:line) make its lines candidates: an E or F line is matched to its log site",
 )
 RUST_TRACING = declare(
@@ -161,6 +163,10 @@ def _ucx_head(m: re.Match[str], text: str) -> Header:
 
 
 def _glog_head(m: re.Match[str], text: str) -> Header:
+    """glog's head: local time, with its year (an ISO stamp) or without (a month-day the log's year completes)."""
+    if m["year"]:
+        return Header("glog", GLOG_LEVELS[m["level"]], iso=f"{m['year']}-{m['mo']}-{m['day']}T{m['time']}",
+                      source=m["src"], msg=m["msg"], local=True)
     md = f"{m['mo']}-{m['day']} {m['time']}" if m["mo"] else None
     return Header("glog", GLOG_LEVELS[m["level"]], md=md, source=m["src"], msg=m["msg"])
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-from . import engines, faults, frames, sites, stages, startup  # noqa: F401  (register their formats)
+from . import engines, faults, frames, native, sites, stages, startup  # noqa: F401  (register their formats)
 from . import orchestrator as _orchestrator
 from .clean import continuation, logical_lines
 from .formats import REGISTRY, LineFormat, formats
@@ -29,7 +29,7 @@ for _banner in _orchestrator.BANNER_FORMATS:  # head-less orchestrator lines: ve
     REGISTRY.setdefault(_banner.name, _banner)
 _BANNER_TRIGGERS = tuple(t for f in _orchestrator.BANNER_FORMATS for t in f.triggers)
 
-_SPECIAL = {"traceback-start", "exception-line", "traceback-frame"}
+_SPECIAL = {"traceback-start", "exception-line", "traceback-frame", "native-frame"}
 _ERROR_LEVELS = ("ERROR", "CRITICAL")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>[\w.<>]+))?')
 # A traceback frame whose path holds one of these ran in a KV connector (each engine names its own).
@@ -190,6 +190,7 @@ class LineParser:
         self._tb_open: dict[tuple[str | None, int | None, int | None], _Traceback] = {}   # per process key
         self._caught: dict[tuple[str | None, int | None, int | None], int] = {}   # its last caught exception's line
         self._next: str | None = None   # the physical line after the one being fed (a frame's code line)
+        self._native = native.NativeReports()   # a native crash report held while its stack trace goes on
 
     def set_clock(self, tz_offset_s: int) -> None:
         """Local stamps from now on are ``tz_offset_s`` ahead of UTC."""
@@ -296,7 +297,7 @@ class LineParser:
             if ev is not None:
                 return [ev]
         msg = hdr.msg
-        recs = self.parse_message(msg, line, hdr, stamp)
+        recs = self._native.feed(msg, self.parse_message(msg, line, hdr, stamp), self._next)
         key = (hdr.proc, hdr.pid, task)
         if any(isinstance(r, Fault) and r.cause in faults.CAUGHT for r in recs):
             self._caught[key] = line
@@ -358,10 +359,10 @@ class LineParser:
         return _Traceback(line, stamp, hdr.source, hdr.level, hdr.cls, group=group, caught=caught)
 
     def cut_tracebacks(self) -> list[Fault]:
-        """At the end of the input: each traceback still open (its frames seen, its exception line
-        never) as a fault of cause ``cut_traceback`` carrying its frames and its logging call site (the
-        ``file:line`` of its head); the rules judge it by them."""
-        out = []
+        """At the end of the input: a native crash report still held (:mod:`parsers.native`), and each traceback
+        still open (its frames seen, its exception line never) as a fault of cause ``cut_traceback`` carrying its
+        frames and its logging call site (the ``file:line`` of its head); the rules judge it by them."""
+        out = self._native.flush()
         for tb in self._tb_open.values():
             if tb.fns:
                 judged = tb.verdict(whole=False)

@@ -48,6 +48,10 @@ def test_sample(case: tuple[LineFormat, str]) -> None:
         parser = LineParser()
         parser.feed(1, sample)
         assert parser._tb_open, "traceback start not registered"
+    elif fmt.name == "native-frame":
+        recs = parse_text(f"terminate called after throwing an instance of 'std::runtime_error'\n{sample}")
+        assert [r.kind for r in recs] == ["fault"] and recs[0].line == 1
+        assert recs[0].frames, "the frame's symbol was not read into the crash report"
     elif fmt.name == "exception-line":
         head = sample.split("] ", 1)[0] + "] " if "] " in sample else ""
         recs = parse_text(f"{head}Traceback (most recent call last):\n{sample}")
