@@ -1,4 +1,4 @@
-"""Issue 36's blind measures, sets A to D (tests/data/blind-36a/b/c/d), and its development set E
+"""Issue 36's blind measures, sets A to D and F (tests/data/blind-36a/b/c/d/f), and its development set E
 (tests/data/dev-36e, tuned on): real excerpts no other corpus holds, labelled from their threads before diag ran
 on them (each MANIFEST.md says how). Each row gets exactly the check
 tests/test_real_corpus.py makes for its own rows; a row diag does not get right yet carries `known_miss` (what
@@ -16,7 +16,8 @@ import pytest
 from conftest import ROOT
 from test_real_corpus import check, own_param
 
-SETS = [Path(__file__).parent / "data" / name for name in ("blind-36a", "blind-36b", "blind-36c", "blind-36d", "dev-36e")]
+SETS = [Path(__file__).parent / "data" / name for name in (
+    "blind-36a", "blind-36b", "blind-36c", "blind-36d", "dev-36e", "blind-36f")]
 ROWS = {blind: json.loads((blind / "expected.json").read_text()) for blind in SETS}
 CASES = [(blind, r) for blind, rows in ROWS.items() for r in rows]
 
