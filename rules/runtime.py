@@ -135,7 +135,7 @@ def role_balance(rule: Rule, run: Run) -> list[Finding]:
     out = []
     ts = df["bucket"].to_list()
     # a sparse series (a paste, lines cut out): one observation stands for its own cadence
-    for w in windows(ts, cond.to_list(), for_s=rule.for_s, interval_s=step_s(ts, iv),
+    for w in windows(ts, cond.to_list(), for_s=rule.for_s, interval_s=step_s(df["bucket"], iv),
                      keep_firing_for_s=rule.keep_firing_for_s):
         sub = df[list(w.rows)]
         ev = {
@@ -266,7 +266,7 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
                    preempt=pl.col("preemptions").fill_null(0).sum(),
                    prompt=pl.col("prompt_tps").fill_null(0).sum()).sort("bucket"))
         buckets = df["bucket"].to_list()
-        step = step_s(buckets, iv)   # a sparse series (a paste, lines cut out): one observation per its cadence
+        step = step_s(df["bucket"], iv)   # a sparse series (a paste, lines cut out): one observation per its cadence
         gap = float(p.get("max_gap_s", 0))
         full = (df["kv"] >= p["kv_usage"]).fill_null(False).to_list()
         evicted = _evicting_stretches(buckets, full, [t for _, r in ep.of(Preemption) if (t := r.ts) is not None], step)
@@ -325,7 +325,7 @@ def _signal(ep: Endpoint, signal: str) -> tuple[Counter[str], list[tuple[str, An
     items: list[tuple[str, Any]] = []
     if signal == "preemptions":
         if ep.stats.height:
-            hit = ep.stats.filter(pl.col("preemptions").fill_null(0) > 0)
+            hit = ep.stats.filter(pl.col("preemptions").fill_null(0) > 0).select("file", "preemptions", "ts", "line")
             for row in hit.iter_rows(named=True):
                 counts["stats"] += row["preemptions"]
                 items.append((row["file"], row))

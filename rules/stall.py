@@ -23,7 +23,7 @@ def _stalled_runs(df: pl.DataFrame, stalled: list[bool], p: dict[str, Any]) -> l
     interval too, one cadence of the engine's own series), so a sparse log's two lines a minute apart are a
     stall and a dense log's two lines 5 s apart are not yet."""
     ts = df["ts"].to_list()
-    step = cadence_s(ts) or float(p["batch_interval_s"])
+    step = cadence_s(df["ts"]) or float(p["batch_interval_s"])
     out, start = [], None
     for i, s in enumerate([*stalled, False]):
         if s and start is None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import pairwise
 from statistics import median
 
 import polars as pl
@@ -61,14 +60,15 @@ def per_engine(frame: pl.DataFrame, interval_s: float) -> pl.DataFrame:
             .agg(pl.col("ts").last(), *agg))
 
 
-def cadence_s(ts: Sequence[datetime | None]) -> float | None:
-    """A series' own cadence: the median gap (s) between its consecutive distinct times; None with fewer than two."""
-    times = sorted({t for t in ts if t is not None})
-    gaps = [(b - a).total_seconds() for a, b in pairwise(times)]
+def cadence_s(ts: pl.Series | Sequence[datetime | None]) -> float | None:
+    """A series' own cadence: the median gap (s) between its consecutive distinct times; None with fewer than two.
+    The distinct times and their gaps in polars (a column of a dense log holds hundreds of thousands)."""
+    times = ts if isinstance(ts, pl.Series) else pl.Series("ts", ts, dtype=pl.Datetime("us", "UTC"))
+    gaps = (times.drop_nulls().unique().sort().diff().drop_nulls().dt.total_microseconds() / 1e6).to_list()
     return median(gaps) if gaps else None
 
 
-def step_s(ts: Sequence[datetime | None], interval_s: float) -> float:
+def step_s(ts: pl.Series | Sequence[datetime | None], interval_s: float) -> float:
     """The time one observation of a series stands for: its cadence, never less than the stats interval (a
     sparse series, a paste with lines cut out, observes every few intervals; a dense one is bucketed)."""
     return max(interval_s, cadence_s(ts) or interval_s)
