@@ -146,19 +146,29 @@ def tz_offset_from(ext_iso: str, md: str) -> int:
     return round(best / _QUARTER_HOUR) * _QUARTER_HOUR
 
 
+# A full date in any head diag reads, the log's first one deciding: ISO (Dynamo, docker, SGLang, Python's
+# logging), TensorRT-LLM's Python logger (month/day/year-time) and C++ logger (month-day-year time), glog with
+# its year (log_year_in_prefix: level, year, month, day).
+_FULL_DATE = re.compile(
+    r"(?<!\d)(?P<y>20\d\d)-(?P<m>\d\d)-\d\d[T ]\d\d:\d\d:\d\d"
+    r"|(?<!\d)(?P<m2>\d\d)/\d\d/(?P<y2>20\d\d)-\d\d:\d\d:\d\d"
+    r"|(?<![\d-])(?P<m3>\d\d)-\d\d-(?P<y3>20\d\d) \d\d:\d\d:\d\d"
+    r"|(?<![\w])[IWEF](?P<y4>20\d\d)(?P<m4>\d\d)\d\d \d\d:\d\d:\d\d")
+
+
 def infer_year(head: str, ref: datetime | None = None, first_md: str | None = None,
                not_after: datetime | None = None) -> int | None:
     """The year of a log's first month-day time.
 
-    The reference date is the log's own first full date, else ``ref`` (the run's orchestrator
+    The reference date is the log's own first full date (:data:`_FULL_DATE`), else ``ref`` (the run's orchestrator
     start, or the file's mtime). When the first month-day lies more than half a year from the
     reference month, the run crossed New Year between them. ``not_after`` (the file's mtime: no
     line was written after it) is a bound: a first month-day that would fall after it (a day of
     slack for local time) belongs to the year before.
     """
-    m = re.search(r"(?<!\d)(20\d\d)-(\d\d)-\d\d[T ]\d\d:\d\d:\d\d", head)
+    m = _FULL_DATE.search(head)
     if m:
-        year, month = int(m.group(1)), int(m.group(2))
+        year, month = int(m["y"] or m["y2"] or m["y3"] or m["y4"]), int(m["m"] or m["m2"] or m["m3"] or m["m4"])
     elif ref is not None:
         year, month = ref.year, ref.month
     else:

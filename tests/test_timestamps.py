@@ -126,3 +126,16 @@ def test_the_first_month_day_gets_its_year_under_every_dating_source(
     else:
         got = infer_year(f"{(first - lag).isoformat()} INFO dynamo: start\n" + head)
     assert got == local.year
+
+
+@pytest.mark.parametrize("head", [
+    "E20251112 11:16:11.129717 58058 master_client.cpp:146] RPC call failed: Connection timed out",  # glog, its year
+    "[11/12/2025-11:16:11] [TRT-LLM] [W] Logger level already set from environment.",             # TRT-LLM Python
+    "11-12-2025 11:16:11.123456 [TRT-LLM] [I] Set logger level to [I]",                          # TRT-LLM C++
+    "2025-11-12T11:16:11.252Z  INFO dynamo_runtime::distributed: x",                             # ISO
+])
+def test_a_month_day_takes_the_year_of_the_first_full_date_in_any_head(head: str) -> None:
+    """A log's year-less month-day stamps take the year its first full date says, whichever head carries it (an
+    engine's own heads with the year beside vLLM's month-day lines), not the reference's."""
+    ref = datetime(2026, 12, 5, tzinfo=UTC)
+    assert infer_year(head + "\n" + VLLM.format(md="11-12 11:16:12"), ref) == 2025
