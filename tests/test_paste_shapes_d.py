@@ -110,3 +110,16 @@ def test_glog_head_with_or_without_its_year(tmp_path: Path, year: str) -> None:
     assert [r.cause for r in faults][:2] == ["kv_connector", "kv_connector"]
     assert faults[0].ts is not None and (faults[0].ts.year, faults[0].ts.month, faults[0].ts.day) == (2025, 4, 17)
     assert {"DIAG-E002", "DIAG-E004"} <= _codes(tmp_path, lines)
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_connector_failing_to_register_the_kv_caches_is_a_start_up_failure(tmp_path: Path, header: bool) -> None:
+    """The model runner hands its allocated caches to the KV connector at start-up (initialize_kv_cache ->
+    register_kv_caches): a transfer library's error there is the KV path failing and the worker never serving,
+    also from frames cut above them."""
+    connector = "/opt/venv/lib/python3.12/site-packages/vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py"
+    nixl = "/opt/venv/lib/python3.12/site-packages/nixl/_api.py"
+    lines = _traceback([(connector, "register_kv_caches", "self.src_xfer_side_handle = self.nixl_wrapper.prep_xfer_dlist("),
+                        (nixl, "prep_xfer_dlist", "handle = self.agent.prepXferDlist(agent_name, descs, handle_list)")],
+                       "nixl._bindings.nixlNotFoundError: NIXL_ERR_NOT_FOUND")
+    assert _codes(tmp_path, lines if header else lines[1:]) == {"DIAG-E002", "DIAG-E004"}
