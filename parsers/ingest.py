@@ -487,7 +487,3 @@ def infer_clock(head: str) -> tuple[int | None, str | None]:
             return int(told.seconds), told.note
         note = note or told.note or None
     return (None if note else 0), note
-    for adapter in engines.adapters():
-        if adapter.clock_offset is not None and (seconds := adapter.clock_offset(head).seconds) is not None:
-            return int(seconds)
-    return 0

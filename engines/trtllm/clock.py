@@ -90,5 +90,7 @@ def infer(stamps: list[tuple[str, datetime]]) -> ClockOffset:
 def offset_of(head: str) -> ClockOffset:
     """The offset a log's head settles (:func:`infer` over its stamped lines, cleaned as the line parser cleans
     them: colours, srun labels and other prefixes off)."""
+    if "[TRT-LLM]" not in head and "timestamp = " not in head:
+        return ClockOffset(None, "")   # no local stamp of its forms (every one holds one of these literals)
     return infer([s for raw in head.splitlines() for text, _, _ in logical_lines(raw)
                   if (s := _stamp(text)) is not None])
