@@ -45,7 +45,8 @@ def _bulk_classify(block: bytes) -> pl.DataFrame:
     """Per line of a block: the text and whether it holds a record trigger (also when escape sequences
     split a trigger's words: such a line is a candidate by its text without them)."""
     col = pl.col("line")
-    return escaped_candidates(lines_frame(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect())
+    return escaped_candidates(lines_frame(block).select(col, col.str.contains(TRIGGER_PATTERN).alias("cand")).collect(),
+                              block)
 
 
 class BlockLines:

@@ -212,13 +212,37 @@ def _inert(headed: pl.Expr) -> pl.Expr:
             & ~line.str.contains(_NOT_PLAIN) & ~line.str.contains(_NOT_UCX_TRIGGERS))
 
 
-def escaped_candidates(df: pl.DataFrame) -> pl.DataFrame:
-    """``df`` (``line``, ``cand``) with the lines whose triggers escape sequences split marked as
+# An SGR/CSI sequence of digits and ';' then one final byte is exactly one match of the ANSI pattern.
+_CSI_LITERAL = re.compile(rb"\x1b\[[0-9;]*[@-~]")
+_COMMON_CSI = (b"\x1b[0m", b"\x1b[2m", b"\x1b[3m", b"\x1b[1m", b"\x1b[32m", b"\x1b[33m", b"\x1b[31m",
+               b"\x1b[34m", b"\x1b[35m", b"\x1b[36m", b"\x1b[0;36m", b"\x1b[0;0m", b"\x1b[1;33m", b"\x1b[K")
+_LEARN_BYTES = 1 << 16
+
+
+def _learnt(block: bytes) -> list[str]:
+    """The SGR/CSI sequences of the block's head, and the usual ones."""
+    return sorted({x.decode() for x in (*_COMMON_CSI, *_CSI_LITERAL.findall(block[:_LEARN_BYTES]))})
+
+
+def escaped_hits(df: pl.DataFrame, block: bytes) -> pl.Series:
+    """Of ``df`` (``i``, ``line``: lines with escape sequences and no trigger in their raw text), the ``i`` of
+    those whose text without the sequences holds one. The CSI literals of the block's head come off in one
+    Aho-Corasick pass: when every ``ESC`` of a line starts one of them, that is exactly the ANSI pattern's removal;
+    a line with any other sequence left has the ANSI pattern itself removed."""
+    col, plain = pl.col("line"), pl.col("plain")
+    lits = _learnt(block)
+    df = df.with_columns(col.str.replace_many(lits, [""] * len(lits)).alias("plain"))
+    left = plain.str.contains("\x1b", literal=True)
+    return pl.concat([df.filter(~left & plain.str.contains(TRIGGER_PATTERN))["i"],
+                      df.filter(left).filter(col.str.replace_all(ANSI_PATTERN, "").str.contains(TRIGGER_PATTERN))["i"]])
+
+
+def escaped_candidates(df: pl.DataFrame, block: bytes) -> pl.DataFrame:
+    """``df`` (``line``, ``cand``) of ``block`` with the lines whose triggers escape sequences split marked as
     candidates too (what :func:`parsers.lineparser.is_candidate` says of one line)."""
-    line = pl.col("line")
-    split = df.with_row_index("i").filter(~pl.col("cand") & line.str.contains("\x1b", literal=True))
+    split = df.with_row_index("i").filter(~pl.col("cand") & pl.col("line").str.contains("\x1b", literal=True))
     if split.height:
-        hit = split.filter(line.str.replace_all(ANSI_PATTERN, "").str.contains(TRIGGER_PATTERN))["i"]
+        hit = escaped_hits(split.select("i", "line"), block)
         if hit.len():
             return df.with_columns(df["cand"].scatter(hit, True))
     return df
@@ -249,4 +273,4 @@ def kv_records(df: pl.DataFrame) -> list[KVTransfer]:
     return out
 
 
-__all__ = ["KV_COLUMNS", "STATS_COLUMNS", "empty_kv", "empty_stats", "escaped_candidates", "extract", "kv_records", "stats_records"]
+__all__ = ["KV_COLUMNS", "STATS_COLUMNS", "empty_kv", "empty_stats", "escaped_candidates", "escaped_hits", "extract", "kv_records", "stats_records"]

@@ -17,7 +17,6 @@ path, which gives the same answer more slowly.
 
 from __future__ import annotations
 
-import re
 import threading
 from typing import Any
 
@@ -25,19 +24,15 @@ import numpy as np
 import polars as pl
 
 from .blocklines import compressed_magic, split_lines
+from .columns import escaped_hits
 from .counts import ansi_lines
-from .lineparser import ANSI_PATTERN, TRIGGER_PATTERN, trigger_literals
+from .lineparser import trigger_literals
 
 try:  # a compiled wheel; without it the polars path runs everywhere
     import hyperscan
 except ImportError:  # pragma: no cover - the platform has no wheel
     hyperscan = None
 
-# An SGR/CSI sequence of digits and ';' then one final byte is exactly one match of the ANSI pattern.
-_CSI_LITERAL = re.compile(rb"\x1b\[[0-9;]*[@-~]")
-_COMMON_CSI = (b"\x1b[0m", b"\x1b[2m", b"\x1b[3m", b"\x1b[1m", b"\x1b[32m", b"\x1b[33m", b"\x1b[31m",
-               b"\x1b[34m", b"\x1b[35m", b"\x1b[36m", b"\x1b[0;36m", b"\x1b[0;0m", b"\x1b[1;33m", b"\x1b[K")
-_LEARN_BYTES = 1 << 16
 # The ANSI pattern's forms without an ESC, as Hyperscan reads them (a bare "[32m" after any other byte).
 _PLAIN_ANSI = (rb"\^\[\[", rb"#033\[", rb"(?:^|[^\x1b])\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
 
@@ -124,28 +119,15 @@ class BlockScan:
                 for x, y in zip(starts.tolist(), stops.tolist(), strict=True)]
 
 
-def _learnt(block: bytes) -> list[str]:
-    """The SGR/CSI sequences of the block's head, and the usual ones."""
-    return sorted({x.decode() for x in (*_COMMON_CSI, *_CSI_LITERAL.findall(block[:_LEARN_BYTES]))})
-
-
 def _escaped(block: bytes, lines: pl.Series, raw: np.ndarray) -> list[int]:
-    """Lines with escape sequences and no trigger in their raw text (``raw``: those with one) whose
-    text without the sequences holds one. The learnt CSI literals come off in one Aho-Corasick pass:
-    when every ``ESC`` of a line starts one of them, that is exactly the ANSI pattern's removal; a
-    line with any other sequence left has the ANSI pattern itself removed."""
-    col, plain = pl.col("line"), pl.col("plain")
-    df = pl.DataFrame({"line": lines}).with_row_index("i").filter(col.str.contains("\x1b", literal=True))
+    """Lines with escape sequences and no trigger in their raw text (``raw``: those with one) whose text
+    without the sequences holds one (:func:`parsers.columns.escaped_hits`)."""
+    df = pl.DataFrame({"line": lines}).with_row_index("i").filter(pl.col("line").str.contains("\x1b", literal=True))
     if raw.size:
         df = df.filter(~pl.col("i").is_in(pl.Series(raw, dtype=pl.UInt32).implode()))
     if df.height == 0:
         return []
-    lits = _learnt(block)
-    df = df.with_columns(col.str.replace_many(lits, [""] * len(lits)).alias("plain"))
-    left = plain.str.contains("\x1b", literal=True)
-    hits = pl.concat([df.filter(~left & plain.str.contains(TRIGGER_PATTERN))["i"],
-                      df.filter(left).filter(col.str.replace_all(ANSI_PATTERN, "").str.contains(TRIGGER_PATTERN))["i"]])
-    return sorted(hits.to_list())
+    return sorted(escaped_hits(df, block).to_list())
 
 
 def line_bounds(nl: np.ndarray, length: int, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
