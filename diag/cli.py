@@ -193,9 +193,11 @@ app.command("runs", cls=_command(RUNS_EXAMPLES), context_settings=CONTEXT)(runs)
 app.command("mcp", cls=_command(MCP_EXAMPLES), context_settings=CONTEXT)(mcp)
 
 
-# polars' allocator (jemalloc) keeps freed pages for 10 s by default: block after block, a large log
-# would hold every thread's high-water mark. Return them at once (a user's own setting wins).
-ALLOCATOR_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
+# polars' allocator (jemalloc): one arena, freed pages kept 200 ms. Its default keeps them longer (a large log
+# would hold every thread's high-water mark); returning them at once costs a page fault for every page of every
+# block's columns (1 GB of noise: 7 s of system time, 14.2 s in all, 367 MB peak; this: 10.3 s, 406 MB; dense
+# 200 MB 10.6 s / 477 MB -> 7.9 s / 562 MB: bench/README.md). A user's own setting wins.
+ALLOCATOR_CONF = "narenas:1,dirty_decay_ms:200,muzzy_decay_ms:0"
 
 
 def main() -> None:
