@@ -341,28 +341,18 @@ PARALLEL_MIN_BYTES = 64 << 20   # below this, one thread does it
 
 def parse_logs(files: list[tuple[Path, FileInfo]], *, ref: datetime | None = None,
                on_bytes: Callable[[int], None] | None = None, workers: int | None = None) -> list[ParsedLog]:
-    """Parse logs, in input order. Large inputs are read by one thread per usable CPU: the per-line work
-    runs in polars, which releases the GIL, so files overlap on both cores (worker processes were measured:
-    1 GB noise 14.2 -> 13.4 s, with 538 MB of peak memory across them against 367 MB: bench/README.md)."""
+    """Parse logs, in input order. Large inputs are read by one thread per CPU: the per-line work
+    runs in polars, which releases the GIL, so files overlap on both cores."""
     sizes = [file_size(p) for p, _ in files]
-    n = workers if workers is not None else min(usable_cpus(), len(files))
+    n = workers if workers is not None else min(os.cpu_count() or 1, len(files))
     if n < 2 or sum(sizes) < PARALLEL_MIN_BYTES:
         return [parse_log(p, i, ref=ref, on_bytes=on_bytes) for p, i in files]
     from concurrent.futures import ThreadPoolExecutor
 
     order = sorted(range(len(files)), key=lambda k: -sizes[k])  # the largest first: the threads end together
     with ThreadPoolExecutor(n) as pool:
-        futures = {k: pool.submit(inputs.in_context(parse_log), files[k][0], files[k][1], ref=ref, on_bytes=on_bytes)
-                   for k in order}
+        futures = {k: pool.submit(inputs.in_context(parse_log), files[k][0], files[k][1], ref=ref, on_bytes=on_bytes) for k in order}
         return [futures[k].result() for k in range(len(files))]
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, a cgroup's cpuset under SLURM)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - no affinity call on this platform
-        return os.cpu_count() or 1
 
 
 def file_size(path: Path) -> int:

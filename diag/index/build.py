@@ -28,7 +28,7 @@ import polars as pl
 
 from diag import __version__
 from diag.emit import envelope
-from diag.files import LOG_KINDS, InputError, RunFiles, find_runs, usable_cpus
+from diag.files import LOG_KINDS, InputError, RunFiles, find_runs
 from diag.parsers import inputs
 from diag.refusal import refusal
 
@@ -225,6 +225,14 @@ def _saved_or_todo(runs: list[RunFiles], ids: list[str], hashes: list[str],
 
 def _inside(path: Path, into: Path) -> bool:
     return path.absolute().is_relative_to(into.absolute())
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, a cgroup's cpuset under SLURM)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - no affinity call on this platform
+        return os.cpu_count() or 1
 
 
 def _analyze_all(items: list[tuple[RunFiles, str]], ids: list[str], jobs: int,
