@@ -142,16 +142,22 @@ def window_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, An
     """Rates, queues (per-engine means summed) and KV (averaged) of an endpoint over a window; peaks are
     the highest 10 s total (waiting) and the highest sample (KV); the preemptions and stats samples in it.
     A figure no sample knows is None, not 0."""
+    return window_and_engines(ep, start, end)[0]
+
+
+def window_and_engines(ep: Endpoint, start: datetime, end: datetime) -> tuple[dict[str, Any], dict[str, EngineFigures]]:
+    """:func:`window_figures` of a window and each engine's figures over it, its samples and means taken once."""
     s = in_window(ep.stats, start, end)
     if not s.height:
-        return {}
+        return {}, {}
     means = _engine_means(s)
     totals = _bucket_totals(s.filter(pl.col("waiting").is_not_null()), "waiting", ep.per_batch_stats)
-    return {"prompt_tps_mean": known_sum(means["prompt_tps"]), "gen_tps_mean": known_sum(means["gen_tps"]),
-            "running_mean": known_sum(means["running"]), "waiting_mean": known_sum(means["waiting"]),
-            "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max(),
-            "preemptions": int(s["preemptions"].fill_null(0).sum()) + _preemption_lines(ep, start, end),
-            "window_samples": s.height}
+    fig = {"prompt_tps_mean": known_sum(means["prompt_tps"]), "gen_tps_mean": known_sum(means["gen_tps"]),
+           "running_mean": known_sum(means["running"]), "waiting_mean": known_sum(means["waiting"]),
+           "waiting_peak": totals["waiting"].max(), "kv_mean": s["kv_usage"].mean(), "kv_peak": s["kv_usage"].max(),
+           "preemptions": int(s["preemptions"].fill_null(0).sum()) + _preemption_lines(ep, start, end),
+           "window_samples": s.height}
+    return fig, _engines_of(means)
 
 
 def _preemption_lines(ep: Endpoint, start: datetime, end: datetime) -> int:
@@ -159,9 +165,8 @@ def _preemption_lines(ep: Endpoint, start: datetime, end: datetime) -> int:
     return sum(1 for _, r in ep.of(Preemption) if r.ts is not None and start <= r.ts <= end)
 
 
-def engine_figures(ep: Endpoint, start: datetime, end: datetime) -> dict[str, EngineFigures]:
-    """Each engine's figures over a window, by engine name."""
-    means = _engine_means(in_window(ep.stats, start, end))
+def _engines_of(means: pl.DataFrame) -> dict[str, EngineFigures]:
+    """Each engine's figures from its means over a window, by engine name."""
     return {e: EngineFigures(n, p, g, run, wait, kv, int(pre)) for e, p, g, run, wait, kv, n, pre in means.select(
         "engine", "prompt_tps", "gen_tps", "running", "waiting", "kv_usage", "samples", "preemptions").iter_rows()}
 
@@ -222,10 +227,10 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
     live scrape beside a finished run, one that died earlier) over its own active window, so labelled.
     ``stale_at``: the time its health is judged STALE against (default ``now``; a finished run's stats end)."""
     window, label = summary_window(verdicts), window_dict(verdicts)
-    fig = window_figures(ep, window[0], window[1]) if window is not None else {}
+    fig, per = window_and_engines(ep, *window) if window is not None else ({}, {})
     if not fig and (own := active_window(run, [ep])) is not None:   # none of its samples in the run's window
         window, label = own, {"label": "active", "start": own[0].isoformat(), "end": own[1].isoformat()}
-        fig = window_figures(ep, *own)
+        fig, per = window_and_engines(ep, *own)
     keys = ("prompt_tps_mean", "gen_tps_mean", "running_mean", "waiting_mean", "waiting_peak", "kv_mean", "kv_peak")
     limiting = ep.id in limiting_endpoints(run, verdicts.run if verdicts is not None else None)
     health = endpoint_health(ep, findings, stale_at or now, stale_s, loaded=benchmark_began(run, now),
@@ -238,7 +243,7 @@ def endpoint_summary(run: Run, ep: Endpoint, findings: list[Finding], now: datet
                            facts=facts_of(ep, run.engine),
                            startup=ep.startup.to_dict(now), latency=endpoint_latency(ep),
                            log="empty" if empty else None, limiting=limiting,
-                           per_engine=engine_figures(ep, *window) if fig and window is not None else {})
+                           per_engine=per if fig else {})
 
 
 def summary_window(verdicts: Verdicts | None) -> tuple[datetime, datetime] | None:
