@@ -329,3 +329,17 @@ def test_metric_sources_that_misbehave(flag: str, mode: str, why: str) -> None:
     assert why in errors[0] and len(errors[0]) <= 320 and errors[0].isprintable()
     assert "prefill-w0" in res.stdout  # the logs were still read and reported
     assert took < 20, f"{mode} took {took:.1f} s"
+
+
+def test_a_short_literal_in_random_bytes_does_not_make_them_a_log(tmp_path: Path) -> None:
+    """'UCX' (three characters, a record trigger) turns up in about one in a hundred 200 kB random files: such
+    bytes are still binary, not a log."""
+    import random
+
+    data = bytearray(random.Random(7).randbytes(200_000))
+    data[100_000:100_003] = b"UCX"
+    junk = tmp_path / "nodeX_decode_w3.out"
+    junk.write_bytes(bytes(data))
+    res = diag("tail", str(junk))
+    clean(res)
+    assert res.returncode == 2 and "nodeX_decode_w3.out: binary file" in res.stderr
