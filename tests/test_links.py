@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from loading import shared_sample_pipelines
 from schemas import validate
 
 from helpers import run_diag
@@ -19,7 +20,10 @@ DERIVED = sorted(p.name for p in RUNS.iterdir() if "derived_from" in json.loads(
 
 
 def diag(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return run_diag(*args, cwd=cwd, env={"COLUMNS": "200", "NO_COLOR": None})
+    """``diag ARGS`` in this process; a shipped sample run is judged once per process (its JSON, text and TUI
+    views here, and other modules', present the same read-only report)."""
+    with shared_sample_pipelines():
+        return run_diag(*args, cwd=cwd, env={"COLUMNS": "200", "NO_COLOR": None})
 
 
 def _doc(run: str) -> dict:
