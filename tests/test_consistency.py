@@ -15,12 +15,13 @@ import io
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from loading import report_of
+from loading import report_of, shared_sample_pipelines
 
 from diag.emit.jsondoc import report_dict
 from diag.emit.text import render_tail
@@ -41,6 +42,13 @@ RUNS = sorted(p.name for p in (ROOT / "samples" / "runs").iterdir() if p.is_dir(
 SEVERITIES = ("info", "warning", "error")
 WORST_FIRST = ("DOWN", "CRIT", "LIMITS", "WARN", "STALE", "NO STATS", "READY", "OK")   # README's health order
 FROM_FINDINGS = {"DOWN", "CRIT", "WARN"}
+
+
+@pytest.fixture(autouse=True)
+def _shared_samples() -> Iterator[None]:
+    """The commands here judge each shipped sample run once per process (the report they all present)."""
+    with shared_sample_pipelines():
+        yield
 
 
 def _report(run: str) -> Report:
