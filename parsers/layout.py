@@ -8,6 +8,7 @@ the role of a worker log whose name has none, from the engine's ``kv_role`` or t
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,17 +170,24 @@ VOCABULARY = ("engine stats, iteration, start-up, KV-transfer or fault lines, Dy
               "benchmark results or Prometheus text")
 
 
+@functools.cache
+def _vocabulary_literals() -> list[str]:
+    """The record triggers that say a file is a log: a literal of three characters says nothing ('UCX' is in 1 %
+    of 200 kB of random bytes; a real UCX line holds a longer one, its level)."""
+    from .lineparser import trigger_literals
+
+    return [t for t in trigger_literals() if len(t) >= 4]
+
+
 def holds_vocabulary(block: bytes) -> bool:
     """Whether any line of a block holds a record trigger, also where escape sequences split one: the
     test that keeps a file whose head says nothing (a paste, a log after a long preamble, one with a
     stray NUL) from being refused. One native multi-literal pass, not a regex per line."""
     import polars as pl
 
-    from .lineparser import ANSI_PATTERN, trigger_literals
+    from .lineparser import ANSI_PATTERN
 
     text = pl.Series([block.decode("utf-8", errors="replace")])
     if b"\x1b" in block:
         text = text.str.replace_all(ANSI_PATTERN, "")
-    # a literal of three characters says nothing here: 'UCX' is in 1 % of 200 kB of random bytes (a real UCX
-    # line holds a longer one, its level)
-    return bool(text.str.contains_any([t for t in trigger_literals() if len(t) >= 4]).item())
+    return bool(text.str.contains_any(_vocabulary_literals()).item())
