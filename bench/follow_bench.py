@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from noise_input import build_noise_run
 
-_BEAT = re.compile(r"^(\S+)\s+\S+\s+samples=(\d+)")
+_BEAT = re.compile(r"^(\S+)\s+\S+\s+.*?samples=([\d,]+)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                 m = _BEAT.match(line.strip())
                 if m:
                     with lock:
-                        latest[m.group(1)] = int(m.group(2))
+                        latest[m.group(1)] = int(m.group(2).replace(",", ""))
                         seen.append((time.perf_counter(), dict(latest)))
 
         threading.Thread(target=pump, daemon=True).start()

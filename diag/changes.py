@@ -53,6 +53,10 @@ class SourceBase:
     def now(self) -> datetime | None:
         return None
 
+    def due_in(self) -> float | None:
+        """Seconds until something held back is due to be read (a poll then shows it); None: nothing held."""
+        return None
+
     def flush(self) -> Changes:
         return NO_CHANGES
 

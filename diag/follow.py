@@ -10,6 +10,7 @@ exist yet (or a glob that matches nothing yet) is waited for and followed once i
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
 import os
@@ -32,6 +33,7 @@ from diag.parsers.records import Record
 from .files import (
     BLOCK,
     NO_RUN_LOGS,
+    PARALLEL_MIN_BYTES,
     Skipped,
     classify,
     clock_of,
@@ -314,11 +316,41 @@ class Follower:
     def poll(self) -> tuple[list[tuple[str, Record]], list[str], list[tuple[str, pl.DataFrame, pl.DataFrame]]]:
         """(new records with their file, newly found files, new stats/KV rows with their file)."""
         added = self._rescan()
-        out: list[tuple[str, Record]] = []
-        for key, f in list(self.files.items()):
-            for r in self._read(key, f):
-                out.append((key, r))
+        files = list(self.files.items())
+        read = self._read_parallel(files) if self._backlog(files) >= PARALLEL_MIN_BYTES else {}
+        out = [(key, r) for key, f in files for r in (read[key] if key in read else self._read(key, f))]
         return out, added, self._rows()
+
+    def _backlog(self, files: list[tuple[str, Followed]]) -> int:
+        """Bytes written and not read yet in the plain (uncompressed, unreplayed) files."""
+        if self.visible is not None or len(files) < 2:
+            return 0
+        total = 0
+        for key, f in files:
+            with contextlib.suppress(OSError):
+                total += 0 if f.packed else max(inputs.stat(Path(key)).st_size - f.offset, 0)
+        return total
+
+    def _read_parallel(self, files: list[tuple[str, Followed]]) -> dict[str, list[Record]]:
+        """A large backlog (catching up on an existing run) read as the batch read reads it: one thread per CPU,
+        the files in parallel (each has its own parser; polars releases the GIL), the records kept per file."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        n = min(os.cpu_count() or 1, len(files))
+        if n < 2:
+            return {}
+        with ThreadPoolExecutor(n) as pool:
+            futures = {key: pool.submit(inputs.in_context(self._read), key, f) for key, f in files}
+            return {key: fut.result() for key, fut in futures.items()}
+
+    def due_in(self) -> float | None:
+        """Seconds until a held-back last line (:data:`HOLD_S`) is due to be parsed alone; None: none is held (a
+        line overdue and still held, as a replay's, is not waited for)."""
+        now = time.monotonic()
+        due = [HOLD_S - (now - f.quiet_since) for f in self.files.values()
+               if f.parser.waiting and not f.packed and self.visible is None]
+        due = [d for d in due if d > -HOLD_S]
+        return max(0.0, min(due)) if due else None
 
     def _rows(self) -> list[tuple[str, pl.DataFrame, pl.DataFrame]]:
         rows = []

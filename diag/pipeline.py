@@ -52,6 +52,7 @@ from .throughput import throughput, tokens_per_gpu
 
 LIVE_S = 15 * 60.0   # data this close to the wall clock is a live run; other data is judged as of its end
 SETTLE_S = 30.0      # a live window is judged once the data is this far past its qualifying part (3 stats lines)
+DUE_MARGIN_S = 0.01   # a poll this long after a held-back line is due (its hold has surely passed then)
 
 
 def data_end(run: Run) -> datetime | None:
@@ -225,7 +226,8 @@ class Pipeline:
         try:
             yield self.step()  # what is there now is read, even when stopped at once
             while not stop():
-                time.sleep(poll_s)
+                due = self.source.due_in()   # a held-back line is read the moment it is due, not a poll later
+                time.sleep(poll_s if due is None else min(poll_s, due + DUE_MARGIN_S))
                 if stop():
                     break
                 yield self.step()

@@ -66,6 +66,7 @@ class Source(Protocol):
     def logs(self) -> list[ParsedLog]: ...
     def side(self) -> Side: ...
     def now(self) -> datetime | None: ...
+    def due_in(self) -> float | None: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def adopt(self, logs: Mapping[str, ParsedLog]) -> None: ...
@@ -202,6 +203,9 @@ class FollowSource(SourceBase):
 
     def adopt(self, logs: Mapping[str, ParsedLog]) -> None:
         self.follower.adopt(logs)
+
+    def due_in(self) -> float | None:
+        return self.follower.due_in()
 
     def side(self) -> Side:
         self._refresh()
@@ -459,6 +463,9 @@ class MultiSource(SourceBase):
 
     def now(self) -> datetime | None:
         return self.sources[0].now()
+
+    def due_in(self) -> float | None:
+        return min((d for s in self.sources if (d := s.due_in()) is not None), default=None)
 
     @property
     def errors(self) -> list[str]:

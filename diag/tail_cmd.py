@@ -76,7 +76,7 @@ def tail(
                                                    "is read once, as without -f, and diag says so."),
     heartbeat: float = typer.Option(30.0, "--heartbeat", metavar="SECONDS", callback=positive("--heartbeat"),
                                     help="Follow mode: seconds between endpoint heartbeats."),
-    poll: float = typer.Option(0.25, "--poll", callback=positive("--poll", hi=60), hidden=True,
+    poll: float = typer.Option(0.1, "--poll", callback=positive("--poll", hi=60), hidden=True,
                                help="Follow mode: seconds between reads."),
     export: Path | None = typer.Option(None, "--export", metavar="DIR",
                                        help="Also write the time series (stats and KV-transfer tables) to this "

@@ -76,17 +76,18 @@ def kv_filling(rule: Rule, run: Run) -> list[Finding]:
             ok = ((df["running"].fill_null(0) > 0) & (df["waiting"].fill_null(0) == 0)
                   & (df["preemptions"].fill_null(0) == 0)).to_list()
             running = df["running"].fill_null(0).to_list()
-            for a, b in _rising_runs(df["kv_usage"].to_list(), ok, float(p.get("dip_pp", 0.0))):
-                sub = df[a:b]
-                kv = sub["kv_usage"]
-                if sub.height < p["min_intervals"] or kv[-1] < p["kv_usage"] or kv[-1] - kv[0] < p["rise_pp"] \
+            kv = df["kv_usage"].to_list()
+            for a, b in _rising_runs(kv, ok, float(p.get("dip_pp", 0.0))):
+                # judged on the lists first: most runs are short or shallow, and a frame slice costs ~10 us
+                if b - a < p["min_intervals"] or kv[b - 1] < p["kv_usage"] or kv[b - 1] - kv[a] < p["rise_pp"] \
                         or _ramp_up(running, a, b, float(p["ramp_running_frac"])):
                     continue
+                sub = df[a:b]
                 fc = forecast(sub.select("ts", "kv_usage"), sub["ts"][-1] + timedelta(seconds=1), sub.height)
                 if fc is None or fc["time_to_full_s"] > p["horizon_s"]:
                     continue   # flat in time (every line on one second), or too slow to matter
-                if best is None or kv[-1] > best[0]:
-                    best = (kv[-1], sub, str(eng), fc)
+                if best is None or kv[b - 1] > best[0]:
+                    best = (kv[b - 1], sub, str(eng), fc)
         if best is None:
             continue
         last, sub, eng, fc = best

@@ -30,7 +30,7 @@ from .present import number
 from .runmodel import Endpoint, Run
 from .templating import Template, _finding, _loc, empty_logs, log_empty
 from .verdict_catalog import token_budget
-from .windows import bucketed, per_engine, step_s, windows
+from .windows import bucketed, median_without, per_engine, step_s, windows
 
 TEMPLATES: dict[str, Template] = {
     "fault_incident": incidents.fault_incident,
@@ -189,21 +189,17 @@ def engine_skew(rule: Rule, run: Run) -> list[Finding]:
         # a bucket can hold a skewed engine only if its busiest engine is >= ratio x its least busy one
         # and some sibling reaches min_load: only those buckets need the exact sibling median
         hi, lo = pl.max_horizontal(engines), pl.min_horizontal(engines)
-        maybe = wide.select((hi >= p["ratio"] * lo) & (hi >= p["min_load"])).to_series().to_list()
+        reported = pl.sum_horizontal(pl.col(e).is_not_null() for e in engines)
+        maybe = wide.select((hi >= p["ratio"] * lo) & (hi >= p["min_load"]) & (reported >= 2)).to_series()
         rows = wide.select(engines).rows()
+        ranked = {i: sorted(v for v in rows[i] if v is not None) for i in maybe.arg_true().to_list()}
         for ei, eng in enumerate(engines):
-            cond = []
-            for row, possible in zip(rows, maybe, strict=True):
-                mine = row[ei]
-                if not possible or mine is None:
-                    cond.append(False)
-                    continue
-                others = [v for j, v in enumerate(row) if j != ei and v is not None]
-                if not others:
-                    cond.append(False)
-                    continue
-                med = median(others)
-                cond.append(med >= p["min_load"] and mine >= p["ratio"] * med)
+            cond = [False] * len(rows)
+            for i, present in ranked.items():   # the possible buckets with a sibling: the rest are False
+                mine = rows[i][ei]
+                if mine is not None:
+                    med = median_without(present, mine)
+                    cond[i] = med >= p["min_load"] and mine >= p["ratio"] * med
             for w in windows(ts, cond, for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s):
                 sub = [rows[i] for i in w.rows]
                 mine = sum(r[ei] for r in sub) / len(sub)

@@ -22,13 +22,16 @@ def _stalled_runs(df: pl.DataFrame, stalled: list[bool], p: dict[str, Any]) -> l
     covering at least ``stall_s`` (a line reports the interval before it: the run covers its first line's
     interval too, one cadence of the engine's own series), so a sparse log's two lines a minute apart are a
     stall and a dense log's two lines 5 s apart are not yet."""
-    ts = df["ts"].to_list()
-    step = cadence_s(df["ts"]) or float(p["batch_interval_s"])
+    ts = df["ts"]   # read at the runs' ends only (a dense engine has tens of thousands of lines)
+    step = cadence_s(ts) or float(p["batch_interval_s"])
     out, start = [], None
     for i, s in enumerate([*stalled, False]):
         if s and start is None:
             start = i
         elif not s and start is not None:
+            if i - start < p["min_lines"]:
+                start = None
+                continue
             first, last = ts[start], ts[i - 1]
             covered = ((last - first).total_seconds() + step if first is not None and last is not None
                        else (i - start) * step)   # lines without a time: each one interval

@@ -7,9 +7,11 @@ bucket breaks the run: no stats means no evidence); firing windows closer than
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import compress
 from statistics import median
 
 import polars as pl
@@ -53,11 +55,18 @@ def per_engine(frame: pl.DataFrame, interval_s: float) -> pl.DataFrame:
     (``*_tps``) and its summed preemptions, so sums over engines count each engine once; an engine with one line
     in the bucket keeps that line's values."""
     cols = [c for c in frame.columns if c not in ("ts", "file", "engine", "line")]
+    # a column no row fills (most of the 40 for one engine's stats line) stays null: only the rest is aggregated
+    empty = [c for c in cols if frame[c].null_count() == frame.height]
     agg = [pl.col(c).mean() if c.endswith("_tps") else
            pl.when(pl.col(c).is_null().all()).then(None).otherwise(pl.col(c).sum()).alias(c) if c == "preemptions"
-           else pl.col(c).last() for c in cols]
-    return (bucketed(frame, interval_s).sort("ts", maintain_order=True).group_by("bucket", "file", "engine", maintain_order=True)
-            .agg(pl.col("ts").last(), *agg))
+           else pl.col(c).last() for c in cols if c not in empty]
+    out = (bucketed(frame, interval_s).sort("ts", maintain_order=True).group_by("bucket", "file", "engine", maintain_order=True)
+           .agg(pl.col("ts").last(), *agg))
+    if not empty:
+        return out
+    dtypes = {c: pl.Float64 if c.endswith("_tps") else frame.schema[c] for c in empty}
+    return out.with_columns(pl.lit(None, dtype=dtypes[c]).alias(c) for c in empty).select(
+        "bucket", "file", "engine", "ts", *cols)
 
 
 def cadence_s(ts: pl.Series | Sequence[datetime | None]) -> float | None:
@@ -74,23 +83,32 @@ def step_s(ts: pl.Series | Sequence[datetime | None], interval_s: float) -> floa
     return max(interval_s, cadence_s(ts) or interval_s)
 
 
+def median_without(ranked: list[float], x: float) -> float:
+    """``statistics.median`` of the sorted ``ranked`` with one ``x`` taken out (the siblings of the engine that
+    reported ``x``), by index: no list built per engine and bucket."""
+    k = bisect_left(ranked, x)
+    n = len(ranked) - 1
+
+    def at(i: int) -> float:
+        return ranked[i] if i < k else ranked[i + 1]
+    return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
+
+
 def windows(ts: list[datetime], cond: list[bool], *, for_s: float, interval_s: float,
             keep_firing_for_s: float = 0.0, gap_tolerance: int = 1, max_gap_s: float = 0.0) -> list[Window]:
     """Runs of ``cond`` over sorted bucket times that last at least ``for_s``. Two true buckets stay one run
     across a hole without buckets of up to ``gap_tolerance`` intervals, or of ``max_gap_s``, the longer."""
     step = timedelta(seconds=interval_s)
     hole = max(step * (1 + gap_tolerance), timedelta(seconds=max_gap_s))
+    if len(ts) != len(cond):
+        raise ValueError(f"windows: {len(ts)} times, {len(cond)} conditions")
     runs: list[list[int]] = []
     cur: list[int] = []
-    for i, (t, c) in enumerate(zip(ts, cond, strict=True)):
-        if c and cur and (t - ts[cur[-1]]) > hole:
+    for i in compress(range(len(cond)), cond):   # the true buckets only: a run ends at a false one or a hole
+        if cur and (i != cur[-1] + 1 or ts[i] - ts[cur[-1]] > hole):
             runs.append(cur)
             cur = []
-        if c:
-            cur.append(i)
-        elif cur:
-            runs.append(cur)
-            cur = []
+        cur.append(i)
     if cur:
         runs.append(cur)
     merged: list[list[int]] = []

@@ -203,3 +203,48 @@ def test_follow_of_an_empty_directory_waits_for_logs_and_ends_like_the_batch_rea
         f.wait_err("diag tail: following 1 log (Ctrl-C stops)", 5)
     finally:
         assert f.stop() == 0
+
+
+def _read_all(run: Path, monkeypatch, parallel_min: int) -> tuple[list, dict]:
+    """One poll of a fresh follower over ``run``, the parallel catch-up switched on above ``parallel_min`` bytes."""
+    import diag.follow as follow
+
+    monkeypatch.setattr(follow, "PARALLEL_MIN_BYTES", parallel_min)
+    f = follow.Follower([str(run)])
+    recs, _, rows = f.poll()
+    flushed, more = f.flush()
+    return ([(k, r) for k, r in recs + flushed],
+            {k: (s, kv) for k, s, kv in rows + more})
+
+
+def test_a_backlog_is_read_on_threads_exactly_as_on_one(monkeypatch) -> None:
+    """Catching up on an existing run reads its files in parallel (the batch read's speed); records come in file
+    order and every record and row is the one the single-threaded read gives."""
+    from polars.testing import assert_frame_equal
+
+    run = ROOT / "samples" / "runs" / "kv-exhaustion"
+    one_recs, one_rows = _read_all(run, monkeypatch, 1 << 62)
+    par_recs, par_rows = _read_all(run, monkeypatch, 0)
+    assert [(k, type(r).__name__, r.line) for k, r in par_recs] == [(k, type(r).__name__, r.line) for k, r in one_recs]
+    assert par_recs == one_recs and len(one_recs) > 0
+    assert one_rows.keys() == par_rows.keys() and one_rows
+    for k, (s, kv) in one_rows.items():
+        assert_frame_equal(par_rows[k][0], s)
+        assert_frame_equal(par_rows[k][1], kv)
+
+
+def test_a_held_back_line_is_due_after_the_hold(tmp_path: Path) -> None:
+    """A followed file's last complete candidate waits HOLD_S for a continuation; the follower says when it is due,
+    so the stream polls then instead of a whole poll interval later."""
+    import diag.follow as follow
+
+    log = tmp_path / "nodeA_prefill_w0.out"
+    log.write_text(stats(0))
+    f = follow.Follower([str(tmp_path)])
+    f.poll()
+    due = f.due_in()
+    assert due is not None and 0 < due <= follow.HOLD_S
+    time.sleep(due + 0.01)
+    recs, _, rows = f.poll()
+    assert f.due_in() is None   # parsed alone: nothing held
+    assert sum(s.height for _, s, _ in rows) + len(recs) >= 1
