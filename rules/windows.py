@@ -55,18 +55,11 @@ def per_engine(frame: pl.DataFrame, interval_s: float) -> pl.DataFrame:
     (``*_tps``) and its summed preemptions, so sums over engines count each engine once; an engine with one line
     in the bucket keeps that line's values."""
     cols = [c for c in frame.columns if c not in ("ts", "file", "engine", "line")]
-    # a column no row fills (most of the 40 for one engine's stats line) stays null: only the rest is aggregated
-    empty = [c for c in cols if frame[c].null_count() == frame.height]
     agg = [pl.col(c).mean() if c.endswith("_tps") else
            pl.when(pl.col(c).is_null().all()).then(None).otherwise(pl.col(c).sum()).alias(c) if c == "preemptions"
-           else pl.col(c).last() for c in cols if c not in empty]
-    out = (bucketed(frame, interval_s).sort("ts", maintain_order=True).group_by("bucket", "file", "engine", maintain_order=True)
-           .agg(pl.col("ts").last(), *agg))
-    if not empty:
-        return out
-    dtypes = {c: pl.Float64 if c.endswith("_tps") else frame.schema[c] for c in empty}
-    return out.with_columns(pl.lit(None, dtype=dtypes[c]).alias(c) for c in empty).select(
-        "bucket", "file", "engine", "ts", *cols)
+           else pl.col(c).last() for c in cols]
+    return (bucketed(frame, interval_s).sort("ts", maintain_order=True).group_by("bucket", "file", "engine", maintain_order=True)
+            .agg(pl.col("ts").last(), *agg))
 
 
 def cadence_s(ts: pl.Series | Sequence[datetime | None]) -> float | None:

@@ -57,3 +57,47 @@ def test_torn_stats_line_rejoined(cut: int, esc: str) -> None:
     if LINE[cut:].startswith(("(", "INFO", " INFO")):
         return  # the cut fell on a record head: the second half is a record of its own
     assert len(recs) == 1 and {k: getattr(recs[0], k) for k in VALUES} == VALUES
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, 2.5, 40.0, 80.5]) | st.floats(0, 1e4), min_size=2, max_size=12),
+       st.data())
+def test_a_sibling_median_by_index_is_the_median_of_the_siblings(row: list[float], data: st.DataObject) -> None:
+    """engine_skew's sibling median (one value taken out of the sorted row by index) is ``statistics.median``."""
+    from statistics import median
+
+    from diag.rules.windows import median_without
+
+    i = data.draw(st.integers(0, len(row) - 1))
+    assert median_without(sorted(row), row[i]) == median(row[:i] + row[i + 1:])
+
+
+def _windows_by_every_bucket(ts: list, cond: list[bool], hole: object) -> list[list[int]]:
+    """The runs of true buckets as the rule engine read them before: every bucket visited in turn."""
+    runs: list[list[int]] = []
+    cur: list[int] = []
+    for i, (t, c) in enumerate(zip(ts, cond, strict=True)):
+        if c and cur and (t - ts[cur[-1]]) > hole:
+            runs.append(cur)
+            cur = []
+        if c:
+            cur.append(i)
+        elif cur:
+            runs.append(cur)
+            cur = []
+    return [*runs, cur] if cur else runs
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([10, 10, 10, 20, 30, 60]), st.booleans()), max_size=40))
+def test_windows_are_the_runs_of_true_buckets(steps: list[tuple[int, bool]]) -> None:
+    """A window is a run of consecutive true buckets without a hole; found over the true buckets only."""
+    from datetime import UTC, datetime, timedelta
+
+    from diag.rules.windows import windows
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    ts = [t0 + timedelta(seconds=sum(s for s, _ in steps[: k + 1])) for k in range(len(steps))]
+    cond = [c for _, c in steps]
+    want = _windows_by_every_bucket(ts, cond, timedelta(seconds=20))
+    assert [list(w.rows) for w in windows(ts, cond, for_s=0, interval_s=10)] == want
