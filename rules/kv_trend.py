@@ -72,6 +72,9 @@ def kv_filling(rule: Rule, run: Run) -> list[Finding]:
             continue
         best: tuple[float, pl.DataFrame, str, dict[str, Any]] | None = None
         for (eng,), part in ep.stats.filter(pl.col("ts").is_not_null()).group_by(["engine"], maintain_order=True):
+            top = part["kv_usage"].max()
+            if top is None or top < p["kv_usage"]:   # a run must end at kv_usage or above: none can here
+                continue
             df = part.sort("ts")
             ok = ((df["running"].fill_null(0) > 0) & (df["waiting"].fill_null(0) == 0)
                   & (df["preemptions"].fill_null(0) == 0)).to_list()

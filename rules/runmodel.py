@@ -8,12 +8,12 @@ an endpoint, and its frames, are :mod:`rules.endpoints`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 # the run model's stats frame: where a row comes from, then the one spec's run columns (parsers.stats_columns)
 STATS_SCHEMA = {"ts": TS, "engine": pl.Utf8, "file": pl.Utf8, "line": pl.Int64, **RUN_SCHEMA}
 KV_SCHEMA = {"ts": TS, "file": pl.Utf8, "line": pl.Int64, **dict.fromkeys(KV_VALUE_KEYS, pl.Float64)}
+
+T = TypeVar("T")
 
 
 def _frozen_map(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -124,6 +126,14 @@ class Run:
     engine_by: str = ""                      # what told it: "recipe", "logs", "frames", "recipe default" or ""
     errors: tuple[str, ...] = ()
     jobs: tuple[Recipe, ...] = ()            # every job of the run's recipe file
+
+    def derived(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """A frame or figure derived from the run, computed once while the run lives (rules that share it, as
+        B001 and B002 share the roles' joined series, ask by the same key); never part of its fields."""
+        memo = self.__dict__.setdefault("_derived", {})
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
 
     @property
     def recipe(self) -> Recipe | None:

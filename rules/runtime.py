@@ -78,8 +78,10 @@ def _joined(run: Run, interval_s: float) -> pl.DataFrame:
     if not pre.height or not dec.height:
         return pl.DataFrame()
     # decode engines log on their own clock: take the latest decode state at or before each bucket
-    return pre.join_asof(dec, on="bucket", suffix="_d", strategy="backward",
-                         tolerance=timedelta(seconds=3 * interval_s)).drop_nulls("kv_d")
+    df = pre.join_asof(dec, on="bucket", suffix="_d", strategy="backward",
+                       tolerance=timedelta(seconds=3 * interval_s)).drop_nulls("kv_d")
+    # causal: each bucket against the plateau and the queue as they stood then (never later data)
+    return df.with_columns(plateau=pl.Series(plateau_so_far(df["prompt_tps"].to_list()), dtype=pl.Float64))
 
 
 def plateau_so_far(values: list[float | None], q: float = 0.9) -> list[float]:
@@ -103,11 +105,9 @@ def _round(value: Any, digits: int) -> float | None:
 def role_balance(rule: Rule, run: Run) -> list[Finding]:
     p = rule.params
     iv = float(p.get("interval_s", 10))
-    df = _joined(run, iv)
+    df = run.derived(("role_balance", iv), lambda: _joined(run, iv))   # B001 and B002 read the same series
     if df.height < 2:
         return []
-    # causal: each bucket against the plateau and the queue as they stood then (never later data)
-    df = df.with_columns(plateau=pl.Series(plateau_so_far(df["prompt_tps"].to_list()), dtype=pl.Float64))
     plateau = df["plateau"]
     if p["mode"] == "prefill-bound":
         lag = max(1, int(p["rise_lookback_s"] / iv))
@@ -185,14 +185,16 @@ def engine_skew(rule: Rule, run: Run) -> list[Finding]:
         df = bucketed(ep.stats, iv).group_by("bucket", "engine").agg(pl.col(metric).mean()).sort("bucket")
         wide = df.pivot(on="engine", index="bucket", values=metric).sort("bucket")
         engines = [c for c in wide.columns if c != "bucket"]
-        ts = wide["bucket"].to_list()
         # a bucket can hold a skewed engine only if its busiest engine is >= ratio x its least busy one
         # and some sibling reaches min_load: only those buckets need the exact sibling median
         hi, lo = pl.max_horizontal(engines), pl.min_horizontal(engines)
         reported = pl.sum_horizontal(pl.col(e).is_not_null() for e in engines)
-        maybe = wide.select((hi >= p["ratio"] * lo) & (hi >= p["min_load"]) & (reported >= 2)).to_series()
+        possible = wide.select((hi >= p["ratio"] * lo) & (hi >= p["min_load"]) & (reported >= 2)).to_series()
+        if not possible.any():
+            continue
         rows = wide.select(engines).rows()
-        ranked = {i: sorted(v for v in rows[i] if v is not None) for i in maybe.arg_true().to_list()}
+        ranked = {i: sorted(v for v in rows[i] if v is not None) for i in possible.arg_true().to_list()}
+        ts: list[datetime] | None = None   # the buckets' times, read once an engine is skewed in one
         for ei, eng in enumerate(engines):
             cond = [False] * len(rows)
             for i, present in ranked.items():   # the possible buckets with a sibling: the rest are False
@@ -200,6 +202,9 @@ def engine_skew(rule: Rule, run: Run) -> list[Finding]:
                 if mine is not None:
                     med = median_without(present, mine)
                     cond[i] = med >= p["min_load"] and mine >= p["ratio"] * med
+            if not any(cond):
+                continue
+            ts = ts if ts is not None else wide["bucket"].to_list()
             for w in windows(ts, cond, for_s=rule.for_s, interval_s=iv, keep_firing_for_s=rule.keep_firing_for_s):
                 sub = [rows[i] for i in w.rows]
                 mine = sum(r[ei] for r in sub) / len(sub)
@@ -261,10 +266,12 @@ def window_threshold(rule: Rule, run: Run) -> list[Finding]:
               .agg(kv=pl.col("kv_usage").max(), waiting=pl.col("waiting").sum(),
                    preempt=pl.col("preemptions").fill_null(0).sum(),
                    prompt=pl.col("prompt_tps").fill_null(0).sum()).sort("bucket"))
+        full = (df["kv"] >= p["kv_usage"]).fill_null(False).to_list()
+        if not any(full):
+            continue   # every window needs a full bucket (a refill bridges two): nothing to judge here
         buckets = df["bucket"].to_list()
         step = step_s(df["bucket"], iv)   # a sparse series (a paste, lines cut out): one observation per its cadence
         gap = float(p.get("max_gap_s", 0))
-        full = (df["kv"] >= p["kv_usage"]).fill_null(False).to_list()
         evicted = _evicting_stretches(buckets, full, [t for _, r in ep.of(Preemption) if (t := r.ts) is not None], step)
         cond = _bridge_refills([f and (w > 0 or n > 0 or e) for f, w, n, e in
                                 zip(full, df["waiting"].fill_null(0), df["preempt"], evicted, strict=True)],

@@ -188,6 +188,19 @@ def test_a_run_cannot_be_mutated(kv_run) -> None:
         log.counts.noise["request"] = 0  # type: ignore[index]
 
 
+def test_what_rules_derive_from_a_run_is_computed_once_and_is_no_field(kv_run) -> None:
+    """B001 and B002 share the roles' joined series through ``Run.derived``: computed on the first ask, the same
+    object after; a run copied with ``dataclasses.replace`` starts without it, and equality ignores it."""
+    from dataclasses import replace
+
+    calls = []
+    first = kv_run.derived(("test", 1), lambda: calls.append(1) or pl.DataFrame({"a": [1]}))
+    assert kv_run.derived(("test", 1), lambda: calls.append(1) or pl.DataFrame()) is first and calls == [1]
+    copy = replace(kv_run)
+    assert copy == kv_run and "_derived" not in vars(copy)
+    assert "_derived" not in {f.name for f in fields(kv_run)}
+
+
 def _contents(run) -> tuple:
     return (tuple((lg.path, len(lg.records), lg.stats.height, lg.counts.lines) for lg in run.sources),
             tuple((ep.id, len(ep.records), ep.stats.height) for ep in run.endpoints.values()))
