@@ -35,7 +35,7 @@ def _stalled_runs(df: pl.DataFrame, stalled: list[bool], p: dict[str, Any]) -> l
             first, last = ts[start], ts[i - 1]
             covered = ((last - first).total_seconds() + step if first is not None and last is not None
                        else (i - start) * step)   # lines without a time: each one interval
-            if i - start >= p["min_lines"] and covered >= p["stall_s"]:
+            if covered >= p["stall_s"]:
                 out.append((start, i))
             start = None
     return out
