@@ -193,10 +193,11 @@ class WatchApp(App[None]):
             self._toast_timer = self.set_timer(max(0.05, wait), self.refresh_toasts, name="toasts")
 
     def refresh_views(self) -> None:
-        if self.snapshot is None:
+        if self.snapshot is None or not self.is_running:   # a poll that ends while the app shuts down shows nothing
             return
         for screen in self.screen_stack:
-            if isinstance(screen, LiveScreen) and screen.is_mounted:  # composed: its widgets are there
+            # composed and not being torn down: its widgets are there
+            if isinstance(screen, LiveScreen) and screen.is_mounted and screen.is_attached:
                 screen.show(self.snapshot)
 
     # ------------------------------------------------------------------ view state
