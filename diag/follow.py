@@ -10,7 +10,6 @@ exist yet (or a glob that matches nothing yet) is waited for and followed once i
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import gzip
 import os
@@ -226,12 +225,13 @@ class Follower:
         f.resets += 1
         return held
 
-    def _read(self, key: str, f: Followed) -> list[Record]:
+    def _read(self, key: str, f: Followed, st: os.stat_result | None = None) -> list[Record]:
+        """What was appended to one file since the last poll (``st``: its stat, when the poll took it already)."""
         if f.packed:
             return self._read_visible_packed(key, f) if self.visible is not None else []
         path = Path(key)
         try:
-            st = inputs.stat(path)
+            st = st or inputs.stat(path)
         except FileNotFoundError:
             f.gone = True
             return []
@@ -317,21 +317,22 @@ class Follower:
         """(new records with their file, newly found files, new stats/KV rows with their file)."""
         added = self._rescan()
         files = list(self.files.items())
-        read = self._read_parallel(files) if self._backlog(files) >= PARALLEL_MIN_BYTES else {}
-        out = [(key, r) for key, f in files for r in (read[key] if key in read else self._read(key, f))]
+        stats = {key: self._stat(key) for key, f in files if not f.packed and self.visible is None}
+        backlog = sum(max(st.st_size - f.offset, 0) for key, f in files if (st := stats.get(key)) is not None)
+        read = self._read_parallel(files, stats) if len(files) > 1 and backlog >= PARALLEL_MIN_BYTES else {}
+        out = [(key, r) for key, f in files for r in (read[key] if key in read else self._read(key, f, stats.get(key)))]
         return out, added, self._rows()
 
-    def _backlog(self, files: list[tuple[str, Followed]]) -> int:
-        """Bytes written and not read yet in the plain (uncompressed, unreplayed) files."""
-        if self.visible is not None or len(files) < 2:
-            return 0
-        total = 0
-        for key, f in files:
-            with contextlib.suppress(OSError):
-                total += 0 if f.packed else max(inputs.stat(Path(key)).st_size - f.offset, 0)
-        return total
+    @staticmethod
+    def _stat(key: str) -> os.stat_result | None:
+        """A plain file's stat, taken once a poll (None: gone; :meth:`_read` says so)."""
+        try:
+            return inputs.stat(Path(key))
+        except FileNotFoundError:
+            return None
 
-    def _read_parallel(self, files: list[tuple[str, Followed]]) -> dict[str, list[Record]]:
+    def _read_parallel(self, files: list[tuple[str, Followed]],
+                       stats: dict[str, os.stat_result | None]) -> dict[str, list[Record]]:
         """A large backlog (catching up on an existing run) read as the batch read reads it: one thread per CPU,
         the files in parallel (each has its own parser; polars releases the GIL), the records kept per file."""
         from concurrent.futures import ThreadPoolExecutor
@@ -340,16 +341,17 @@ class Follower:
         if n < 2:
             return {}
         with ThreadPoolExecutor(n) as pool:
-            futures = {key: pool.submit(inputs.in_context(self._read), key, f) for key, f in files}
+            futures = {key: pool.submit(inputs.in_context(self._read), key, f, stats.get(key)) for key, f in files}
             return {key: fut.result() for key, fut in futures.items()}
 
     def due_in(self) -> float | None:
         """Seconds until a held-back last line (:data:`HOLD_S`) is due to be parsed alone; None: none is held (a
         line overdue and still held, as a replay's, is not waited for)."""
+        if self.visible is not None:
+            return None
         now = time.monotonic()
-        due = [HOLD_S - (now - f.quiet_since) for f in self.files.values()
-               if f.parser.waiting and not f.packed and self.visible is None]
-        due = [d for d in due if d > -HOLD_S]
+        due = [d for f in self.files.values() if f.parser.waiting and not f.packed
+               and (d := HOLD_S - (now - f.quiet_since)) > -HOLD_S]
         return max(0.0, min(due)) if due else None
 
     def _rows(self) -> list[tuple[str, pl.DataFrame, pl.DataFrame]]:
